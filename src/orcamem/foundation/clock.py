@@ -1,0 +1,59 @@
+"""Time, injectable: every stored time is UTC ISO-8601 with ``Z``; tests move a ``FrozenClock``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+__all__ = ["Clock", "FrozenClock", "SystemClock", "format_time", "parse_time"]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+
+class SystemClock:
+    """The machine's wall clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+class FrozenClock:
+    """A clock that only moves when told to (for tests and replays)."""
+
+    def __init__(self, start: datetime | str) -> None:
+        self._now = parse_time(start) if isinstance(start, str) else start.astimezone(timezone.utc)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, **delta: float) -> None:
+        self._now += timedelta(**delta)
+
+
+def format_time(moment: datetime) -> str:
+    """``2026-10-17T09:30:00.000000Z``: fixed width, so strings sort like times."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str | datetime) -> datetime:
+    """Parse ISO-8601 (``Z`` or offset; naive means UTC) into an aware UTC datetime.
+
+    Raises:
+        ValueError: when the text is not an ISO-8601 time.
+    """
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)

@@ -1,0 +1,102 @@
+"""Configuration: one frozen object, with the environment read in exactly one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInputError
+
+__all__ = ["Config", "default_db_path", "home_dir"]
+
+
+def home_dir(environ: dict[str, str] | None = None) -> Path:
+    """``$ORCA_HOME`` if set, else ``~/.orca``: the only place orcamem reads its home from."""
+    env = os.environ if environ is None else environ
+    value = env.get("ORCA_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".orca"
+
+
+def default_db_path(environ: dict[str, str] | None = None) -> Path:
+    return home_dir(environ) / "memory.db"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every switch of the engine. Pass ``Memory(config=Config(...))`` or use ``with_``.
+
+    Recall switches follow the episode-engine spec (``enable_*``); numbers without a seed
+    value are tuned by ``orcamem bench locomo`` and documented in docs/recall.md.
+    """
+
+    # -- recall candidates and fusion
+    preset: str = "hybrid"
+    """Recall preset: a named set of signal weights (see ``pipelines.recall.presets``)."""
+    top_k: int = 10
+    lexical_candidates: int = 100
+    vector_candidates: int = 100
+    fusion: str = "minmax"
+    """``minmax`` (normalised score fusion) or ``rrf`` (reciprocal rank fusion, k=60)."""
+    noise_floor_percentile: float = 50.0
+    """Vector hits under this percentile of random pairwise cosine carry no weight (spec: 50th)."""
+    neighbour_weight: float = 0.4
+    """A line borrows this share of its best neighbouring line's score in the same session."""
+    novelty_threshold: float = 0.97
+    """Hits whose cosine to an already selected hit is at least this are duplicates."""
+    min_score: float = 0.0
+
+    # -- signals (bounded additive boosts)
+    enable_recency: bool = True
+    recency_weight: float = 0.05
+    recency_half_life_days: float = 30.0
+    enable_usage: bool = True
+    usage_weight: float = 0.05
+    enable_hawkes: bool = True
+    hawkes_alpha: float = 0.4
+    hawkes_half_life_seconds: float = 1800.0
+    hawkes_weight: float = 0.05
+    enable_ebbinghaus: bool = True
+    ebbinghaus_s0_days: float = 2.0
+    ebbinghaus_gain: float = 0.5
+    ebbinghaus_weight: float = 0.05
+    enable_speaker_bonus: bool = True
+    speaker_weight: float = 0.1
+
+    # -- packing
+    enable_sutra_packing: bool = True
+    context_budget_tokens: int = 800
+    max_forbidden_rules: int = 12
+    max_passage_chars: int = 400
+
+    # -- storage
+    synchronous: str = "FULL"
+    """SQLite ``synchronous`` pragma: FULL survives power loss, NORMAL only process crashes."""
+    busy_timeout_ms: int = 10_000
+    blas_threads: int = 1
+    """BLAS threads for the query path (one is ~25x faster on a busy 2-core machine)."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("minmax", "rrf"):
+            raise InvalidInputError(f"fusion={self.fusion!r}: use 'minmax' or 'rrf'")
+        if self.top_k < 1 or self.top_k > 1000:
+            raise InvalidInputError(f"top_k={self.top_k}: use a number from 1 to 1000")
+        if self.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise InvalidInputError(
+                f"synchronous={self.synchronous!r}: use OFF, NORMAL, FULL or EXTRA"
+            )
+        if not 0.0 < self.novelty_threshold <= 1.0:
+            raise InvalidInputError("novelty_threshold must be in (0, 1]")
+        if self.context_budget_tokens < 32:
+            raise InvalidInputError("context_budget_tokens must be at least 32")
+
+    def with_(self, **changes: Any) -> Config:
+        """A copy with some fields changed (unknown names are an error)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise InvalidInputError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
+        return replace(self, **changes)

@@ -1,0 +1,141 @@
+"""``orcamem bench``: latency and LoCoMo benchmarks, as tables or one JSON object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..foundation.config import Config
+from ..foundation.errors import OrcamemError
+
+bench_app = typer.Typer(
+    help="Benchmarks: latency and LoCoMo retrieval quality.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def _run(work, label: str, quiet: bool):
+    """Run a benchmark with a progress bar on stderr; library errors exit 1 with a message."""
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=quiet,
+        ) as bar:
+            task = bar.add_task(label, total=None)
+
+            def progress(description: str, done: int, total: int) -> None:
+                bar.update(task, description=description, completed=done, total=total)
+
+            return work(progress)
+    except OrcamemError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+
+
+@bench_app.command("latency")
+def latency_command(
+    records: Annotated[
+        list[int],
+        typer.Option("--records", help="Sizes to measure, e.g. --records 2000 10000 100000."),
+    ] = [2000, 10000],  # noqa: B006
+    more: Annotated[list[int] | None, typer.Argument(hidden=True)] = None,
+    queries: Annotated[int, typer.Option(help="Searches timed per size.")] = 200,
+    adds: Annotated[int, typer.Option(help="Single adds timed per size.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Time add, search and build_context at each size on a fresh database (default embedder)."""
+    from ..services.bench import latency
+
+    sizes = [*records, *(more or [])]
+    result = _run(
+        lambda p: latency(sizes, queries=queries, adds=adds, progress=p), "latency", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records",
+        "add p50",
+        "add p95",
+        "search p50",
+        "search p95",
+        "context p50",
+        "ingest/s",
+        "DB MB",
+        title="orcamem bench latency (ms)",
+    )
+    for size, row in result["records"].items():
+        table.add_row(
+            f"{int(size):,}",
+            str(row["add_p50_ms"]),
+            str(row["add_p95_ms"]),
+            str(row["search_p50_ms"]),
+            str(row["search_p95_ms"]),
+            str(row["build_context_p50_ms"]),
+            f"{row['ingest_turns_per_s']:,.0f}",
+            str(row["db_mb"]),
+        )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")
+
+
+@bench_app.command("locomo")
+def locomo_command(
+    data: Annotated[
+        Path, typer.Option(help="A LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+    ],
+    preset: Annotated[str, typer.Option(help="Recall preset.")] = "hybrid",
+    fusion: Annotated[str, typer.Option(help="minmax or rrf.")] = "minmax",
+    samples: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
+    from ..services.bench import locomo
+
+    try:
+        config = Config(preset=preset, fusion=fusion)
+    except OrcamemError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    result = _run(
+        lambda p: locomo(data, config=config, progress=p, limit_samples=samples), "locomo", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    columns = ["any@1", "any@5", "any@10", "any@20", "all@10", "session any@5", "tokens", "n"]
+    table = Table("category", *columns, title=f"orcamem bench locomo ({data.name})")
+    rows = {**result["by_category"], "overall": result["overall"]}
+    for name, row in rows.items():
+        table.add_row(
+            name,
+            *(
+                f"{row[k]:.3f}"
+                for k in (
+                    "recall_any@1",
+                    "recall_any@5",
+                    "recall_any@10",
+                    "recall_any@20",
+                    "recall_all@10",
+                    "session_recall_any@5",
+                )
+            ),
+            f"{row['context_tokens']:.0f}",
+            str(row["questions"]),
+        )
+    out.print(table)
+    out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")

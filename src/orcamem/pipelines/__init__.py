@@ -1,0 +1,1 @@
+"""Pipelines: ingest (episodes to indexed lines) and recall (query to packed context)."""

@@ -1,0 +1,73 @@
+"""Pure signal functions of the recall pipeline. Each returns a value in [0, 1] (Hawkes: [0, alpha]).
+
+Presets weigh these into one score; the breakdown of every hit reports each signal, so a
+user can see why a line was chosen. The formulas and constants are the episode-engine
+spec's (Hawkes, Ebbinghaus, noise floor, RRF).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+__all__ = [
+    "above_floor",
+    "ebbinghaus_retention",
+    "hawkes_intensity",
+    "minmax",
+    "recency",
+    "rrf",
+    "usage",
+]
+
+K = TypeVar("K")
+
+
+def minmax(scores: Mapping[K, float]) -> dict[K, float]:
+    """Min-max normalise to [0, 1]; a single score (or all equal) maps to 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low < 1e-12:
+        return {key: 1.0 for key in scores}
+    return {key: (value - low) / (high - low) for key, value in scores.items()}
+
+
+def rrf(ranked: Sequence[K], k: int = 60) -> dict[K, float]:
+    """Reciprocal rank fusion term ``1 / (k + rank)`` (rank from 1), scaled so rank 1 is 1."""
+    return {key: (k + 1) / (k + rank) for rank, key in enumerate(ranked, start=1)}
+
+
+def above_floor(cosine: float, floor: float) -> float:
+    """Cosine rescaled so the space's noise floor is 0: below it carries no evidence."""
+    if cosine <= floor:
+        return 0.0
+    return (cosine - floor) / max(1e-9, 1.0 - floor)
+
+
+def recency(age_days: float, half_life_days: float) -> float:
+    """``0.5 ** (age / half_life)``; future times count as now."""
+    return 0.5 ** (max(0.0, age_days) / half_life_days)
+
+
+def usage(access_count: int, saturation: int = 50) -> float:
+    """Log-scaled use, saturating at ``saturation`` accesses."""
+    return min(1.0, math.log1p(max(0, access_count)) / math.log1p(saturation))
+
+
+def hawkes_intensity(
+    dt_seconds: float, alpha: float = 0.4, half_life_seconds: float = 1800.0
+) -> float:
+    """Hawkes self-exciting kernel ``alpha * exp(-beta * dt)``, ``beta = ln 2 / half_life``."""
+    beta = math.log(2) / half_life_seconds
+    return alpha * math.exp(-beta * max(0.0, dt_seconds))
+
+
+def ebbinghaus_retention(
+    dt_days: float, rehearsals: int, s0_days: float = 2.0, gain: float = 0.5
+) -> float:
+    """Retention ``exp(-dt / S)`` with stability ``S = S0 * (1 + gain * (n - 1))``."""
+    n = max(1, rehearsals)
+    stability = s0_days * (1 + gain * (n - 1))
+    return math.exp(-max(0.0, dt_days) / stability)

@@ -1,0 +1,1 @@
+"""Services: the SDK facade and, later, the Memory Bank, local memory and host capability."""

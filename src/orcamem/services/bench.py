@@ -1,0 +1,285 @@
+"""Benchmarks: latency at several sizes, and retrieval quality on the LoCoMo format.
+
+Numbers are medians and percentiles of many calls in one process, reported with the
+machine's load; compare ratios within one run (2 noisy cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..foundation.config import Config
+from ..foundation.errors import InvalidInputError
+from ..foundation.text import estimate_tokens
+from .memory import Memory
+
+__all__ = ["latency", "load_locomo", "locomo", "machine"]
+
+Progress = Callable[[str, int, int], None]
+KS = (1, 5, 10, 20)
+
+
+def machine() -> dict[str, Any]:
+    """Where a number was measured: cores, load, Python, platform."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return {
+        "cores": os.cpu_count(),
+        "load_1m": round(load[0], 2),
+        "load_5m": round(load[1], 2),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+    }
+
+
+def _percentile(samples: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(samples), q)) if samples else 0.0
+
+
+def _vocabulary(mem: Memory) -> list[str]:
+    """Plain English-ish words from the embedder's tokenizer, for synthetic text."""
+    tokenizer = getattr(mem.embedder, "_tokenizer", None)
+    if tokenizer is None:
+        return [f"word{i}" for i in range(5000)]
+    vocab = [w for w in tokenizer.get_vocab() if w.isalpha() and w.isascii() and len(w) > 2]
+    return sorted(vocab)[:20000]
+
+
+class _Texts:
+    """Deterministic synthetic sentences with a Zipf-like word distribution."""
+
+    def __init__(self, vocab: list[str], seed: int = 7) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._vocab = vocab
+        ranks = np.arange(1, len(vocab) + 1)
+        weights = 1.0 / ranks**1.07
+        self._p = weights / weights.sum()
+        self._order = self._rng.permutation(len(vocab))
+
+    def sentence(self, n: int | None = None) -> str:
+        count = n or int(self._rng.integers(8, 24))
+        picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
+        return " ".join(self._vocab[i] for i in picks).capitalize() + "."
+
+
+def latency(
+    records: Sequence[int],
+    *,
+    queries: int = 200,
+    adds: int = 200,
+    config: Config | None = None,
+    progress: Progress | None = None,
+    workdir: str | None = None,
+) -> dict[str, Any]:
+    """Bulk-load N synthetic turns per size, then time single adds, searches and contexts.
+
+    Returns:
+        ``{"records": {"10000": {"add_p50_ms": …, …}}, "machine": {…}}``
+    """
+    results: dict[str, Any] = {}
+    for size in records:
+        if size < 1:
+            raise InvalidInputError(f"records={size}: use a positive number")
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            path = Path(tmp) / "bench.db"
+            with Memory(path, space="bench", config=config) as mem:
+                texts = _Texts(_vocabulary(mem))
+                items = [
+                    {
+                        "text": texts.sentence(),
+                        "kind": "turn",
+                        "role": "user" if i % 2 else "assistant",
+                        "session_id": f"s{i // 20}",
+                    }
+                    for i in range(size)
+                ]
+                started = time.perf_counter()
+                done = 0
+                for start in range(0, size, 5000):
+                    mem.add_many(items[start : start + 5000])
+                    done = min(size, start + 5000)
+                    if progress:
+                        progress(f"{size:,} records: loading", done, size)
+                ingest_seconds = time.perf_counter() - started
+                add_ms = []
+                for i in range(adds):
+                    text = texts.sentence()
+                    begin = time.perf_counter()
+                    mem.observe("user", text, session_id=f"live{i // 20}")
+                    add_ms.append((time.perf_counter() - begin) * 1000)
+                search_ms, context_ms = [], []
+                questions = [
+                    texts.sentence(int(n))
+                    for n in np.random.default_rng(3).integers(3, 10, size=queries)
+                ]
+                mem.search(questions[0])  # warm the vector index once, as a server would
+                for i, question in enumerate(questions):
+                    begin = time.perf_counter()
+                    mem.search(question)
+                    search_ms.append((time.perf_counter() - begin) * 1000)
+                    begin = time.perf_counter()
+                    mem.build_context([{"role": "user", "content": question}])
+                    context_ms.append((time.perf_counter() - begin) * 1000)
+                    if progress and i % 20 == 0:
+                        progress(f"{size:,} records: querying", i, queries)
+                size_bytes = mem.store.size_bytes()
+            results[str(size)] = {
+                "add_p50_ms": round(_percentile(add_ms, 50), 3),
+                "add_p95_ms": round(_percentile(add_ms, 95), 3),
+                "search_p50_ms": round(_percentile(search_ms, 50), 3),
+                "search_p95_ms": round(_percentile(search_ms, 95), 3),
+                "build_context_p50_ms": round(_percentile(context_ms, 50), 3),
+                "build_context_p95_ms": round(_percentile(context_ms, 95), 3),
+                "ingest_turns_per_s": round(size / ingest_seconds, 1),
+                "db_mb": round(size_bytes / 1e6, 2),
+            }
+    return {"records": results, "machine": machine()}
+
+
+# -- LoCoMo -------------------------------------------------------------------------------
+
+_SESSION_RE = re.compile(r"session_(\d+)$")
+
+
+def _session_time(text: str) -> str | None:
+    """``1:56 pm on 8 May, 2023`` → ISO time (None when unparseable)."""
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc).isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+def load_locomo(path: str | Path) -> list[dict[str, Any]]:
+    """Read a LoCoMo JSON file and check its shape, with a clear error if it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read LoCoMo data from {path}: {exc}") from None
+    if not isinstance(data, list) or not all(
+        isinstance(s, dict) and "conversation" in s and "qa" in s for s in data
+    ):
+        raise InvalidInputError(
+            f"{path} is not in the LoCoMo format: expected a list of samples "
+            "with 'conversation' and 'qa'"
+        )
+    return data
+
+
+def _turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    conversation = sample["conversation"]
+    items = []
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conversation if (m := _SESSION_RE.match(key))
+    )
+    for number, key in sessions:
+        when = _session_time(str(conversation.get(f"{key}_date_time", "")))
+        for turn in conversation[key]:
+            meta = {}
+            if turn.get("blip_caption"):
+                meta["caption"] = turn["blip_caption"]
+            text = turn["text"]
+            if not text.strip() and meta:
+                text = f"[shares an image: {meta['caption']}]"
+            items.append(
+                {
+                    "text": text,
+                    "kind": "turn",
+                    "role": turn["speaker"],
+                    "session_id": f"session_{number}",
+                    "turn_id": turn["dia_id"],
+                    "occurred_at": when,
+                    "meta": meta or None,
+                }
+            )
+    return items
+
+
+def _evidence(qa: dict[str, Any]) -> list[str]:
+    ids: list[str] = []
+    for item in qa.get("evidence", []):
+        ids.extend(part for part in re.split(r"[;,\s]+", str(item)) if part.startswith("D"))
+    return ids
+
+
+def _session_of(dia_id: str) -> str:
+    return dia_id.split(":", 1)[0]
+
+
+def locomo(
+    path: str | Path,
+    *,
+    config: Config | None = None,
+    progress: Progress | None = None,
+    limit_samples: int | None = None,
+    workdir: str | None = None,
+) -> dict[str, Any]:
+    """Turn- and session-level recall on LoCoMo (category 5, adversarial, excluded).
+
+    Returns:
+        ``{"overall": {"recall_any@10": …, …}, "by_category": {"1": {…}}, "machine": {…}}``
+    """
+    samples = load_locomo(path)[:limit_samples]
+    rows: list[dict[str, Any]] = []
+    search_ms: list[float] = []
+    with (
+        tempfile.TemporaryDirectory(dir=workdir) as tmp,
+        Memory(Path(tmp) / "locomo.db", config=config) as mem,
+    ):
+        for index, sample in enumerate(samples):
+            space = f"locomo-{index}"
+            mem.add_many(_turns(sample), space=space)
+            questions = [qa for qa in sample["qa"] if qa.get("category") != 5 and _evidence(qa)]
+            for number, qa in enumerate(questions):
+                begin = time.perf_counter()
+                result = mem.search(str(qa["question"]), space=space, top_k=max(KS))
+                search_ms.append((time.perf_counter() - begin) * 1000)
+                ranked = [hit.turn_id for hit in result.hits if hit.turn_id]
+                block = mem.recall(str(qa["question"]), space=space)
+                rows.append(_score(qa, ranked, estimate_tokens(block) if block else 0))
+                if progress and number % 25 == 0:
+                    progress(f"sample {index + 1}/{len(samples)}", number, len(questions))
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_category.setdefault(str(row["category"]), []).append(row)
+    return {
+        "overall": _aggregate(rows),
+        "by_category": {key: _aggregate(value) for key, value in sorted(by_category.items())},
+        "search_p50_ms": round(_percentile(search_ms, 50), 3),
+        "machine": machine(),
+    }
+
+
+def _score(qa: dict[str, Any], ranked: list[str], tokens: int) -> dict[str, Any]:
+    evidence = set(_evidence(qa))
+    row: dict[str, Any] = {"category": qa.get("category"), "tokens": tokens}
+    for k in KS:
+        top = set(ranked[:k])
+        row[f"recall_any@{k}"] = float(bool(evidence & top))
+        row[f"recall_all@{k}"] = float(evidence <= top)
+    sessions = {_session_of(t) for t in ranked[:5]}
+    row["session_recall_any@5"] = float(bool({_session_of(e) for e in evidence} & sessions))
+    return row
+
+
+def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = [f"recall_{kind}@{k}" for kind in ("any", "all") for k in KS]
+    keys.append("session_recall_any@5")
+    summary: dict[str, Any] = {
+        key: round(statistics.fmean(r[key] for r in rows), 4) for key in keys
+    }
+    summary["context_tokens"] = round(statistics.fmean(r["tokens"] for r in rows), 1)
+    summary["questions"] = len(rows)
+    return summary

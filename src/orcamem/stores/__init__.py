@@ -1,0 +1,1 @@
+"""Stores: engines behind the one ``Store`` protocol (``base``); SQLite is the default."""

@@ -1,0 +1,103 @@
+"""Append-only, numbered schema migrations. Never edit a shipped one; add the next number."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (
+        1,
+        "episodes, lines, memories, spaces, FTS5",
+        [
+            """CREATE TABLE spaces (
+                name TEXT PRIMARY KEY,
+                created_at TEXT NOT NULL,
+                embedder_id TEXT,
+                dim INTEGER,
+                vector_epoch INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE TABLE episodes (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                space TEXT NOT NULL REFERENCES spaces(name),
+                kind TEXT NOT NULL,
+                role TEXT,
+                text TEXT NOT NULL,
+                session_id TEXT,
+                turn_id TEXT,
+                occurred_at TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                digest TEXT NOT NULL,
+                meta TEXT NOT NULL DEFAULT '{}'
+            )""",
+            "CREATE INDEX episodes_space_session ON episodes(space, session_id, id)",
+            "CREATE INDEX episodes_space_digest ON episodes(space, digest)",
+            """CREATE TRIGGER episodes_append_only BEFORE UPDATE ON episodes
+               BEGIN SELECT RAISE(ABORT, 'episodes are append-only'); END""",
+            """CREATE TABLE lines (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+                space TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                context TEXT NOT NULL DEFAULT '',
+                vector BLOB,
+                UNIQUE (episode_id, seq)
+            )""",
+            "CREATE INDEX lines_space ON lines(space, id)",
+            """CREATE VIRTUAL TABLE lines_fts USING fts5(
+                text, context, content='lines', content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER lines_ai AFTER INSERT ON lines BEGIN
+                INSERT INTO lines_fts(rowid, text, context) VALUES (new.id, new.text, new.context);
+            END""",
+            """CREATE TRIGGER lines_ad AFTER DELETE ON lines BEGIN
+                INSERT INTO lines_fts(lines_fts, rowid, text, context)
+                VALUES ('delete', old.id, old.text, old.context);
+            END""",
+            """CREATE TABLE memories (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                space TEXT NOT NULL REFERENCES spaces(name),
+                category TEXT NOT NULL,
+                content TEXT NOT NULL,
+                summary TEXT,
+                confidence REAL NOT NULL,
+                importance REAL NOT NULL,
+                tags TEXT NOT NULL DEFAULT '[]',
+                source TEXT NOT NULL,
+                entity TEXT,
+                attribute TEXT,
+                value TEXT,
+                condition TEXT,
+                prohibited INTEGER NOT NULL DEFAULT 0,
+                event_date TEXT,
+                session_id TEXT,
+                turn_id TEXT,
+                cited_lines TEXT NOT NULL DEFAULT '[]',
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                last_accessed_at TEXT,
+                access_count INTEGER NOT NULL DEFAULT 0,
+                staleness REAL NOT NULL DEFAULT 0,
+                archived_at TEXT,
+                active INTEGER NOT NULL DEFAULT 1,
+                superseded_by TEXT,
+                vector BLOB
+            )""",
+            "CREATE INDEX memories_space ON memories(space, active)",
+            """CREATE VIRTUAL TABLE memories_fts USING fts5(
+                content, tags, content='memories', content_rowid='seq',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+                INSERT INTO memories_fts(rowid, content, tags)
+                VALUES (new.seq, new.content, new.tags);
+            END""",
+            """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+                INSERT INTO memories_fts(memories_fts, rowid, content, tags)
+                VALUES ('delete', old.seq, old.content, old.tags);
+            END""",
+        ],
+    ),
+]
+
+LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,196 @@
+"""The Store contract: every engine (sqlite-memory, sqlite-file, later postgres, ledger,
+markdown, objects) must pass these tests through the ``store`` fixture."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from orcamem import EmbedderMismatchError, NotFoundError, StoreError
+from orcamem.foundation.model import NewEpisode, NewMemory
+from orcamem.stores.base import EpisodeWrite, MemoryUpdate, Store
+
+NOW = "2026-11-01T10:00:00.000000Z"
+DIM = 8
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def write(
+    space: str,
+    text: str,
+    *,
+    seed: int = 0,
+    session: str | None = None,
+    lines: list[str] | None = None,
+) -> EpisodeWrite:
+    lines = lines or [text]
+    return EpisodeWrite(
+        episode=NewEpisode(
+            space=space,
+            kind="turn",
+            text=text,
+            role="user",
+            session_id=session,
+            context="extra context words",
+        ),
+        lines=lines,
+        vectors=np.stack([unit(seed + i) for i in range(len(lines))]),
+        embedder_id="test",
+        occurred_at=NOW,
+        created_at=NOW,
+    )
+
+
+@pytest.fixture
+def ready(store: Store) -> Store:
+    store.ensure_space("a", "test", DIM, NOW)
+    store.ensure_space("b", "test", DIM, NOW)
+    return store
+
+
+def test_spaces_record_their_embedder(store: Store) -> None:
+    info = store.ensure_space("a", "model-x", 8, NOW)
+    assert (info.name, info.embedder_id, info.dim) == ("a", "model-x", 8)
+    assert store.ensure_space("a", "model-x", 8, NOW).created_at == NOW
+    with pytest.raises(EmbedderMismatchError, match="orcamem reembed"):
+        store.ensure_space("a", "model-y", 8, NOW)
+    with pytest.raises(EmbedderMismatchError):
+        store.ensure_space("a", "model-x", 16, NOW)
+    assert store.space_info("missing") is None
+    assert [s.name for s in store.list_spaces()] == ["a"]
+
+
+def test_append_and_read_episodes(ready: Store) -> None:
+    [first, second] = ready.append_episodes(
+        [
+            write("a", "One. Two.", lines=["One.", "Two."], session="s1"),
+            write("a", "Three.", seed=5, session="s1"),
+        ]
+    )
+    assert second.id > first.id
+    assert ready.get_episode("a", first.id).text == "One. Two."
+    assert [row.seq for row in ready.episode_lines("a", [first.id])] == [1, 2]
+    assert [e.id for e in ready.iter_episodes("a")] == [first.id, second.id]
+    assert ready.last_episode("a", "s1").id == second.id
+    assert ready.session_neighbours("a", [first.id, second.id]) == {
+        first.id: (None, second.id),
+        second.id: (first.id, None),
+    }
+    with pytest.raises(NotFoundError):
+        ready.get_episode("b", first.id)  # ids never cross spaces
+
+
+def test_append_is_all_or_nothing(ready: Store) -> None:
+    broken = EpisodeWrite(
+        episode=NewEpisode(space="a", kind=None, text="bad"),  # type: ignore[arg-type]
+        lines=["bad"],
+        vectors=np.stack([unit(1)]),
+        embedder_id="test",
+        occurred_at=NOW,
+        created_at=NOW,
+    )
+    with pytest.raises(StoreError):
+        ready.append_episodes([write("a", "good"), broken])
+    assert list(ready.iter_episodes("a")) == []
+
+
+def test_lexical_search_is_scoped_and_uses_context(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "The dentist is Dr Rao.")])
+    ready.append_episodes([write("b", "Another dentist lives here.")])
+    hits = ready.lexical_lines("a", '"dentist"', 10)
+    assert [ready.lines([line])[0].episode_id for line, _ in hits] == [ep.id]
+    assert ready.lexical_lines("a", '"context"', 10)  # the lexical context is indexed too
+    assert ready.lexical_lines("a", '"nothing"', 10) == []
+
+
+def test_vector_search_is_scoped(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "alpha", seed=11)])
+    ready.append_episodes([write("b", "beta", seed=11)])
+    hits = ready.vector_lines("a", unit(11), 5)
+    assert len(hits) == 1 and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert ready.lines([hits[0][0]])[0].episode_id == ep.id
+    assert ready.vector_lines("c", unit(11), 5) == []
+
+
+def test_delete_episode_removes_lines_everywhere(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "erase me please", seed=3)])
+    assert ready.vector_lines("a", unit(3), 1)
+    ready.delete_episode("a", ep.id)
+    assert ready.lexical_lines("a", '"erase"', 5) == []
+    assert ready.vector_lines("a", unit(3), 1) == []
+    with pytest.raises(NotFoundError):
+        ready.delete_episode("a", ep.id)
+
+
+def test_memories_lifecycle(ready: Store) -> None:
+    first = ready.put_memory(
+        NewMemory(
+            space="a",
+            content="Lives in Pune",
+            category="state",
+            entity="user",
+            attribute="home city",
+            value="Pune",
+        ),
+        unit(20),
+        "test",
+        NOW,
+    )
+    assert first.id.startswith("mem-") and len(first.id) == 12 and first.active
+    second = ready.put_memory(
+        NewMemory(space="a", content="Lives in Bangalore"), unit(21), "test", NOW
+    )
+    updated = ready.update_memory(
+        "a", first.id, MemoryUpdate(active=False, superseded_by=second.id), NOW
+    )
+    assert not updated.active and updated.superseded_by == second.id
+    assert [m.id for m in ready.list_memories("a")] == [second.id]
+    assert [m.id for m in ready.list_memories("a", include_inactive=True)] == [first.id, second.id]
+    assert ready.lexical_memories("a", '"pune"', 5) == []  # inactive ones are not candidates
+    assert [k for k, _ in ready.vector_memories("a", unit(21), 5)] == [second.id]
+    ready.mark_accessed("a", [second.id], NOW)
+    assert ready.get_memory("a", second.id).access_count == 1
+    with pytest.raises(NotFoundError):
+        ready.get_memory("b", second.id)
+    ready.delete_memory("a", second.id)
+    assert ready.vector_memories("a", unit(21), 5) == []
+    with pytest.raises(NotFoundError):
+        ready.delete_memory("a", second.id)
+
+
+def test_prohibited_filter(ready: Store) -> None:
+    ready.put_memory(
+        NewMemory(space="a", content="never do X", prohibited=True), unit(1), "test", NOW
+    )
+    ready.put_memory(NewMemory(space="a", content="a fact"), unit(2), "test", NOW)
+    assert [m.content for m in ready.list_memories("a", prohibited=True)] == ["never do X"]
+
+
+def test_replace_vectors_switches_the_embedder(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "text", seed=1)])
+    line = ready.episode_lines("a", [ep.id])[0].id
+    fresh = np.ones(4, dtype=np.float32) / 2
+    ready.replace_vectors("a", "other", 4, {line: fresh}, {})
+    info = ready.space_info("a")
+    assert (info.embedder_id, info.dim) == ("other", 4)
+    assert ready.vector_lines("a", fresh, 1)[0][0] == line
+
+
+def test_noise_floor_is_a_percentile_of_random_pairs(ready: Store) -> None:
+    ready.append_episodes([write("a", f"t{i}", seed=100 + i) for i in range(40)])
+    floor = ready.noise_floor("a", 50.0)
+    assert -0.5 < floor < 0.5
+    assert ready.noise_floor("a", 90.0) > floor
+    assert ready.noise_floor("empty", 50.0) == 0.0
+
+
+def test_episodes_cannot_be_updated(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "original")])
+    conn = ready._conn  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="append-only"):
+        conn.execute("UPDATE episodes SET text = 'rewritten' WHERE id = ?", (ep.id,))
+    assert ready.get_episode("a", ep.id).text == "original"
