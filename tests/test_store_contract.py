@@ -76,9 +76,9 @@ def test_append_and_read_episodes(ready: Store) -> None:
     assert [row.seq for row in ready.episode_lines("a", [first.id])] == [1, 2]
     assert [e.id for e in ready.iter_episodes("a")] == [first.id, second.id]
     assert ready.last_episode("a", "s1").id == second.id
-    assert ready.session_neighbours("a", [first.id, second.id]) == {
-        first.id: (None, second.id),
-        second.id: (first.id, None),
+    assert ready.session_window("a", [first.id, second.id], 2) == {
+        first.id: [(second.id, 1)],
+        second.id: [(first.id, -1)],
     }
     with pytest.raises(NotFoundError):
         ready.get_episode("b", first.id)  # ids never cross spaces

@@ -37,12 +37,15 @@ class Config:
     top_k: int = 10
     lexical_candidates: int = 100
     vector_candidates: int = 100
+    lexical_context_weight: float = 0.4
+    """BM25 weight of a line's lexical context (speaker, date, neighbouring turns) against 1.0
+    for the line's own words."""
     fusion: str = "minmax"
     """``minmax`` (normalised score fusion) or ``rrf`` (reciprocal rank fusion, k=60)."""
     noise_floor_percentile: float = 50.0
     """Vector hits under this percentile of random pairwise cosine carry no weight (spec: 50th)."""
-    neighbour_weight: float = 0.4
-    """A line borrows this share of its best neighbouring line's score in the same session."""
+    neighbour_weights: tuple[float, ...] = (0.4, 0.2)
+    """An episode borrows these shares of the best score 1, 2, … turns away in its session."""
     novelty_threshold: float = 0.97
     """Hits whose cosine to an already selected hit is at least this are duplicates."""
     min_score: float = 0.0

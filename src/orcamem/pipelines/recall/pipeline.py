@@ -101,7 +101,11 @@ def recall(
     mark = time.perf_counter()
     weights = preset.weights
     lexical = (
-        dict(store.lexical_lines(space, match, config.lexical_candidates))
+        dict(
+            store.lexical_lines(
+                space, match, config.lexical_candidates, (1.0, config.lexical_context_weight)
+            )
+        )
         if (match and weights.get("lexical", 0) > 0)
         else {}
     )
@@ -153,13 +157,14 @@ def _episode_hits(
             best[row.episode_id] = (score, line_id, (lex, vec))
 
     neighbour_of: dict[int, float] = {}
-    if config.neighbour_weight > 0 and best:
-        pairs = store.session_neighbours(space, list(best))
-        for episode_id, (previous, following) in pairs.items():
+    weights = config.neighbour_weights
+    if any(weights) and best:
+        window = store.session_window(space, list(best), len(weights))
+        for episode_id, others in window.items():
             base = best[episode_id][0]
-            for other in (previous, following):
-                if other is not None:
-                    neighbour_of[other] = max(neighbour_of.get(other, 0.0), base)
+            for other, offset in others:
+                lent = weights[abs(offset) - 1] * base
+                neighbour_of[other] = max(neighbour_of.get(other, 0.0), lent)
     extra = [eid for eid in neighbour_of if eid not in best]
     first_line: dict[int, LineRow] = {}
     for row in store.episode_lines(space, extra):
@@ -174,7 +179,7 @@ def _episode_hits(
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
-        lent = config.neighbour_weight * neighbour_of.get(episode_id, 0.0)
+        lent = neighbour_of.get(episode_id, 0.0)
         breakdown["neighbour"] = lent
         if config.enable_speaker_bonus and row.role and set(words(row.role)) & query_words:
             breakdown["speaker"] = config.speaker_weight * (relevance + lent)

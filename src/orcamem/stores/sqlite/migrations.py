@@ -21,13 +21,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 role TEXT,
                 text TEXT NOT NULL,
                 session_id TEXT,
+                session_seq INTEGER,
                 turn_id TEXT,
                 occurred_at TEXT NOT NULL,
                 created_at TEXT NOT NULL,
                 digest TEXT NOT NULL,
                 meta TEXT NOT NULL DEFAULT '{}'
             )""",
-            "CREATE INDEX episodes_space_session ON episodes(space, session_id, id)",
+            "CREATE INDEX episodes_space_session ON episodes(space, session_id, session_seq)",
             "CREATE INDEX episodes_space_digest ON episodes(space, digest)",
             """CREATE TRIGGER episodes_append_only BEFORE UPDATE ON episodes
                BEGIN SELECT RAISE(ABORT, 'episodes are append-only'); END""",

@@ -282,20 +282,33 @@ class SQLiteStore:
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:
         """Append episodes with their lines in one transaction: all land, or none."""
         episodes: list[Episode] = []
+        positions: dict[tuple[str, str], int] = {}
         with self._write() as conn:
             for write in writes:
                 ep = write.episode
+                session_seq = None
+                if ep.session_id is not None:
+                    last = positions.get((ep.space, ep.session_id))
+                    if last is None:
+                        last = conn.execute(
+                            "SELECT coalesce(max(session_seq), 0) FROM episodes "
+                            "WHERE space = ? AND session_id = ?",
+                            (ep.space, ep.session_id),
+                        ).fetchone()[0]
+                    session_seq = positions[(ep.space, ep.session_id)] = last + 1
                 meta = json.dumps(ep.meta, ensure_ascii=False, sort_keys=True)
                 text_digest = digest(ep.text)
                 cursor = conn.execute(
-                    "INSERT INTO episodes (space, kind, role, text, session_id, turn_id, "
-                    "occurred_at, created_at, digest, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO episodes (space, kind, role, text, session_id, session_seq, "
+                    "turn_id, occurred_at, created_at, digest, meta) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         ep.space,
                         ep.kind,
                         ep.role,
                         ep.text,
                         ep.session_id,
+                        session_seq,
                         ep.turn_id,
                         write.occurred_at,
                         write.created_at,
@@ -437,25 +450,26 @@ class SQLiteStore:
             ).fetchall()
         return [LineRow(*row) for row in rows]
 
-    def session_neighbours(
-        self, space: str, episode_ids: Sequence[int]
-    ) -> dict[int, tuple[int | None, int | None]]:
-        """For each episode, the previous and next episode of the same session (or None)."""
-        if not episode_ids:
+    def session_window(
+        self, space: str, episode_ids: Sequence[int], radius: int
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each episode, the episodes of its session within ``radius`` turns, as
+        ``(episode id, offset)`` pairs (offset -1 is the turn before)."""
+        if not episode_ids or radius < 1:
             return {}
         marks = ",".join("?" * len(episode_ids))
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT e.id, "
-                "(SELECT max(p.id) FROM episodes p WHERE p.space = e.space "
-                " AND p.session_id = e.session_id AND p.id < e.id), "
-                "(SELECT min(n.id) FROM episodes n WHERE n.space = e.space "
-                " AND n.session_id = e.session_id AND n.id > e.id) "
-                f"FROM episodes e WHERE e.space = ? AND e.id IN ({marks}) "
-                "AND e.session_id IS NOT NULL",
-                [space, *episode_ids],
+                "SELECT e.id, n.id, n.session_seq - e.session_seq FROM episodes e "
+                "JOIN episodes n ON n.space = e.space AND n.session_id = e.session_id "
+                "AND n.session_seq BETWEEN e.session_seq - ? AND e.session_seq + ? "
+                f"WHERE e.space = ? AND e.id IN ({marks}) AND n.id != e.id",
+                [radius, radius, space, *episode_ids],
             ).fetchall()
-        return {row[0]: (row[1], row[2]) for row in rows}
+        window: dict[int, list[tuple[int, int]]] = {}
+        for episode_id, other, offset in rows:
+            window.setdefault(episode_id, []).append((other, offset))
+        return window
 
     def lexical_lines(
         self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
