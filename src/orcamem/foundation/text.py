@@ -31,7 +31,10 @@ STOPWORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=\S)")
+_SENTENCE_END_RE = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"')\]]))\s+(?=\S)")
+_NOT_AN_END_RE = re.compile(
+    r"^\d+[.)]$|(?:^|\s)(?:[A-Z]|Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|No|approx)\.$"
+)
 _MAX_LINE_CHARS = 600
 
 
@@ -72,10 +75,14 @@ def split_sentences(text: str) -> list[str]:
         paragraph = " ".join(paragraph.split())
         if not paragraph:
             continue
-        for sentence in _SENTENCE_END_RE.split(paragraph):
-            sentence = sentence.strip()
-            if sentence:
+        sentence = ""
+        for piece in _SENTENCE_END_RE.split(paragraph):
+            sentence = f"{sentence} {piece}" if sentence else piece
+            if not _NOT_AN_END_RE.search(sentence):  # "Dr. Rao", "1. Buy milk" stay whole
                 pieces.extend(_wrap(sentence))
+                sentence = ""
+        if sentence:
+            pieces.extend(_wrap(sentence))
     return pieces or [" ".join(text.split())]
 
 

@@ -167,11 +167,10 @@ def recall(
     config = Config(enable_sutra_packing=not classic, context_budget_tokens=budget)
     with _memory(db, space, config=config) as mem:
         block = mem.recall(query)
-    out.print(
-        block or f"(nothing to inject for this query in space {space!r})",
-        markup=False,
-        highlight=False,
-    )
+    if block:
+        sys.stdout.write(block + "\n")  # byte-exact: no wrapping by the console
+    else:
+        err.print(f"(nothing to inject for this query in space {space!r})")
 
 
 @app.command()
@@ -320,7 +319,7 @@ def demo(
     with _memory(db, space) as mem:
         for title, block in run_demo(mem):
             out.rule(title)
-            out.print(block, markup=False, highlight=False)
+            sys.stdout.write(block + "\n")
 
 
 @app.command()

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..foundation.config import Config
 from ..foundation.errors import InvalidInputError
-from ..foundation.text import estimate_tokens
+from ..foundation.text import STOPWORDS, estimate_tokens
 from .memory import Memory
 
 __all__ = ["latency", "load_locomo", "locomo", "machine"]
@@ -57,20 +57,43 @@ def _vocabulary(mem: Memory) -> list[str]:
 
 
 class _Texts:
-    """Deterministic synthetic sentences with a Zipf-like word distribution."""
+    """Deterministic synthetic English-like text.
+
+    Words follow Zipf's law over the whole language: stop words take about half the tokens
+    (as in real chat), and content words continue the Zipf curve *after* the stop words
+    (rank r gets weight 1/(r + len(STOPWORDS))). Without that shift the most common
+    "content" word would occur in every tenth token and every OR query would match most
+    of the corpus, which no real memory looks like.
+    """
 
     def __init__(self, vocab: list[str], seed: int = 7) -> None:
         self._rng = np.random.default_rng(seed)
-        self._vocab = vocab
-        ranks = np.arange(1, len(vocab) + 1)
-        weights = 1.0 / ranks**1.07
+        self._vocab = [word for word in vocab if word not in STOPWORDS]
+        self._stopwords = sorted(word for word in STOPWORDS if "'" not in word and len(word) > 1)
+        ranks = np.arange(1, len(self._vocab) + 1)
+        weights = 1.0 / (ranks + len(STOPWORDS))
         self._p = weights / weights.sum()
-        self._order = self._rng.permutation(len(vocab))
+        self._order = self._rng.permutation(len(self._vocab))
+
+    def _content(self, count: int) -> list[str]:
+        picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
+        return [self._vocab[i] for i in picks]
 
     def sentence(self, n: int | None = None) -> str:
+        """A statement of ``n`` words (default 8–24), about half of them stop words."""
         count = n or int(self._rng.integers(8, 24))
-        picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
-        return " ".join(self._vocab[i] for i in picks).capitalize() + "."
+        content = iter(self._content(count))
+        words = [
+            next(content) if self._rng.random() < 0.5 else str(self._rng.choice(self._stopwords))
+            for _ in range(count)
+        ]
+        return " ".join(words).capitalize() + "."
+
+    def question(self) -> str:
+        """A question with 2–5 content words, the way a user asks about the past."""
+        opener = str(self._rng.choice(["what did", "when did", "where is", "who was", "how do"]))
+        content = " ".join(self._content(int(self._rng.integers(2, 6))))
+        return f"{opener.capitalize()} {content}?"
 
 
 def latency(
@@ -119,10 +142,7 @@ def latency(
                     mem.observe("user", text, session_id=f"live{i // 20}")
                     add_ms.append((time.perf_counter() - begin) * 1000)
                 search_ms, context_ms = [], []
-                questions = [
-                    texts.sentence(int(n))
-                    for n in np.random.default_rng(3).integers(3, 10, size=queries)
-                ]
+                questions = [texts.question() for _ in range(queries)]
                 mem.search(questions[0])  # warm the vector index once, as a server would
                 for i, question in enumerate(questions):
                     begin = time.perf_counter()
@@ -174,6 +194,22 @@ def load_locomo(path: str | Path) -> list[dict[str, Any]]:
         raise InvalidInputError(
             f"{path} is not in the LoCoMo format: expected a list of samples "
             "with 'conversation' and 'qa'"
+        )
+    for number, sample in enumerate(data):
+        for key, turns in sample["conversation"].items():
+            if not _SESSION_RE.match(key):
+                continue
+            if not isinstance(turns, list) or not all(
+                isinstance(t, dict) and isinstance(t.get("text"), str) and t.get("dia_id")
+                for t in turns
+            ):
+                raise InvalidInputError(
+                    f"{path}: sample {number} {key} must be a list of turns with 'speaker', "
+                    "'dia_id' and 'text'"
+                )
+    if not any(q.get("category") != 5 and _evidence(q) for s in data for q in s["qa"]):
+        raise InvalidInputError(
+            f"{path} has no question to score (all are category 5 or lack evidence)"
         )
     return data
 

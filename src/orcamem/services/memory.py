@@ -573,6 +573,27 @@ class Memory:
                 raise InvalidInputError(
                     f"episode {record.get('id')} lacks {exc}; nothing was imported"
                 ) from None
+        records: list[MemoryRecord] = []
+        cited_positions: dict[str, list[tuple[int, int]]] = {}
+        for data in memories:
+            try:
+                record = MemoryRecord(
+                    **{
+                        **data,
+                        "space": target,
+                        "tags": tuple(data.get("tags", [])),
+                        "cited_lines": (),
+                    }
+                )
+                validate_text(record.content, what=f"memory {record.id}")
+                cited_positions[record.id] = [
+                    (int(episode), int(seq)) for episode, seq in data.get("cited_lines", [])
+                ]
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    f"memory {data.get('id')} is malformed ({exc}); nothing was imported"
+                ) from None
+            records.append(record)
         self._ready_for_write(target)
         id_map: dict[int, int] = {}
         added = skipped = 0
@@ -603,28 +624,27 @@ class Memory:
             if progress:
                 progress(added + skipped, len(prepared) + len(memories))
         restored = 0
-        for data in memories:
-            cited: list[int] = []
-            for old_episode, seq in data.get("cited_lines", []):
-                if old_episode in id_map:
-                    line = self.store.line_ids(target, id_map[old_episode]).get(seq)
-                    if line is not None:
-                        cited.append(line)
-            data = {
-                **data,
-                "space": target,
-                "tags": tuple(data.get("tags", [])),
-                "cited_lines": tuple(cited),
-            }
-            try:
-                record = MemoryRecord(**data)
-            except TypeError as exc:
-                raise InvalidInputError(f"memory {data.get('id')} is malformed: {exc}") from None
+        renamed: dict[str, str] = {}
+        for record in records:
+            cited = []
+            for old_episode, seq in cited_positions[record.id]:
+                line = self.store.line_ids(target, id_map.get(old_episode, -1)).get(seq)
+                if line is not None:
+                    cited.append(line)
+            superseded = record.superseded_by
+            record = replace(
+                record,
+                cited_lines=tuple(cited),
+                superseded_by=renamed.get(superseded, superseded) if superseded else None,
+            )
             vector = self.embedder.embed([record.content])[0]
-            if self.store.restore_memory(record, vector):
-                restored += 1
-            else:
+            stored_as = self.store.restore_memory(record, vector)
+            if stored_as is None:
                 skipped += 1
+                continue
+            restored += 1
+            if stored_as != record.id:
+                renamed[record.id] = stored_as
         return {"episodes": added, "memories": restored, "skipped": skipped}
 
     def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:

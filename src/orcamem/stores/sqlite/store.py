@@ -540,23 +540,36 @@ class SQLiteStore:
                 raise StoreError(f"memory id {memory_id} already exists: pick another id") from exc
         return self.get_memory(memory.space, memory_id)
 
-    def restore_memory(self, record: MemoryRecord, vector: np.ndarray) -> bool:
-        """Insert a memory exactly as exported (lifecycle included); False if the id exists."""
-        columns = _MEMORY_COLUMNS + ", vector"
-        data = record.to_dict()
-        data["tags"] = json.dumps(data["tags"])
-        data["cited_lines"] = json.dumps(data["cited_lines"])
-        data["prohibited"] = int(data["prohibited"])
-        data["active"] = int(data["active"])
+    def restore_memory(self, record: MemoryRecord, vector: np.ndarray) -> str | None:
+        """Insert a memory exactly as exported (lifecycle included).
+
+        Returns the id it was stored under: its own, or a fresh one when another space
+        already uses that id; ``None`` when the same space already has it (nothing written).
+        """
         names = [name.strip() for name in _MEMORY_COLUMNS.split(",")]
-        values = [data[name] for name in names] + [_vector_blob(vector)]
         with self._write() as conn:
-            if conn.execute("SELECT 1 FROM memories WHERE id = ?", (record.id,)).fetchone():
-                return False
-            conn.execute(
-                f"INSERT INTO memories ({columns}) VALUES ({','.join('?' * len(values))})", values
+            owner = conn.execute("SELECT space FROM memories WHERE id = ?", (record.id,)).fetchone()
+            if owner is not None and owner[0] == record.space:
+                return None
+            memory_id = record.id
+            while owner is not None:
+                memory_id = new_memory_id()
+                owner = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            data = record.to_dict()
+            data.update(
+                id=memory_id,
+                tags=json.dumps(data["tags"]),
+                cited_lines=json.dumps(data["cited_lines"]),
+                prohibited=int(data["prohibited"]),
+                active=int(data["active"]),
             )
-        return True
+            values = [data[name] for name in names] + [_vector_blob(vector)]
+            conn.execute(
+                f"INSERT INTO memories ({_MEMORY_COLUMNS}, vector) "
+                f"VALUES ({','.join('?' * len(values))})",
+                values,
+            )
+        return memory_id
 
     def line_ids(self, space: str, episode_id: int) -> dict[int, int]:
         """``seq → line id`` of one episode."""

@@ -1,0 +1,247 @@
+"""The LoCoMo bench on a tiny synthetic file in the LoCoMo format: metrics, exclusions, errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from orcamem import InvalidInputError
+from orcamem.interfaces.cli import app
+from orcamem.services.bench import locomo
+
+KS = (1, 5, 10, 20)
+METRICS = {
+    *(f"recall_any@{k}" for k in KS),
+    *(f"recall_all@{k}" for k in KS),
+    "session_recall_any@5",
+    "context_tokens",
+}
+
+
+def _turn(speaker: str, dia_id: str, text: str) -> dict[str, str]:
+    return {"speaker": speaker, "dia_id": dia_id, "text": text}
+
+
+SAMPLES: list[dict[str, Any]] = [
+    {
+        "sample_id": "synthetic-1",
+        "conversation": {
+            "speaker_a": "Caroline",
+            "speaker_b": "Melanie",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                _turn("Caroline", "D1:1", "Hey Mel! I just got back from my support group."),
+                _turn("Melanie", "D1:2", "Nice! I have been painting a sunrise over the lake."),
+                _turn(
+                    "Caroline",
+                    "D1:3",
+                    "I adopted a golden retriever puppy named Biscuit last week.",
+                ),
+                _turn("Melanie", "D1:4", "My kids love going camping in the mountains."),
+            ],
+            "session_2_date_time": "8:30 am on 25 May, 2023",
+            "session_2": [
+                _turn("Caroline", "D2:1", "I plan to study counseling and mental health."),
+                _turn("Melanie", "D2:2", "I signed up for a pottery class on Saturdays."),
+                _turn("Caroline", "D2:3", "Biscuit chewed my favourite running shoes yesterday."),
+                _turn("Melanie", "D2:4", "We went to a jazz concert on Friday night."),
+            ],
+        },
+        "qa": [
+            {
+                "question": "When did Caroline adopt her golden retriever puppy Biscuit?",
+                "answer": "the week before 8 May 2023",
+                "evidence": ["D1:3"],
+                "category": 2,
+            },
+            {
+                "question": "What class did Melanie sign up for?",
+                "answer": "pottery",
+                "evidence": ["D2:2"],
+                "category": 4,
+            },
+            {
+                "question": "What has Caroline's puppy Biscuit done?",
+                "answer": "chewed her running shoes",
+                "evidence": ["D1:3", "D2:3"],
+                "category": 1,
+            },
+            {
+                "question": "What did Melanie paint at the art class?",
+                "adversarial_answer": "a sunrise",
+                "evidence": ["D1:2"],
+                "category": 5,
+            },
+        ],
+    },
+    {
+        "sample_id": "synthetic-2",
+        "conversation": {
+            "speaker_a": "Jon",
+            "speaker_b": "Gina",
+            "session_1_date_time": "7:55 pm on 20 January, 2023",
+            "session_1": [
+                _turn("Jon", "D1:1", "I lost my banking job, so I am opening a dance studio."),
+                _turn("Gina", "D1:2", "I got fired from the clothing store too."),
+                _turn("Jon", "D1:3", "Dancing has been my passion since I was a kid."),
+            ],
+            "session_2_date_time": "2:32 pm on 29 January, 2023",
+            "session_2": [
+                _turn("Gina", "D2:1", "I launched an online clothing store last Tuesday."),
+                _turn("Jon", "D2:2", "I am searching for a downtown location for the studio."),
+                _turn("Gina", "D2:3", "My favourite dance style is contemporary."),
+            ],
+        },
+        "qa": [
+            {
+                "question": "What business is Jon opening?",
+                "answer": "a dance studio",
+                "evidence": ["D1:1"],
+                "category": 1,
+            },
+            {
+                "question": "What did Gina launch?",
+                "answer": "an online clothing store",
+                "evidence": ["D2:1"],
+                "category": 4,
+            },
+            {
+                "question": "Why is Jon looking downtown?",
+                "answer": "for his dance studio",
+                "evidence": ["D2:2; D1:1"],  # LoCoMo sometimes packs several ids in one string
+                "category": 3,
+            },
+            {
+                "question": "What is Jon's favourite dance style?",
+                "adversarial_answer": "contemporary",
+                "evidence": ["D2:3"],
+                "category": 5,
+            },
+        ],
+    },
+]
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo-tiny.json"
+    path.write_text(json.dumps(SAMPLES), encoding="utf-8")
+    return path
+
+
+def _check_row(row: dict[str, Any]) -> None:
+    assert set(row) >= METRICS | {"questions"}
+    for k in KS:
+        assert 0.0 <= row[f"recall_all@{k}"] <= row[f"recall_any@{k}"] <= 1.0
+    for smaller, larger in itertools.pairwise(KS):
+        assert row[f"recall_any@{smaller}"] <= row[f"recall_any@{larger}"]
+        assert row[f"recall_all@{smaller}"] <= row[f"recall_all@{larger}"]
+    assert 0.0 <= row["session_recall_any@5"] <= 1.0
+    assert row["context_tokens"] > 0
+
+
+def test_locomo_reports_overall_and_by_category(locomo_file: Path, tmp_path: Path) -> None:
+    result = locomo(locomo_file, workdir=str(tmp_path))
+    overall, by_category = result["overall"], result["by_category"]
+    _check_row(overall)
+    assert overall["questions"] == 6  # the two category-5 questions are excluded
+    assert set(by_category) == {"1", "2", "3", "4"}
+    assert {k: v["questions"] for k, v in by_category.items()} == {"1": 2, "2": 1, "3": 1, "4": 2}
+    for row in by_category.values():
+        _check_row(row)
+    # The only category-2 question names the turn almost word for word.
+    assert by_category["2"]["recall_any@1"] == 1.0
+    assert by_category["2"]["session_recall_any@5"] == 1.0
+    # "D2:2; D1:1" is two evidence turns: one can be found at rank 1, never both.
+    assert by_category["3"]["recall_any@5"] == 1.0
+    assert by_category["3"]["recall_all@1"] == 0.0
+    # Overall is the mean over questions, not over categories.
+    for key in METRICS:
+        weighted = sum(r[key] * r["questions"] for r in by_category.values()) / 6
+        assert overall[key] == pytest.approx(weighted, abs=1e-3)
+    # Six short turns per sample: everything said is within the top 20.
+    assert overall["recall_any@10"] >= 0.8
+    assert result["search_p50_ms"] > 0 and result["machine"]["cores"] >= 1
+    assert list(tmp_path.iterdir()) == [locomo_file]  # the bench database was cleaned up
+
+
+def test_locomo_limit_samples(locomo_file: Path) -> None:
+    result = locomo(locomo_file, limit_samples=1)
+    assert result["overall"]["questions"] == 3
+    assert set(result["by_category"]) == {"1", "2", "4"}
+
+
+def test_locomo_cli_json(locomo_file: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_file), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # one JSON object, nothing else on stdout
+    assert data["overall"]["questions"] == 6
+    assert set(data["overall"]) >= METRICS
+    assert set(data["by_category"]) == {"1", "2", "3", "4"}
+    assert data["by_category"]["2"]["recall_any@1"] == 1.0
+
+
+def test_locomo_cli_table(locomo_file: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_file)])
+    assert result.exit_code == 0, result.output
+    assert "overall" in result.stdout and "any@10" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read LoCoMo data"),
+        ("this is not json", "cannot read LoCoMo data"),
+        ('{"conversation": {}, "qa": []}', "not in the LoCoMo format"),
+        ('[{"conversation": {}}]', "not in the LoCoMo format"),
+    ],
+    ids=["missing", "not-json", "object", "no-qa"],
+)
+def test_bad_locomo_file_is_a_clear_error(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=message):
+        locomo(path)
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(path), "--json"])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.stdout == ""
+    assert message in " ".join(result.stderr.split())
+
+
+def _cli_error(tmp_path: Path, samples: Any) -> Any:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(path), "--json"])
+    return result
+
+
+def test_locomo_file_without_scorable_questions_is_a_clear_error(tmp_path: Path) -> None:
+    sample = json.loads(json.dumps(SAMPLES[0]))
+    sample["qa"] = [qa for qa in sample["qa"] if qa["category"] == 5]
+    result = _cli_error(tmp_path, [sample])
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1 and "error:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "session",
+    [[{"speaker": "A", "dia_id": "D1:1"}], "not a list of turns"],
+    ids=["turn-without-text", "session-not-a-list"],
+)
+def test_locomo_malformed_turns_are_a_clear_error(tmp_path: Path, session: Any) -> None:
+    sample = {
+        "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": session},
+        "qa": [{"question": "q?", "evidence": ["D1:1"], "category": 1}],
+    }
+    result = _cli_error(tmp_path, [sample])
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1 and "error:" in result.stderr

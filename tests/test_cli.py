@@ -1,0 +1,593 @@
+"""The ``orcamem`` command as a user drives it: every command, its output, its exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+from orcamem import Config, Memory
+from orcamem.foundation.model import NewMemory
+from orcamem.interfaces.cli import app
+from orcamem.stores.base import MemoryUpdate
+
+runner = CliRunner()
+
+
+def run(*args: Any, code: int = 0) -> Result:
+    """Invoke the CLI; fail on an unexpected exit code or on a traceback (not a clean exit)."""
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"orcamem {' '.join(map(str, args))} crashed: {result.exception!r}\n{result.output}"
+    )
+    assert result.exit_code == code, (
+        f"orcamem {' '.join(map(str, args))} exited {result.exit_code}, wanted {code}:\n"
+        f"{result.output}"
+    )
+    return result
+
+
+def flat(text: str) -> str:
+    """Whitespace-normalised text: rich wraps long lines at the console width."""
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+# -- add, search, recall ---------------------------------------------------------------------
+
+
+def test_add_text_then_search_table(db: Path) -> None:
+    first = run("add", "I live in Pune and work as a backend engineer.", "--db", db)
+    assert flat(first.stdout) == "added ep-1 to space 'default'"
+    run("add", "The car is parked on level three.", "--db", db)
+
+    table = run("search", "Where do I live?", "--db", db).stdout
+    assert "ep-1" in table and "Pune" in table
+    rows = [line for line in table.splitlines() if "ep-" in line]
+    assert "ep-1" in rows[0]  # the best hit is the first row
+    assert "lexical=" not in table
+
+    explained = run("search", "Where do I live?", "--db", db, "--explain").stdout
+    assert "why" in explained and "lexical=" in explained and "vector=" in explained
+
+
+def test_search_json_is_one_parseable_object(db: Path) -> None:
+    run("add", "My dentist is Dr. Rao in Kothrud.", "--db", db)
+    run("add", "I bought a blue bicycle in March.", "--db", db)
+    data = json.loads(run("search", "Who is my dentist?", "--db", db, "--json").stdout)
+    assert data["query"] == "Who is my dentist?" and data["space"] == "default"
+    top = data["hits"][0]
+    assert top["text"] == "My dentist is Dr. Rao in Kothrud."
+    assert top["id"] == "ep-1" and top["kind"] == "passage"
+    assert top["breakdown"]["lexical"] > 0 and top["breakdown"]["vector"] > 0
+    assert top["score"] == pytest.approx(sum(top["breakdown"].values()), abs=1e-5)
+    limited = json.loads(run("search", "dentist", "--db", db, "--json", "-k", "1").stdout)
+    assert len(limited["hits"]) == 1
+
+
+def test_search_an_empty_space_says_so(db: Path) -> None:
+    result = run("search", "anything at all", "--db", db)
+    assert "no memories match in space 'default'" in flat(result.stdout)
+    assert json.loads(run("search", "anything", "--db", db, "--json").stdout)["hits"] == []
+
+
+def test_add_with_role_session_and_time_is_a_turn(db: Path) -> None:
+    run(
+        "add",
+        "I moved to Bangalore.",
+        "--role",
+        "user",
+        "--session",
+        "s1",
+        "--occurred-at",
+        "2026-10-17T09:30:00+02:00",
+        "--db",
+        db,
+    )
+    with Memory(db) as mem:
+        (episode,) = list(mem.iter_episodes())
+    assert (episode.kind, episode.role, episode.session_id) == ("turn", "user", "s1")
+    assert episode.occurred_at == "2026-10-17T07:30:00.000000Z"
+
+
+def test_add_bad_time_is_exit_2_and_writes_nothing(db: Path) -> None:
+    result = run("add", "hello", "--occurred-at", "last tuesday", "--db", db, code=2)
+    assert "ISO-8601" in flat(result.stderr)
+    with Memory(db) as mem:
+        assert mem.stats()["episodes"] == 0
+
+
+def test_add_file_stores_markdown_passages(db: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "project_notes.md"
+    notes.write_text(
+        "# Project\n\nThe billing service is written in Go.\n\n"
+        "# Deploys\n\nWe deploy on Fridays with Argo CD.\n",
+        encoding="utf-8",
+    )
+    result = run("add", notes, "--db", db)
+    assert flat(result.stdout) == f"added 2 passage(s) from {notes} to space 'default'"
+    with Memory(db) as mem:
+        episodes = list(mem.iter_episodes())
+    assert [e.kind for e in episodes] == ["document", "document"]
+    assert episodes[0].text == "# Project\n\nThe billing service is written in Go."
+    assert [e.meta for e in episodes] == [
+        {"source": str(notes), "part": 1, "parts": 2},
+        {"source": str(notes), "part": 2, "parts": 2},
+    ]
+    data = json.loads(run("search", "when do we deploy?", "--db", db, "--json").stdout)
+    assert "Fridays" in data["hits"][0]["text"]
+
+
+def _recall_db(db: Path) -> None:
+    run("add", "I live in Pune and I work as a backend engineer at a payments company.", "--db", db)
+    run("add", "The spare key is under the blue flowerpot next to the door.", "--db", db)
+    run("forbid", "Never chain PowerShell commands with semicolons", "--db", db)
+
+
+def test_recall_prints_the_block_memory_would_inject(db: Path) -> None:
+    _recall_db(db)
+    query = "where do I live and how should I write PowerShell?"
+    with Memory(db) as mem:
+        expected = mem.recall(query)
+    printed = run("recall", query, "--db", db).stdout
+    assert printed.startswith("## Memory\n")
+    assert "[FORBIDDEN: Never chain PowerShell commands with semicolons]" in flat(printed)
+    assert flat(printed) == flat(expected)
+
+
+def test_recall_output_is_byte_exact(db: Path) -> None:
+    _recall_db(db)
+    query = "where do I live and how should I write PowerShell?"
+    with Memory(db) as mem:
+        expected = mem.recall(query)
+    assert run("recall", query, "--db", db).stdout == expected + "\n"
+
+
+def test_recall_classic_has_sections(db: Path) -> None:
+    _recall_db(db)
+    query = "where do I live and how should I write PowerShell?"
+    with Memory(db, config=Config(enable_sutra_packing=False)) as mem:
+        expected = mem.recall(query)
+    printed = run("recall", query, "--db", db, "--classic").stdout
+    assert flat(printed) == flat(expected)
+    lines = printed.splitlines()
+    assert "Forbidden (never do these):" in lines
+    assert "- Never chain PowerShell commands with semicolons" in lines
+    assert "Said before:" in lines
+    assert "[LOG:" not in printed and "[FORBIDDEN:" not in printed.replace("[FORBIDDEN: ...]", "")
+
+
+def test_recall_with_nothing_to_inject(db: Path) -> None:
+    result = run("recall", "anything?", "--db", db)
+    assert result.stdout == ""  # stdout is exactly the block, and there is none
+    assert flat(result.stderr) == "(nothing to inject for this query in space 'default')"
+
+
+# -- explicit memories ----------------------------------------------------------------------
+
+
+def test_remember_forbid_and_facts(db: Path) -> None:
+    remembered = flat(
+        run("remember", "Prefers dark mode", "--category", "preference", "--db", db).stdout
+    )
+    assert remembered.startswith("remembered mem-") and remembered.endswith(
+        "(preference) in space 'default'"
+    )
+    pref_id = remembered.split()[1]
+    forbidden = flat(run("forbid", "Never use semicolons", "--db", db).stdout)
+    assert forbidden.startswith("forbidden rule mem-")
+    rule_id = forbidden.split()[2]
+
+    table = run("facts", "--db", db).stdout
+    assert pref_id in table and rule_id in table
+    assert "forbidden" in table and "active" in table
+
+    data = json.loads(run("facts", "--json", "--db", db).stdout)
+    assert [(m["id"], m["category"], m["content"], m["prohibited"]) for m in data] == [
+        (pref_id, "preference", "Prefers dark mode", False),
+        (rule_id, "rule", "Never use semicolons", True),
+    ]
+
+    bad = run("remember", "x", "--category", "gossip", "--db", db, code=2)
+    assert "category='gossip'" in flat(bad.stderr)
+
+
+def test_facts_history_shows_outdated_memories(db: Path) -> None:
+    with Memory(db) as mem:
+        old = mem.remember("Lives in Pune", category="state")
+        new = mem.remember("Lives in Bangalore", category="state")
+        mem.store.update_memory(
+            "default",
+            old.id,
+            MemoryUpdate(active=False, superseded_by=new.id),
+            "2026-11-01T10:00:00.000000Z",
+        )
+    current = json.loads(run("facts", "--json", "--db", db).stdout)
+    assert [m["id"] for m in current] == [new.id]
+    history = json.loads(run("facts", "--json", "--history", "--db", db).stdout)
+    assert [(m["id"], m["active"], m["superseded_by"]) for m in history] == [
+        (old.id, False, new.id),
+        (new.id, True, None),
+    ]
+    table = flat(run("facts", "--history", "--db", db).stdout)
+    assert "outdated" in table and old.id in table
+    assert old.id not in run("facts", "--db", db).stdout
+
+
+def test_facts_on_an_empty_space(db: Path) -> None:
+    assert "no memories in space 'default' yet" in flat(run("facts", "--db", db).stdout)
+    assert json.loads(run("facts", "--json", "--db", db).stdout) == []
+
+
+# -- forget ---------------------------------------------------------------------------------
+
+
+def test_forget_memory_and_episode(db: Path) -> None:
+    run("add", "The spare key is under the blue flowerpot.", "--db", db)
+    run("add", "The car is parked on level three.", "--db", db)
+    memory_id = flat(run("remember", "Likes green tea", "--db", db).stdout).split()[1]
+
+    assert flat(run("forget", memory_id, "--db", db).stdout) == (
+        f"forgot {memory_id} in space 'default'"
+    )
+    assert json.loads(run("facts", "--json", "--history", "--db", db).stdout) == []
+
+    run("forget", "ep-1", "--db", db)
+    hits = json.loads(run("search", "where is the spare key?", "--db", db, "--json").stdout)
+    assert all(hit["episode_id"] != 1 for hit in hits["hits"])
+    stats = json.loads(run("stats", "--json", "--db", db).stdout)
+    assert stats["episodes"] == 1 and stats["memories"] == 0
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("mem-0000abcd", "no memory 'mem-0000abcd' in space 'default'"),
+        ("ep-999", "no episode"),
+        ("999", "no episode"),
+        ("banana", "neither a memory id"),
+    ],
+)
+def test_forget_unknown_id_is_exit_1_with_a_message(db: Path, item: str, message: str) -> None:
+    run("add", "Something to keep.", "--db", db)
+    result = run("forget", item, "--db", db, code=1)
+    assert result.stdout == ""
+    assert flat(result.stderr).startswith("error:")
+    assert message in flat(result.stderr)
+    assert json.loads(run("stats", "--json", "--db", db).stdout)["episodes"] == 1
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+def test_stats_json(db: Path) -> None:
+    run("add", "One sentence. Two sentences.", "--db", db)
+    run("add", "Another note.", "--db", db)
+    run("remember", "Prefers tea", "--db", db)
+    run("forbid", "Never call after 9 pm", "--db", db)
+    run("add", "Elsewhere.", "--space", "other", "--db", db)
+    data = json.loads(run("stats", "--json", "--db", db).stdout)
+    assert data["space"] == "default"
+    assert (data["episodes"], data["lines"], data["memories"], data["rules"]) == (2, 3, 1, 1)
+    assert data["inactive_memories"] == 0
+    assert data["embedder"] == data["space_embedder"] and data["embedder"].startswith("static:")
+    assert data["dim"] == 256
+    assert sorted(data["spaces"]) == ["default", "other"]
+    assert data["database"]["episodes"] == 3
+    assert data["size_bytes"] > 0 and Path(data["path"]) == db
+    table = run("stats", "--db", db).stdout
+    assert "episodes" in table and "size_bytes" in table
+
+
+# -- export / import --------------------------------------------------------------------------
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _build_rich_space(db: Path, tmp_path: Path) -> dict[str, str]:
+    """Every kind of record an export must carry, including an id gap and lifecycle fields."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Café\n\nThe espresso machine is in the kitchen. ☕\n", encoding="utf-8")
+    run("add", "I live in Pune.", "--db", db)
+    run("add", "This one will be forgotten.", "--db", db)  # ep-2, deleted: ids get a gap
+    run("add", notes, "--db", db)
+    run(
+        "add",
+        "I moved to Bangalore. The flat has a balcony.",
+        "--role",
+        "user",
+        "--session",
+        "s1",
+        "--occurred-at",
+        "2026-10-17T09:30:00Z",
+        "--db",
+        db,
+    )
+    run("forget", "ep-2", "--db", db)
+    with Memory(db) as mem:
+        turn = mem.observe(
+            "assistant",
+            "Noted: Bangalore since October.",
+            session_id="s1",
+            turn_id="t-2",
+            occurred_at="2026-10-17T09:31:00.123456Z",
+            meta={"model": "x", "nested": {"ok": [1, 2]}},
+        )
+        moved = next(e for e in mem.iter_episodes() if e.text.startswith("I moved"))
+        line_id = mem.store.line_ids("default", moved.id)[2]  # "The flat has a balcony."
+        now = "2026-11-01T10:00:00.000000Z"
+        cited = mem.store.put_memory(
+            NewMemory(
+                space="default",
+                content="The flat in Bangalore has a balcony",
+                category="state",
+                entity="user",
+                attribute="flat",
+                value="has a balcony",
+                tags=("home", "bangalore"),
+                importance=0.8,
+                confidence=0.9,
+                session_id="s1",
+                turn_id="t-2",
+                cited_lines=(line_id,),
+            ),
+            mem.embedder.embed(["The flat in Bangalore has a balcony"])[0],
+            mem.embedder.id,
+            now,
+        )
+        old = mem.remember("Lives in Pune", category="state", tags=["home"])
+        new = mem.remember("Lives in Bangalore", category="state", event_date="2026-10-17")
+        mem.store.update_memory(
+            "default",
+            old.id,
+            MemoryUpdate(
+                active=False,
+                superseded_by=new.id,
+                staleness=0.25,
+                archived_at="2026-10-20T00:00:00.000000Z",
+            ),
+            now,
+        )
+        mem.store.mark_accessed("default", [new.id, cited.id], now)
+        mem.forbid("Never share the door code")
+    return {"turn": str(turn.id), "moved": str(moved.id), "cited": cited.id, "old": old.id}
+
+
+def test_export_import_round_trip_is_lossless(db: Path, tmp_path: Path) -> None:
+    ids = _build_rich_space(db, tmp_path)
+    first, second, copy = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "copy.db"
+    exported = run("export", "--db", db, "-o", first)
+    assert "exported 8 records from space 'default'" in flat(exported.stderr)
+
+    imported = run("import", first, "--db", copy)
+    assert flat(imported.stdout) == (
+        "imported 4 episodes and 4 memories into 'default' (0 already present)"
+    )
+    run("export", "--db", copy, "-o", second)
+
+    a, b = _records(first), _records(second)
+    assert a[0] == b[0] and a[0]["type"] == "orcamem-export"
+    a_eps = [r for r in a if r["type"] == "episode"]
+    b_eps = [r for r in b if r["type"] == "episode"]
+    # The only justified difference: the source has a gap (ep-2 was forgotten) and the copy
+    # numbers its episodes densely, in the same order.
+    assert [r["id"] for r in a_eps] == [1, 3, 4, 5]
+    assert [r["id"] for r in b_eps] == [1, 2, 3, 4]
+    renumber = {ra["id"]: rb["id"] for ra, rb in zip(a_eps, b_eps, strict=True)}
+    for ra, rb in zip(a_eps, b_eps, strict=True):
+        assert {k: v for k, v in ra.items() if k != "id"} == {
+            k: v for k, v in rb.items() if k != "id"
+        }
+    turn = next(r for r in b_eps if r["turn_id"] == "t-2")
+    assert turn["meta"] == {"model": "x", "nested": {"ok": [1, 2]}}
+    assert turn["occurred_at"] == "2026-10-17T09:31:00.123456Z" and turn["role"] == "assistant"
+    assert next(r for r in b_eps if r["kind"] == "document")["text"].endswith("kitchen. ☕")
+
+    a_mems = [r for r in a if r["type"] == "memory"]
+    b_mems = [r for r in b if r["type"] == "memory"]
+    assert len(a_mems) == 4
+    for ra, rb in zip(a_mems, b_mems, strict=True):
+        expected = {
+            **ra,
+            "cited_lines": [[renumber[episode], seq] for episode, seq in ra["cited_lines"]],
+        }
+        assert rb == expected  # ids, lifecycle, timestamps, tags: all kept
+    cited = next(r for r in b_mems if r["id"] == ids["cited"])
+    assert cited["cited_lines"] == [[renumber[int(ids["moved"])], 2]] and cited["access_count"] == 1
+    old = next(r for r in b_mems if r["id"] == ids["old"])
+    assert (old["active"], old["staleness"], old["archived_at"]) == (
+        False,
+        0.25,
+        "2026-10-20T00:00:00.000000Z",
+    )
+    assert len(b) == len(a)
+
+
+def test_import_twice_skips_everything(db: Path, tmp_path: Path) -> None:
+    _build_rich_space(db, tmp_path)
+    dump, copy = tmp_path / "a.jsonl", tmp_path / "copy.db"
+    run("export", "--db", db, "-o", dump)
+    run("import", dump, "--db", copy)
+    before = json.loads(run("stats", "--json", "--db", copy).stdout)
+    again = run("import", dump, "--db", copy)
+    assert flat(again.stdout) == (
+        "imported 0 episodes and 0 memories into 'default' (8 already present)"
+    )
+    after = json.loads(run("stats", "--json", "--db", copy).stdout)
+    assert after["database"] == before["database"]
+
+
+def test_import_into_another_space_and_from_stdin(db: Path, tmp_path: Path) -> None:
+    run("add", "I live in Pune.", "--db", db)
+    run("remember", "Prefers tea", "--db", db)
+    dump = run("export", "--db", db).stdout  # stdout when no --out
+    assert dump.splitlines()[0].startswith('{"type": "orcamem-export"')
+    copy = tmp_path / "copy.db"
+    result = runner.invoke(app, ["import", "-", "--db", str(copy), "--space", "alice"], input=dump)
+    assert result.exit_code == 0, result.output
+    data = json.loads(
+        run("search", "where do I live", "--db", copy, "-s", "alice", "--json").stdout
+    )
+    assert data["hits"][0]["text"] == "I live in Pune." and data["hits"][0]["space"] == "alice"
+    assert json.loads(run("stats", "--json", "--db", copy).stdout)["spaces"] == ["alice"]
+
+
+def test_copy_a_space_within_one_database_keeps_its_memories(db: Path, tmp_path: Path) -> None:
+    run("add", "I live in Pune.", "--db", db)
+    run("remember", "Prefers tea", "--db", db)
+    dump = tmp_path / "a.jsonl"
+    run("export", "--db", db, "-o", dump)
+    result = run("import", dump, "--db", db, "--space", "copy")
+    assert (
+        flat(result.stdout) == "imported 1 episodes and 1 memories into 'copy' (0 already present)"
+    )
+    copied = json.loads(run("facts", "--json", "--db", db, "--space", "copy").stdout)
+    assert [m["content"] for m in copied] == ["Prefers tea"]
+
+
+def test_import_rejects_a_file_that_is_not_an_export(db: Path, tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.jsonl"
+    bogus.write_text('{"hello": "world"}\n', encoding="utf-8")
+    result = run("import", bogus, "--db", db, code=2)
+    assert "not an orcamem export" in flat(result.stderr)
+    missing = run("import", tmp_path / "missing.jsonl", "--db", db, code=2)
+    assert "cannot read" in flat(missing.stderr)
+    assert json.loads(run("stats", "--json", "--db", db).stdout)["database"]["episodes"] == 0
+
+
+# -- reembed, spaces ---------------------------------------------------------------------------
+
+
+def test_reembed_with_the_same_embedder(db: Path) -> None:
+    run("add", "One sentence. Two sentences.", "--db", db)
+    run("remember", "Prefers tea", "--db", db)
+    result = run("reembed", "--db", db)
+    assert "re-embedded 3 vectors in space 'default' with static:" in flat(result.stdout)
+    data = json.loads(run("search", "tea", "--db", db, "--json").stdout)
+    assert data["hits"][0]["text"] == "Prefers tea"
+    missing = run("reembed", "--db", db, "--space", "nobody", code=1)
+    assert "no space 'nobody'" in flat(missing.stderr)
+
+
+@pytest.mark.parametrize("space", ["a/b", "..", "has space", "tab\there", "x" * 129])
+@pytest.mark.parametrize(
+    "command", [["add", "hello"], ["search", "hello"], ["recall", "hello"], ["facts"], ["stats"]]
+)
+def test_invalid_space_name_is_exit_2(db: Path, command: list[str], space: str) -> None:
+    result = run(*command, "--db", db, "--space", space, code=2)
+    assert "invalid space name" in flat(result.stderr)
+    assert not db.exists() or json.loads(run("stats", "--json", "--db", db).stdout)["database"] == {
+        "spaces": 0,
+        "episodes": 0,
+        "lines": 0,
+        "memories": 0,
+    }
+
+
+# -- help on every command --------------------------------------------------------------------
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command path of the app, walked from the click group Typer builds (so a new
+    command or sub-app is picked up without editing this file)."""
+    yield path
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+ROOT = typer.main.get_command(app)
+COMMANDS = list(_commands(ROOT))
+
+
+def test_command_list_is_complete() -> None:
+    names = {" ".join(path) for path in COMMANDS}
+    assert names >= {
+        "",
+        "add",
+        "search",
+        "recall",
+        "remember",
+        "forbid",
+        "facts",
+        "forget",
+        "stats",
+        "export",
+        "import",
+        "reembed",
+        "bench",
+        "bench latency",
+        "bench locomo",
+    }
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "orcamem")
+def test_help_on_every_command(path: tuple[str, ...]) -> None:
+    result = run(*path, "--help")
+    assert result.stdout.startswith("Usage:")
+    command: Any = ROOT
+    for name in path:
+        command = command.commands[name]
+    assert command.help and command.help.strip(), f"`{' '.join(path)}` has no help text"
+    assert flat(command.help.splitlines()[0]) in flat(result.stdout)
+    for param in command.params:
+        if getattr(param, "hidden", False) or param.name == "help":
+            continue
+        assert getattr(param, "help", None), f"`{' '.join(path)}` {param.name} has no help"
+
+
+def test_no_arguments_shows_help() -> None:
+    result = runner.invoke(app, [])
+    assert "Usage:" in result.output and "search" in result.output
+
+
+# -- bench ---------------------------------------------------------------------------------------
+
+LATENCY_KEYS = {
+    "add_p50_ms",
+    "add_p95_ms",
+    "search_p50_ms",
+    "search_p95_ms",
+    "build_context_p50_ms",
+    "ingest_turns_per_s",
+    "db_mb",
+}
+
+
+def _check_latency_row(row: dict[str, Any]) -> None:
+    assert set(row) >= LATENCY_KEYS
+    assert all(isinstance(row[k], (int, float)) and row[k] >= 0 for k in LATENCY_KEYS)
+    assert row["add_p95_ms"] >= row["add_p50_ms"] > 0
+    assert row["search_p95_ms"] >= row["search_p50_ms"] > 0
+    assert row["ingest_turns_per_s"] > 0 and row["db_mb"] > 0
+
+
+def test_bench_latency_json() -> None:
+    result = run("bench", "latency", "--records", 50, "--queries", 5, "--adds", 5, "--json")
+    data = json.loads(result.stdout)  # one JSON object and nothing else on stdout
+    assert list(data["records"]) == ["50"]
+    _check_latency_row(data["records"]["50"])
+
+
+def test_bench_latency_several_sizes_after_one_option() -> None:
+    data = json.loads(run("bench", "latency", "--records", 30, 40, "--json").stdout)
+    assert list(data["records"]) == ["30", "40"]
+    for row in data["records"].values():
+        _check_latency_row(row)
+
+
+def test_bench_latency_table_and_bad_size() -> None:
+    table = run("bench", "latency", "--records", 20, "--queries", 3, "--adds", 3).stdout
+    assert "records" in table and "add p50" in table and "│ 20 " in table
+    bad = run("bench", "latency", "--records", 0, "--queries", 3, "--adds", 3, code=1)
+    assert "records=0" in flat(bad.stderr)
