@@ -253,6 +253,17 @@ def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOpti
     out.print(table)
 
 
+@app.command()
+def spaces(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List the spaces in the database."""
+    with _memory(db) as mem:
+        names = mem.spaces()
+    if as_json:
+        _print_json(names)
+    else:
+        out.print("\n".join(names) if names else "no spaces yet", markup=False)
+
+
 @app.command("export")
 def export_(
     output: Annotated[

@@ -1,0 +1,59 @@
+"""Docs are a contract: their Python examples run, and every CLI command is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from orcamem.interfaces.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+@pytest.mark.parametrize(
+    ("path", "index"),
+    [(p, i) for p in DOCS for i in range(len(python_blocks(p)))],
+    ids=lambda value: value.name if isinstance(value, Path) else str(value),
+)
+def test_python_examples_run(path: Path, index: int, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "project_notes.md").write_text("# Notes\n\nWe deploy on Fridays.\n")
+    code = python_blocks(path)[index]
+    exec(compile(code, f"{path.name}[{index}]", "exec"), {"__name__": "__docs__"})
+
+
+def command_names() -> list[str]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    names = []
+    for name, command in group.commands.items():
+        sub = getattr(command, "commands", None)
+        names.extend(f"{name} {child}" for child in sub) if sub else names.append(name)
+    return names
+
+
+def test_every_command_is_documented() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = [name for name in command_names() if f"### `orcamem {name}`" not in text]
+    assert not missing, f"document these in docs/cli.md: {missing}"
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = re.search(r"```(?:bash|sh)\n(.*?)```", readme, re.S)
+    assert first_block is not None
+    assert [line for line in first_block.group(1).splitlines() if line.strip()] == [
+        "scripts/up",
+        "scripts/test",
+    ]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "scripts/test" in ci
