@@ -22,8 +22,9 @@ def python_blocks(path: Path) -> list[str]:
     [(p, i) for p in DOCS for i in range(len(python_blocks(p)))],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )
-def test_python_examples_run(path: Path, index: int, tmp_path: Path,
-                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_python_examples_run(
+    path: Path, index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "project_notes.md").write_text("# Notes\n\nWe deploy on Fridays.\n")
     code = python_blocks(path)[index]

@@ -44,8 +44,20 @@ class Config:
     """``minmax`` (normalised score fusion) or ``rrf`` (reciprocal rank fusion, k=60)."""
     noise_floor_percentile: float = 50.0
     """Vector hits under this percentile of random pairwise cosine carry no weight (spec: 50th)."""
-    neighbour_weights: tuple[float, ...] = (0.4, 0.2)
-    """An episode borrows these shares of the best score 1, 2, … turns away in its session."""
+    neighbour_weights_before: tuple[float, ...] = (0.4, 0.2)
+    """A turn borrows these shares of the score of the turn 1, 2, … places *after* it in its
+    session (the question or remark that a matching reply answers)."""
+    neighbour_weights_after: tuple[float, ...] = (0.4, 0.2)
+    """A turn borrows these shares of the score of the turn 1, 2, … places *before* it in its
+    session (the reply that follows a matching turn often holds the fact)."""
+    answer_share: float = 0.0
+    """The least share a turn that asks a question (ends with ``?``) lends to the next turn,
+    which answers it."""
+    session_weight: float = 0.0
+    """Additive bonus for a passage, times its session's strength: how well the session's
+    ``session_top`` best turns match the query, the strongest session being 1."""
+    session_top: int = 1
+    """How many of a session's best turns its strength averages."""
     novelty_threshold: float = 0.97
     """Hits whose cosine to an already selected hit is at least this are duplicates."""
     min_score: float = 0.0

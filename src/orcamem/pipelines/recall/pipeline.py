@@ -63,6 +63,11 @@ def _fuse(lexical: dict, vector: dict, weights: dict[str, float], fusion: str) -
     }
 
 
+def _asks(text: str) -> bool:
+    """Whether a turn asks something (its last sentence ends with a question mark)."""
+    return text.rstrip().rstrip("\"')]").endswith("?")
+
+
 def _age_days(now: datetime, stamp: str | None) -> float:
     if not stamp:
         return 0.0
@@ -157,14 +162,17 @@ def _episode_hits(
             best[row.episode_id] = (score, line_id, (lex, vec))
 
     neighbour_of: dict[int, float] = {}
-    weights = config.neighbour_weights
-    if any(weights) and best:
-        window = store.session_window(space, list(best), len(weights))
-        for episode_id, others in window.items():
-            base = best[episode_id][0]
-            for other, offset in others:
-                lent = weights[abs(offset) - 1] * base
-                neighbour_of[other] = max(neighbour_of.get(other, 0.0), lent)
+    before, after = config.neighbour_weights_before, config.neighbour_weights_after
+    radius = max(len(before), len(after), 1 if config.answer_share > 0 else 0)
+    if radius and best:
+        window = store.session_window(space, list(best), radius)
+        asks = {
+            eid for eid, (_, line_id, _) in best.items() if _asks(rows[line_id].episode_text)
+        }
+        scores = {eid: value[0] for eid, value in best.items()}
+        neighbour_of = signals.neighbour_shares(
+            scores, window, before, after, asks, config.answer_share
+        )
     extra = [eid for eid in neighbour_of if eid not in best]
     first_line: dict[int, LineRow] = {}
     for row in store.episode_lines(space, extra):
@@ -172,6 +180,13 @@ def _episode_hits(
         rows[row.id] = row
     for episode_id, row in first_line.items():
         best[episode_id] = (0.0, row.id, (0.0, 0.0))
+
+    strength: dict[str | None, float] = {}
+    if config.session_weight > 0:
+        strength = signals.session_strength(
+            ((rows[line_id].session_id, value) for value, line_id, _ in best.values()),
+            config.session_top,
+        )
 
     query_words = set(words(query))
     hits: list[Hit] = []
@@ -181,6 +196,8 @@ def _episode_hits(
         breakdown = {"lexical": lex, "vector": vec}
         lent = neighbour_of.get(episode_id, 0.0)
         breakdown["neighbour"] = lent
+        if strength and row.session_id is not None:
+            breakdown["session"] = config.session_weight * strength.get(row.session_id, 0.0)
         if config.enable_speaker_bonus and row.role and set(words(row.role)) & query_words:
             breakdown["speaker"] = config.speaker_weight * (relevance + lent)
         if config.enable_recency:

@@ -8,7 +8,7 @@ spec's (Hawkes, Ebbinghaus, noise floor, RRF).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 __all__ = [
@@ -16,12 +16,15 @@ __all__ = [
     "ebbinghaus_retention",
     "hawkes_intensity",
     "minmax",
+    "neighbour_shares",
     "recency",
     "rrf",
+    "session_strength",
     "usage",
 ]
 
 K = TypeVar("K")
+S = TypeVar("S")
 
 
 def minmax(scores: Mapping[K, float]) -> dict[K, float]:
@@ -71,3 +74,52 @@ def ebbinghaus_retention(
     n = max(1, rehearsals)
     stability = s0_days * (1 + gain * (n - 1))
     return math.exp(-max(0.0, dt_days) / stability)
+
+
+def neighbour_shares(
+    scores: Mapping[K, float],
+    window: Mapping[K, Sequence[tuple[K, int]]],
+    before: Sequence[float],
+    after: Sequence[float],
+    asks: Container[K] = (),
+    answer_share: float = 0.0,
+) -> dict[K, float]:
+    """What each turn borrows from scored turns of its session, the largest loan kept.
+
+    A scored turn lends ``after[d - 1] * score`` to the turn ``d`` places after it and
+    ``before[d - 1] * score`` to the turn ``d`` places before it (``window`` lists each scored
+    turn's neighbours as ``(key, offset)``, offset +1 the next turn). A turn that asks a
+    question (in ``asks``) lends at least ``answer_share`` of its score to the next turn:
+    in a conversation the answer, which holds the fact, follows the question that matched.
+    """
+    lent: dict[K, float] = {}
+    for key, others in window.items():
+        base = scores.get(key, 0.0)
+        if base <= 0:
+            continue
+        for other, offset in others:
+            shares = after if offset > 0 else before
+            distance = abs(offset)
+            share = shares[distance - 1] if 0 < distance <= len(shares) else 0.0
+            if offset == 1 and key in asks:
+                share = max(share, answer_share)
+            if share > 0:
+                lent[other] = max(lent.get(other, 0.0), share * base)
+    return lent
+
+
+def session_strength(scores: Iterable[tuple[S, float]], top: int = 1) -> dict[S, float]:
+    """Each session's evidence for a query: the mean of its ``top`` best turn scores, scaled
+    so the strongest session is 1 (sessions with no positive score are left out)."""
+    best: dict[S, list[float]] = {}
+    for session, score in scores:
+        if score > 0:
+            best.setdefault(session, []).append(score)
+    strength = {
+        session: sum(sorted(values, reverse=True)[:top]) / max(1, top)
+        for session, values in best.items()
+    }
+    high = max(strength.values(), default=0.0)
+    if high <= 0:
+        return {}
+    return {session: value / high for session, value in strength.items()}
