@@ -44,20 +44,29 @@ class Config:
     """``minmax`` (normalised score fusion) or ``rrf`` (reciprocal rank fusion, k=60)."""
     noise_floor_percentile: float = 50.0
     """Vector hits under this percentile of random pairwise cosine carry no weight (spec: 50th)."""
-    neighbour_weights_before: tuple[float, ...] = (0.4, 0.2)
+    neighbour_weights_before: tuple[float, ...] = (0.4, 0.3)
     """A turn borrows these shares of the score of the turn 1, 2, … places *after* it in its
     session (the question or remark that a matching reply answers)."""
-    neighbour_weights_after: tuple[float, ...] = (0.4, 0.2)
+    neighbour_weights_after: tuple[float, ...] = (0.4, 0.3)
     """A turn borrows these shares of the score of the turn 1, 2, … places *before* it in its
     session (the reply that follows a matching turn often holds the fact)."""
-    answer_share: float = 0.0
+    neighbour_sources: int = 30
+    """Only this many best-matching turns lend to their neighbours (bounds recall's work)."""
+    answer_share: float = 0.8
     """The least share a turn that asks a question (ends with ``?``) lends to the next turn,
     which answers it."""
-    session_weight: float = 0.0
+    session_weight: float = 0.3
     """Additive bonus for a passage, times its session's strength: how well the session's
     ``session_top`` best turns match the query, the strongest session being 1."""
     session_top: int = 1
     """How many of a session's best turns its strength averages."""
+    date_weight: float = 0.8
+    """Additive bonus for a passage said on a date the query names (``May 8, 2022``,
+    ``December 2023``, ``2023``), within the slack below."""
+    date_slack_before_days: float = 1.0
+    """Days before a named date that still count as said on it."""
+    date_slack_after_days: float = 3.0
+    """Days after a named date that still count as said on it (events are told later)."""
     novelty_threshold: float = 0.97
     """Hits whose cosine to an already selected hit is at least this are duplicates."""
     min_score: float = 0.0
@@ -77,7 +86,7 @@ class Config:
     ebbinghaus_gain: float = 0.5
     ebbinghaus_weight: float = 0.05
     enable_speaker_bonus: bool = True
-    speaker_weight: float = 0.1
+    speaker_weight: float = 1.0
 
     # -- packing
     enable_sutra_packing: bool = True

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import calendar
 import re
+from datetime import date
 
 __all__ = [
     "STOPWORDS",
+    "date_ranges",
     "estimate_tokens",
     "fts_query",
     "split_document",
@@ -27,6 +30,7 @@ STOPWORDS = frozenset(
     we're we've were weren't what what's when when's where where's which while who who's
     whom why why's with won't would wouldn't you you'd you'll you're you've your yours
     yourself yourselves also just will s t d ll m re ve y get got did does
+    kind type sort likely lately recently ever
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
@@ -139,3 +143,51 @@ def _wrap(sentence: str, limit: int = _MAX_LINE_CHARS) -> list[str]:
 def estimate_tokens(text: str) -> int:
     """A model-free token estimate (~4 characters a token) used for context budgets."""
     return max(1, (len(text) + 3) // 4)
+
+
+_MONTHS = {
+    name.lower(): number
+    for number in range(1, 13)
+    for name in (calendar.month_name[number], calendar.month_abbr[number])
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_DATE_PATTERNS = [
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_YEAR}\b"),
+]
+
+
+def date_ranges(text: str) -> list[tuple[date, date]]:
+    """The calendar dates a text names, as inclusive ``(first, last)`` day ranges.
+
+    ``May 8, 2022`` / ``8th of May 2022`` name one day, ``December 2023`` a month, a lone
+    ``2023`` a year. A date inside a longer one is not repeated; month names without a year
+    and impossible dates are ignored. Used to favour passages said on the named dates.
+    """
+    ranges: list[tuple[date, date]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _DATE_PATTERNS:
+        for match in pattern.finditer(text):
+            span = match.span()
+            if any(start < span[1] and span[0] < end for start, end in taken):
+                continue
+            found = match.groupdict()
+            year = int(found["year"])
+            month = _MONTHS.get((found.get("month") or "").lower())
+            try:
+                if month and found.get("day"):
+                    first = last = date(year, month, int(found["day"]))
+                elif month:
+                    first = date(year, month, 1)
+                    last = date(year, month, calendar.monthrange(year, month)[1])
+                else:
+                    first, last = date(year, 1, 1), date(year, 12, 31)
+            except ValueError:
+                continue
+            taken.append(span)
+            ranges.append((first, last))
+    return ranges

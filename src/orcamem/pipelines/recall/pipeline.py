@@ -17,7 +17,7 @@ from ...foundation.clock import parse_time
 from ...foundation.config import Config
 from ...foundation.embed import Embedder
 from ...foundation.model import Hit, MemoryRecord
-from ...foundation.text import fts_query, words
+from ...foundation.text import date_ranges, fts_query, words
 from ...stores.base import LineRow, Store
 from . import signals
 from .presets import get_preset
@@ -165,21 +165,18 @@ def _episode_hits(
     before, after = config.neighbour_weights_before, config.neighbour_weights_after
     radius = max(len(before), len(after), 1 if config.answer_share > 0 else 0)
     if radius and best:
-        window = store.session_window(space, list(best), radius)
-        asks = {
-            eid for eid, (_, line_id, _) in best.items() if _asks(rows[line_id].episode_text)
-        }
-        scores = {eid: value[0] for eid, value in best.items()}
+        lenders = sorted(best, key=lambda eid: best[eid][0], reverse=True)
+        lenders = lenders[: config.neighbour_sources]
+        window = store.session_window(space, lenders, radius)
+        asks = {eid for eid in lenders if _asks(rows[best[eid][1]].episode_text)}
+        scores = {eid: best[eid][0] for eid in lenders}
         neighbour_of = signals.neighbour_shares(
             scores, window, before, after, asks, config.answer_share
         )
     extra = [eid for eid in neighbour_of if eid not in best]
-    first_line: dict[int, LineRow] = {}
-    for row in store.episode_lines(space, extra):
-        first_line.setdefault(row.episode_id, row)
+    for row in store.episode_lines(space, extra, first_only=True):
         rows[row.id] = row
-    for episode_id, row in first_line.items():
-        best[episode_id] = (0.0, row.id, (0.0, 0.0))
+        best[row.episode_id] = (0.0, row.id, (0.0, 0.0))
 
     strength: dict[str | None, float] = {}
     if config.session_weight > 0:
@@ -189,6 +186,9 @@ def _episode_hits(
         )
 
     query_words = set(words(query))
+    dates = date_ranges(query) if config.date_weight > 0 else []
+    moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
+    speaks: dict[str, bool] = {}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
@@ -198,17 +198,27 @@ def _episode_hits(
         breakdown["neighbour"] = lent
         if strength and row.session_id is not None:
             breakdown["session"] = config.session_weight * strength.get(row.session_id, 0.0)
-        if config.enable_speaker_bonus and row.role and set(words(row.role)) & query_words:
-            breakdown["speaker"] = config.speaker_weight * (relevance + lent)
+        moment = moments.get(row.occurred_at) if row.occurred_at else None
+        if moment is None and row.occurred_at:
+            moment = moments[row.occurred_at] = parse_time(row.occurred_at)
+        if dates and moment is not None:
+            breakdown["date"] = config.date_weight * signals.date_match(
+                moment.date(), dates, config.date_slack_before_days, config.date_slack_after_days
+            )
+        if config.enable_speaker_bonus and row.role:
+            named = speaks.get(row.role)
+            if named is None:
+                named = speaks[row.role] = bool(set(words(row.role)) & query_words)
+            if named:
+                breakdown["speaker"] = config.speaker_weight * (relevance + lent)
+        age = (now - moment).total_seconds() / 86400 if moment is not None else 0.0
         if config.enable_recency:
             breakdown["recency"] = config.recency_weight * signals.recency(
-                _age_days(now, row.occurred_at), config.recency_half_life_days
+                age, config.recency_half_life_days
             )
         if config.enable_hawkes:
             breakdown["hawkes"] = config.hawkes_weight * signals.hawkes_intensity(
-                _age_days(now, row.occurred_at) * 86400,
-                config.hawkes_alpha,
-                config.hawkes_half_life_seconds,
+                age * 86400, config.hawkes_alpha, config.hawkes_half_life_seconds
             )
         hits.append(
             Hit(

@@ -24,7 +24,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "hybrid": Preset(
         "hybrid",
-        {"lexical": 0.5, "vector": 0.5},
+        {"lexical": 0.6, "vector": 0.4},
         "BM25 + vector, normalised score fusion, neighbour smoothing and bounded boosts",
     ),
     "lexical": Preset("lexical", {"lexical": 1.0, "vector": 0.0}, "BM25 only"),

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
+from datetime import date, timedelta
 from typing import TypeVar
 
 __all__ = [
     "above_floor",
+    "date_match",
     "ebbinghaus_retention",
     "hawkes_intensity",
     "minmax",
@@ -123,3 +125,14 @@ def session_strength(scores: Iterable[tuple[S, float]], top: int = 1) -> dict[S,
     if high <= 0:
         return {}
     return {session: value / high for session, value in strength.items()}
+
+
+def date_match(
+    day: date, ranges: Sequence[tuple[date, date]], before_days: float, after_days: float
+) -> float:
+    """1 when ``day`` falls in one of the named ``ranges`` widened by ``before_days`` before
+    and ``after_days`` after (things are told a few days after they happen), else 0."""
+    for first, last in ranges:
+        if first - timedelta(days=before_days) <= day <= last + timedelta(days=after_days):
+            return 1.0
+    return 0.0

@@ -438,14 +438,21 @@ class SQLiteStore:
             ).fetchall()
         return [LineRow(*row) for row in rows]
 
-    def episode_lines(self, space: str, episode_ids: Sequence[int]) -> list[LineRow]:
+    def episode_lines(
+        self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
+    ) -> list[LineRow]:
+        """The lines of those episodes (or only each one's first line), in order."""
         if not episode_ids:
             return []
         marks = ",".join("?" * len(episode_ids))
+        first = " AND l.seq = 1" if first_only else ""
         with self._read() as conn:
+            # "+l.space" keeps SQLite on the (episode_id, seq) index: the space index would
+            # scan the whole space (5-7 ms at 10k lines instead of ~1 ms).
             rows = conn.execute(
                 f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
-                f"WHERE l.space = ? AND l.episode_id IN ({marks}) ORDER BY l.episode_id, l.seq",
+                f"WHERE +l.space = ? AND l.episode_id IN ({marks}){first} "
+                "ORDER BY l.episode_id, l.seq",
                 [space, *episode_ids],
             ).fetchall()
         return [LineRow(*row) for row in rows]
@@ -463,7 +470,7 @@ class SQLiteStore:
                 "SELECT e.id, n.id, n.session_seq - e.session_seq FROM episodes e "
                 "JOIN episodes n ON n.space = e.space AND n.session_id = e.session_id "
                 "AND n.session_seq BETWEEN e.session_seq - ? AND e.session_seq + ? "
-                f"WHERE e.space = ? AND e.id IN ({marks}) AND n.id != e.id",
+                f"WHERE +e.space = ? AND e.id IN ({marks}) AND n.id != e.id",
                 [radius, radius, space, *episode_ids],
             ).fetchall()
         window: dict[int, list[tuple[int, int]]] = {}

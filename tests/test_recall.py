@@ -1,0 +1,183 @@
+"""Recall mechanisms: the pure functions, and one behaviour test per mechanism."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from orcamem import Config, Memory
+from orcamem.foundation.clock import FrozenClock
+from orcamem.foundation.text import date_ranges, fts_query
+from orcamem.pipelines.recall import signals
+from orcamem.pipelines.recall.pipeline import _asks
+
+# -- pure functions ------------------------------------------------------------------------
+
+
+def test_neighbour_shares_are_asymmetric_and_keep_the_largest_loan() -> None:
+    window = {1: [(0, -1), (2, 1), (3, 2)], 2: [(1, -1), (3, 1)]}
+    lent = signals.neighbour_shares({1: 1.0, 2: 0.5}, window, before=(0.1,), after=(0.4, 0.2))
+    assert lent[0] == pytest.approx(0.1)  # the turn before 1
+    assert lent[2] == pytest.approx(0.4)  # the turn after 1
+    assert lent[3] == pytest.approx(0.2)  # 1 lends 0.2 * 1.0, 2 lends 0.4 * 0.5: the largest
+    assert lent[1] == pytest.approx(0.05)
+
+
+def test_a_question_lends_its_answer_share_to_the_next_turn_only() -> None:
+    window = {1: [(0, -1), (2, 1)]}
+    plain = signals.neighbour_shares({1: 1.0}, window, (0.2,), (0.2,))
+    asked = signals.neighbour_shares({1: 1.0}, window, (0.2,), (0.2,), {1}, 0.8)
+    assert plain[2] == pytest.approx(0.2) and asked[2] == pytest.approx(0.8)
+    assert asked[0] == pytest.approx(0.2)
+
+
+def test_neighbour_shares_ignore_unscored_turns_and_far_offsets() -> None:
+    assert signals.neighbour_shares({1: 0.0}, {1: [(2, 1)]}, (0.5,), (0.5,)) == {}
+    assert signals.neighbour_shares({1: 1.0}, {1: [(4, 3)]}, (0.5,), (0.5,)) == {}
+
+
+def test_session_strength_scales_the_best_session_to_one() -> None:
+    scores = [("a", 0.9), ("a", 0.1), ("b", 0.45), ("c", 0.0)]
+    assert signals.session_strength(scores) == {"a": 1.0, "b": 0.5}
+    assert signals.session_strength(scores, top=2) == {"a": 1.0, "b": pytest.approx(0.45)}
+    assert signals.session_strength([]) == {}
+
+
+def test_date_match_uses_the_slack_on_each_side() -> None:
+    may8 = [(date(2022, 5, 8), date(2022, 5, 8))]
+    assert signals.date_match(date(2022, 5, 8), may8, 0, 0) == 1.0
+    assert signals.date_match(date(2022, 5, 11), may8, 1, 3) == 1.0
+    assert signals.date_match(date(2022, 5, 12), may8, 1, 3) == 0.0
+    assert signals.date_match(date(2022, 5, 7), may8, 1, 3) == 1.0
+    assert signals.date_match(date(2022, 5, 6), may8, 1, 3) == 0.0
+    assert signals.date_match(date(2022, 5, 8), [], 1, 3) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What did John do on May 8, 2022?", [(date(2022, 5, 8), date(2022, 5, 8))]),
+        ("on 16 November, 2023", [(date(2023, 11, 16), date(2023, 11, 16))]),
+        ("the 31st of July 2023", [(date(2023, 7, 31), date(2023, 7, 31))]),
+        ("in Dec 2023", [(date(2023, 12, 1), date(2023, 12, 31))]),
+        ("in February 2024", [(date(2024, 2, 1), date(2024, 2, 29))]),
+        ("back in 2021", [(date(2021, 1, 1), date(2021, 12, 31))]),
+        ("in June", []),
+        ("I may come", []),
+        ("", []),
+    ],
+)
+def test_date_ranges(text: str, expected: list[tuple[date, date]]) -> None:
+    assert date_ranges(text) == expected
+
+
+def test_date_ranges_never_raise_on_impossible_dates() -> None:
+    assert date_ranges("February 30, 2023") == [(date(2023, 1, 1), date(2023, 12, 31))]
+
+
+def test_question_words_are_not_searched() -> None:
+    query = fts_query("What kind of music did she recently like?")
+    assert query is not None
+    assert '"kind"' not in query and '"recently"' not in query and '"music"' in query
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("What games did you play?", True), ('He said "why?"', True), ("Nice.", False)],
+)
+def test_asks(text: str, asks: bool) -> None:
+    assert _asks(text) is asks
+
+
+# -- behaviour -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> Iterator[Memory]:
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "recall.db", clock=clock) as memory:
+        turns = [
+            ("Ann", "We had a picnic by the lake on Sunday.", "s1", "2022-05-08T12:00:00Z"),
+            ("Bob", "What games did you play at the picnic?", "s1", "2022-05-08T12:00:00Z"),
+            ("Ann", "Charades and a scavenger hunt, the kids won.", "s1", "2022-05-08T12:00:00Z"),
+            ("Bob", "My sister adopted a grey cat.", "s1", "2022-05-08T12:00:00Z"),
+            ("Bob", "I baked bread with rosemary.", "s2", "2022-07-20T12:00:00Z"),
+            ("Ann", "Rosemary bread sounds lovely.", "s2", "2022-07-20T12:00:00Z"),
+            ("Bob", "I baked bread with rosemary.", "s3", "2022-09-02T12:00:00Z"),
+        ]
+        memory.add_many(
+            [
+                {
+                    "text": text,
+                    "kind": "turn",
+                    "role": role,
+                    "session_id": session,
+                    "turn_id": f"{session}:{n}",
+                    "occurred_at": when,
+                }
+                for n, (role, text, session, when) in enumerate(turns)
+            ]
+        )
+        yield memory
+
+
+def _rank(memory: Memory, query: str, turn_id: str) -> int:
+    ids = [hit.turn_id for hit in memory.search(query, top_k=20).hits]
+    return ids.index(turn_id) if turn_id in ids else len(ids)
+
+
+def test_the_answer_after_a_matching_question_borrows_from_it(conversation: Memory) -> None:
+    query = "Which games were played at the picnic?"
+    conversation.config = Config(
+        answer_share=0.0, neighbour_weights_after=(), neighbour_weights_before=()
+    )
+    without = _rank(conversation, query, "s1:2")
+    hit_without = next(h for h in conversation.search(query).hits if h.turn_id == "s1:2")
+    conversation.config = Config(
+        answer_share=0.9, neighbour_weights_after=(), neighbour_weights_before=()
+    )
+    with_share = _rank(conversation, query, "s1:2")
+    hit = next(h for h in conversation.search(query).hits if h.turn_id == "s1:2")
+    assert hit.breakdown["neighbour"] > 0 and hit_without.breakdown["neighbour"] == 0
+    assert with_share <= without
+
+
+def test_neighbour_sources_bound_the_lenders(conversation: Memory) -> None:
+    conversation.config = Config(neighbour_sources=0)
+    hits = conversation.search("picnic games").hits
+    assert all(hit.breakdown["neighbour"] == 0 for hit in hits)
+
+
+def test_hits_from_the_best_matching_session_get_the_session_bonus(
+    conversation: Memory,
+) -> None:
+    conversation.config = Config(session_weight=0.5)
+    hits = conversation.search("picnic games charades").hits
+    top = hits[0]
+    assert top.session_id == "s1" and top.breakdown["session"] == pytest.approx(0.5)
+    others = [h for h in hits if h.session_id != "s1" and "session" in h.breakdown]
+    assert all(h.breakdown["session"] < 0.5 for h in others)
+
+
+def test_a_named_date_favours_what_was_said_then(conversation: Memory) -> None:
+    conversation.config = Config(date_weight=0.0, recency_weight=0.0, hawkes_weight=0.0)
+    undated = conversation.search("rosemary bread baked", top_k=3).hits
+    conversation.config = Config(date_weight=0.8, date_slack_after_days=3, recency_weight=0.0)
+    for query, session in [
+        ("What did Bob bake on 2 September 2022?", "s3"),
+        ("What did Bob bake in July 2022?", "s2"),
+    ]:
+        top = conversation.search(query, top_k=3).hits[0]
+        assert top.session_id == session and top.breakdown["date"] == pytest.approx(0.8)
+    assert all("date" not in hit.breakdown for hit in undated)
+
+
+def test_naming_the_speaker_boosts_their_turns(conversation: Memory) -> None:
+    conversation.config = Config(speaker_weight=1.0)
+    hits = conversation.search("Did Ann talk about rosemary bread?", top_k=5).hits
+    ann = next(h for h in hits if h.role == "Ann")
+    assert ann.breakdown["speaker"] > 0
+    assert all("speaker" not in h.breakdown for h in hits if h.role == "Bob")
