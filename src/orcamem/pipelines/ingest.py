@@ -30,15 +30,16 @@ def date_words(stamp: str) -> str:
     return f"{moment.day} {moment.strftime('%B')} {moment.year}"
 
 
-def lexical_context(episode: NewEpisode, occurred_at: str, previous_text: str | None) -> str:
+def lexical_context(
+    episode: NewEpisode, occurred_at: str, previous_text: str | None, *, include_own: bool
+) -> str:
     """The words an episode's lines are also found by (weighted below the line's own)."""
     parts = [episode.role or "", date_words(occurred_at)]
     caption = episode.meta.get("caption")
     if isinstance(caption, str):
         parts.append(caption)
-    parts.append(
-        episode.text if len(episode.text) <= _CONTEXT_CHARS else episode.text[:_CONTEXT_CHARS]
-    )
+    if include_own:  # the episode's other sentences; a one-line episode would repeat itself
+        parts.append(episode.text[:_CONTEXT_CHARS])
     if previous_text:
         parts.append(previous_text[:_CONTEXT_CHARS])
     if episode.context:
@@ -67,7 +68,12 @@ def prepare_writes(
     for ep, lines in zip(episodes, split, strict=False):
         occurred = ep.occurred_at or created
         key = (ep.space, ep.session_id or "")
-        context = lexical_context(ep, occurred, previous.get(key) if ep.session_id else None)
+        context = lexical_context(
+            ep,
+            occurred,
+            previous.get(key) if ep.session_id else None,
+            include_own=len(lines) > 1,
+        )
         if ep.session_id:
             previous[key] = ep.text
         writes.append(

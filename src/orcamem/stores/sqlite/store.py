@@ -29,7 +29,7 @@ from ...foundation.errors import (
 )
 from ...foundation.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
 from ..base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, SpaceInfo
-from ..vector_index import VectorIndex
+from ..vector_index import VectorIndex, encode_vector
 from .migrations import LATEST, MIGRATIONS
 
 __all__ = ["SQLiteStore"]
@@ -68,10 +68,6 @@ def _translate(exc: sqlite3.Error, path: str) -> StoreError:
             "or raise busy_timeout_ms"
         )
     return StoreError(f"SQLite error on {path}: {message}")
-
-
-def _vector_blob(vector: np.ndarray) -> bytes:
-    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
 class SQLiteStore:
@@ -328,7 +324,7 @@ class SQLiteStore:
                             seq,
                             line,
                             ep.context,
-                            _vector_blob(write.vectors[seq - 1]),
+                            encode_vector(write.vectors[seq - 1]),
                         )
                         for seq, line in enumerate(write.lines, start=1)
                     ],
@@ -540,7 +536,7 @@ class SQLiteStore:
                         json.dumps(list(memory.cited_lines)),
                         now,
                         now,
-                        _vector_blob(vector),
+                        encode_vector(vector),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -570,7 +566,7 @@ class SQLiteStore:
                 prohibited=int(data["prohibited"]),
                 active=int(data["active"]),
             )
-            values = [data[name] for name in names] + [_vector_blob(vector)]
+            values = [data[name] for name in names] + [encode_vector(vector)]
             conn.execute(
                 f"INSERT INTO memories ({_MEMORY_COLUMNS}, vector) "
                 f"VALUES ({','.join('?' * len(values))})",
@@ -752,11 +748,11 @@ class SQLiteStore:
         with self._write() as conn:
             conn.executemany(
                 "UPDATE lines SET vector = ? WHERE id = ? AND space = ?",
-                [(_vector_blob(v), k, space) for k, v in line_vectors.items()],
+                [(encode_vector(v), k, space) for k, v in line_vectors.items()],
             )
             conn.executemany(
                 "UPDATE memories SET vector = ? WHERE id = ? AND space = ?",
-                [(_vector_blob(v), k, space) for k, v in memory_vectors.items()],
+                [(encode_vector(v), k, space) for k, v in memory_vectors.items()],
             )
             conn.execute(
                 "UPDATE spaces SET embedder_id = ?, dim = ?, "
