@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +100,6 @@ class Config:
     busy_timeout_ms: int = 10_000
     blas_threads: int = 1
     """BLAS threads for the query path (one is ~25x faster on a busy 2-core machine)."""
-
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.fusion not in ("minmax", "rrf"):

@@ -74,7 +74,7 @@ def latency_command(
         "search p50",
         "search p95",
         "context p50",
-        "ingest/s",
+        "turns/s",
         "DB MB",
         title="orcamem bench latency (ms)",
     )
