@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,13 +134,59 @@ def test_directory_as_path(tmp_path: Path) -> None:
         Memory(tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
-def test_read_only_directory_as_user(tmp_path: Path) -> None:  # pragma: no cover - CI is root
+READ_ONLY_PROBE = """
+import sys
+from orcamem import Memory, ReadOnlyStoreError
+try:
+    Memory(sys.argv[1]).add("must not be written")
+except ReadOnlyStoreError as exc:
+    print("refused:", exc)
+"""
+
+
+def as_unprivileged(code: str, *args: str) -> subprocess.CompletedProcess:
+    """Run Python as 'nobody' when the tests run as root (root ignores file permissions)."""
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv to drop root")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.fixture
+def world_readable(tmp_path: Path) -> Path:
+    """A directory tree 'nobody' can read and enter but not write."""
+    for part in [tmp_path, *tmp_path.parents]:
+        if part == Path("/"):
+            break
+        part.chmod(part.stat().st_mode | 0o055)
     locked = tmp_path / "locked"
     locked.mkdir()
-    locked.chmod(0o500)
-    with pytest.raises(ReadOnlyStoreError):
-        Memory(locked / "memory.db")
+    return locked
+
+
+def test_read_only_directory(world_readable: Path) -> None:
+    world_readable.chmod(0o555)
+    done = as_unprivileged(READ_ONLY_PROBE, str(world_readable / "memory.db"))
+    assert "refused: the directory" in done.stdout, done.stderr
+    assert "writable location" in done.stdout
+    assert list(world_readable.iterdir()) == []
+
+
+def test_read_only_database_file(world_readable: Path) -> None:
+    path = world_readable / "memory.db"
+    with Memory(path) as mem:
+        mem.add("written by the owner")
+    for file in world_readable.iterdir():
+        file.chmod(0o444)
+    world_readable.chmod(0o555)
+    before = path.read_bytes()
+    done = as_unprivileged(READ_ONLY_PROBE, str(path))
+    assert "refused:" in done.stdout and "read-only" in done.stdout, done.stderr
+    assert path.read_bytes() == before
 
 
 def test_read_only_location(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Configuration: one frozen object, with the environment read in exactly one place."""
+"""Configuration: one frozen object; the environment is read only by the functions here."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ def home_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     value = env.get("ORCA_HOME")
     return Path(value).expanduser() if value else Path.home() / ".orca"
+
+
+def openai_api_key(environ: dict[str, str] | None = None) -> str | None:
+    """``$OPENAI_API_KEY``, sent to OpenAI-compatible embedding servers when set."""
+    env = os.environ if environ is None else environ
+    return env.get("OPENAI_API_KEY") or None
 
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:

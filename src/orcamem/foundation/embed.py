@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .config import openai_api_key
 from .errors import EmbedderError, InvalidInputError
 
 __all__ = [
@@ -222,7 +222,7 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
         return StaticEmbedder(rest)
     if kind == "openai" and "@" in rest:
         model, _, url = rest.partition("@")
-        return OpenAIEmbedder(model, url, api_key=os.environ.get("OPENAI_API_KEY"))
+        return OpenAIEmbedder(model, url, api_key=openai_api_key())
     if kind == "st" and rest:
         return SentenceTransformerEmbedder(rest)
     raise InvalidInputError(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..foundation.config import Config
+from ..foundation.embed import DEFAULT_MODEL_DIR
 from ..foundation.errors import InvalidInputError
 from ..foundation.text import STOPWORDS, estimate_tokens
 from .memory import Memory
@@ -47,13 +48,11 @@ def _percentile(samples: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(samples), q)) if samples else 0.0
 
 
-def _vocabulary(mem: Memory) -> list[str]:
-    """Plain English-ish words from the embedder's tokenizer, for synthetic text."""
-    tokenizer = getattr(mem.embedder, "_tokenizer", None)
-    if tokenizer is None:
-        return [f"word{i}" for i in range(5000)]
-    vocab = [w for w in tokenizer.get_vocab() if w.isalpha() and w.isascii() and len(w) > 2]
-    return sorted(vocab)[:20000]
+def _vocabulary() -> list[str]:
+    """Whole English words from the shipped model's WordPiece vocabulary, for synthetic text."""
+    tokenizer = json.loads((DEFAULT_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = tokenizer["model"]["vocab"]
+    return sorted(w for w in vocab if w.isalpha() and w.isascii() and len(w) > 2)[:20000]
 
 
 class _Texts:
@@ -117,7 +116,7 @@ def latency(
         with tempfile.TemporaryDirectory(dir=workdir) as tmp:
             path = Path(tmp) / "bench.db"
             with Memory(path, space="bench", config=config) as mem:
-                texts = _Texts(_vocabulary(mem))
+                texts = _Texts(_vocabulary())
                 items = [
                     {
                         "text": texts.sentence(),

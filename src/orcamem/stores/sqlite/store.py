@@ -36,6 +36,9 @@ __all__ = ["SQLiteStore"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
+_EPISODE_COLUMNS = (
+    "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
+)
 _LINE_COLUMNS = (
     "l.id, l.episode_id, l.seq, l.text, l.space, e.kind, e.role, e.session_id, e.turn_id, "
     "e.occurred_at, e.text"
@@ -353,8 +356,7 @@ class SQLiteStore:
     def get_episode(self, space: str, episode_id: int) -> Episode:
         with self._read() as conn:
             row = conn.execute(
-                "SELECT id, space, kind, role, text, session_id, turn_id, occurred_at, "
-                "created_at, digest, meta FROM episodes WHERE space = ? AND id = ?",
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = ? AND id = ?",
                 (space, episode_id),
             ).fetchone()
         if row is None:
@@ -366,8 +368,8 @@ class SQLiteStore:
         while True:
             with self._read() as conn:
                 rows = conn.execute(
-                    "SELECT id, space, kind, role, text, session_id, turn_id, occurred_at, "
-                    "created_at, digest, meta FROM episodes WHERE space = ? AND id > ? "
+                    f"SELECT {_EPISODE_COLUMNS} "
+                    "FROM episodes WHERE space = ? AND id > ? "
                     "ORDER BY id LIMIT 500",
                     (space, last),
                 ).fetchall()
@@ -380,8 +382,8 @@ class SQLiteStore:
     def last_episode(self, space: str, session_id: str) -> Episode | None:
         with self._read() as conn:
             row = conn.execute(
-                "SELECT id, space, kind, role, text, session_id, turn_id, occurred_at, "
-                "created_at, digest, meta FROM episodes WHERE space = ? AND session_id = ? "
+                f"SELECT {_EPISODE_COLUMNS} "
+                "FROM episodes WHERE space = ? AND session_id = ? "
                 "ORDER BY id DESC LIMIT 1",
                 (space, session_id),
             ).fetchone()
