@@ -13,6 +13,7 @@ import pytest
 
 from orcamem import (
     CorruptStoreError,
+    DimensionMismatchError,
     InvalidInputError,
     InvalidSpaceError,
     Memory,
@@ -214,3 +215,33 @@ def test_every_error_is_an_orcamem_error_with_a_status() -> None:
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert issubclass(obj, OrcamemError)
             assert 400 <= obj.status < 600
+
+
+class LyingEmbedder:
+    """Declares the default model's id and dim but returns shorter vectors."""
+
+    def __init__(self) -> None:
+        from orcamem.foundation.embed import make_embedder
+
+        self.inner = make_embedder()
+        self.id, self.dim = self.inner.id, self.inner.dim
+
+    def embed(self, texts):
+        return self.inner.embed(texts)[:, :64]
+
+
+def test_wrong_dimension_vectors_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Memory(path) as mem:
+        mem.add("a note written with the real model")
+    with Memory(path, embedder=LyingEmbedder()) as mem:
+        with pytest.raises(DimensionMismatchError, match="declares dim 256"):
+            mem.add("never stored")
+        with pytest.raises(DimensionMismatchError):
+            mem.remember("never stored either")
+        with pytest.raises(DimensionMismatchError):
+            mem.search("a note")
+        with pytest.raises(DimensionMismatchError):
+            mem.reembed()
+        assert [e.text for e in mem.iter_episodes()] == ["a note written with the real model"]
+        assert mem.facts() == []

@@ -194,3 +194,15 @@ def test_episodes_cannot_be_updated(ready: Store) -> None:
     with pytest.raises(Exception, match="append-only"):
         conn.execute("UPDATE episodes SET text = 'rewritten' WHERE id = ?", (ep.id,))
     assert ready.get_episode("a", ep.id).text == "original"
+
+
+def test_sqlite_migrations_apply_once(tmp_path) -> None:
+    from orcamem.stores.sqlite import SQLiteStore
+    from orcamem.stores.sqlite.migrations import LATEST, MIGRATIONS
+
+    path = tmp_path / "m.db"
+    for _ in range(2):
+        with SQLiteStore(path) as sqlite_store:
+            assert sqlite_store.schema_version() == LATEST
+            rows = sqlite_store._conn.execute("SELECT version FROM schema_version").fetchall()
+            assert [r[0] for r in rows] == [number for number, _, _ in MIGRATIONS]

@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .config import openai_api_key
-from .errors import EmbedderError, InvalidInputError
+from .errors import DimensionMismatchError, EmbedderError, InvalidInputError
 
 __all__ = [
     "DEFAULT_MODEL_DIR",
@@ -31,6 +31,7 @@ __all__ = [
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "StaticEmbedder",
+    "embed_texts",
     "make_embedder",
 ]
 
@@ -207,6 +208,22 @@ class SentenceTransformerEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return _normalise(self._model.encode(list(texts), normalize_embeddings=True))
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embedder.embed(texts)``, checked: one row per text, each of the declared dimension.
+
+    Raises:
+        DimensionMismatchError: the embedder returned vectors of another length than ``dim``
+            (nothing is written with them).
+    """
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] != embedder.dim:
+        raise DimensionMismatchError(
+            f"embedder {embedder.id} declares dim {embedder.dim} but returned an array of shape "
+            f"{matrix.shape} for {len(texts)} texts: fix the embedder (or its dim) and retry"
+        )
+    return matrix
 
 
 def make_embedder(spec: str | Embedder | None = None) -> Embedder:

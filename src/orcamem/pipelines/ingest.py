@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from ..foundation.clock import format_time, parse_time
-from ..foundation.embed import Embedder
+from ..foundation.embed import Embedder, embed_texts
 from ..foundation.model import NewEpisode
 from ..foundation.text import split_sentences
 from ..stores.base import EpisodeWrite
@@ -62,7 +62,7 @@ def prepare_writes(
     created = format_time(now)
     split = [split_sentences(ep.text) for ep in episodes]
     flat = [line for lines in split for line in lines]
-    matrix = embedder.embed(flat) if flat else np.zeros((0, embedder.dim), np.float32)
+    matrix = embed_texts(embedder, flat) if flat else np.zeros((0, embedder.dim), np.float32)
     writes: list[EpisodeWrite] = []
     offset = 0
     for ep, lines in zip(episodes, split, strict=False):

@@ -17,10 +17,9 @@ from typing import IO, Any
 
 from ..foundation.clock import Clock, SystemClock, format_time
 from ..foundation.config import Config, default_db_path
-from ..foundation.embed import Embedder, make_embedder
+from ..foundation.embed import Embedder, embed_texts, make_embedder
 from ..foundation.errors import (
     ClosedError,
-    DimensionMismatchError,
     InvalidInputError,
     NotFoundError,
 )
@@ -369,7 +368,7 @@ class Memory:
             event_date=validate_time(event_date, what="event_date"),
         )
         self._ready_for_write(space)
-        vector = self.embedder.embed([content])[0]
+        vector = embed_texts(self.embedder, [content])[0]
         return self.store.put_memory(memory, vector, self.embedder.id, self._now())
 
     def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
@@ -637,7 +636,7 @@ class Memory:
                 cited_lines=tuple(cited),
                 superseded_by=renamed.get(superseded, superseded) if superseded else None,
             )
-            vector = self.embedder.embed([record.content])[0]
+            vector = embed_texts(self.embedder, [record.content])[0]
             stored_as = self.store.restore_memory(record, vector)
             if stored_as is None:
                 skipped += 1
@@ -663,13 +662,9 @@ class Memory:
         texts = [text for _, text in lines] + [text for _, text in memories]
         vectors = []
         for start in range(0, len(texts), _BATCH):
-            vectors.extend(self.embedder.embed(texts[start : start + _BATCH]))
+            vectors.extend(embed_texts(self.embedder, texts[start : start + _BATCH]))
             if progress:
                 progress(min(start + _BATCH, len(texts)), len(texts))
-        if vectors and len(vectors[0]) != self.embedder.dim:
-            raise DimensionMismatchError(
-                f"the embedder returned {len(vectors[0])} dimensions but says {self.embedder.dim}"
-            )
         line_vectors = {key: vectors[i] for i, (key, _) in enumerate(lines)}
         memory_vectors = {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)}
         self.store.replace_vectors(

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...foundation.clock import parse_time
 from ...foundation.config import Config
-from ...foundation.embed import Embedder
+from ...foundation.embed import Embedder, embed_texts
 from ...foundation.model import Hit, MemoryRecord
 from ...foundation.text import date_ranges, fts_query, words
 from ...stores.base import LineRow, Store
@@ -99,7 +99,7 @@ def recall(
     started = time.perf_counter()
     preset = get_preset(config.preset)
     limit = top_k or config.top_k
-    vector = embedder.embed([query])[0]
+    vector = embed_texts(embedder, [query])[0]
     match = fts_query(query)
     timings["embed"] = (time.perf_counter() - started) * 1000
 
