@@ -99,6 +99,51 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             END""",
         ],
     ),
+    (
+        2,
+        "durable jobs, consolidation audit and progress",
+        [
+            """CREATE TABLE jobs (
+                id TEXT PRIMARY KEY,
+                space TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                session_id TEXT,
+                turn_id TEXT,
+                source_digest TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                status TEXT NOT NULL DEFAULT 'pending',
+                attempts INTEGER NOT NULL DEFAULT 0,
+                max_attempts INTEGER NOT NULL DEFAULT 3,
+                lease_owner TEXT,
+                lease_expires_at TEXT,
+                fence INTEGER NOT NULL DEFAULT 0,
+                not_before TEXT,
+                error TEXT,
+                result TEXT,
+                provenance TEXT NOT NULL DEFAULT '{}',
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+            """CREATE UNIQUE INDEX jobs_idempotency ON jobs(
+                space, kind, coalesce(session_id, ''), coalesce(turn_id, ''), source_digest
+            )""",
+            "CREATE INDEX jobs_ready ON jobs(status, not_before)",
+            """CREATE TABLE consolidation_audit (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                space TEXT NOT NULL,
+                job_id TEXT,
+                item TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX consolidation_audit_space ON consolidation_audit(space, id)",
+            """CREATE TABLE consolidation_progress (
+                space TEXT PRIMARY KEY,
+                last_episode_id INTEGER NOT NULL DEFAULT 0,
+                updated_at TEXT NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
