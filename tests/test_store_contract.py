@@ -206,3 +206,19 @@ def test_sqlite_migrations_apply_once(tmp_path) -> None:
             assert sqlite_store.schema_version() == LATEST
             rows = sqlite_store._conn.execute("SELECT version FROM schema_version").fetchall()
             assert [r[0] for r in rows] == [number for number, _, _ in MIGRATIONS]
+
+
+def test_sqlite_nested_writes_are_savepoints(tmp_path) -> None:
+    from orcamem.stores.sqlite import SQLiteStore
+
+    with SQLiteStore(tmp_path / "n.db") as sqlite_store:
+        sqlite_store.ensure_space("a", "test", DIM, NOW)
+        with pytest.raises(RuntimeError), sqlite_store.writing():
+            sqlite_store.append_episodes([write("a", "outer")])
+            raise RuntimeError("publish failed")
+        assert list(sqlite_store.iter_episodes("a")) == []  # the nested append rolled back too
+        with sqlite_store.writing():
+            sqlite_store.append_episodes([write("a", "kept")])
+            with pytest.raises(NotFoundError):
+                sqlite_store.delete_episode("a", 999)  # inner failure, outer goes on
+        assert [e.text for e in sqlite_store.iter_episodes("a")] == ["kept"]

@@ -101,6 +101,7 @@ class SQLiteStore:
     ) -> None:
         self.path = str(path)
         self._lock = threading.RLock()
+        self._depth = 0  # nesting of writing() on the lock-holding thread
         self._closed = False
         if self.path != ":memory:":
             self._check_file(Path(self.path))
@@ -191,13 +192,14 @@ class SQLiteStore:
             raise
 
     def schema_version(self) -> int:
-        with self._read() as conn:
+        with self.reading() as conn:
             return conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
 
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the store's lock; driver errors become ``StoreError``."""
         with self._lock:
             if self._closed:
                 raise ClosedError("this store is closed: open a new Memory")
@@ -207,18 +209,36 @@ class SQLiteStore:
                 raise _translate(exc, self.path) from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; any error rolls back and nothing is written."""
-        with self._read() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any error rolls back and nothing is written.
+
+        Nested use (a job's publish step calling store writes) becomes a savepoint inside the
+        outer transaction, so the whole publish commits or rolls back as one.
+        """
+        with self.reading() as conn:
+            depth = self._depth
+            self._depth += 1
             try:
-                yield conn
-                conn.execute("COMMIT")
-                self._data_version = -1  # own commits do not move PRAGMA data_version
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                if depth:
+                    conn.execute(f"SAVEPOINT nested_{depth}")
+                else:
+                    conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    if depth:
+                        conn.execute(f"RELEASE nested_{depth}")
+                    else:
+                        conn.execute("COMMIT")
+                        self._data_version = -1  # own commits do not move data_version
+                except BaseException:
+                    if depth:
+                        conn.execute(f"ROLLBACK TO nested_{depth}")
+                        conn.execute(f"RELEASE nested_{depth}")
+                    elif conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                self._depth -= 1
 
     def _refresh(self, conn: sqlite3.Connection, *, force: bool = False) -> None:
         """Bring the vector indexes up to date when any connection has committed."""
@@ -236,12 +256,12 @@ class SQLiteStore:
         Raises:
             EmbedderMismatchError: the space records another embedder or dimension.
         """
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
             ).fetchone()
         if row is None:
-            with self._write() as conn:
+            with self.writing() as conn:
                 conn.execute(
                     "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim) "
                     "VALUES (?, ?, ?, ?)",
@@ -260,7 +280,7 @@ class SQLiteStore:
         return info
 
     def space_info(self, space: str) -> SpaceInfo | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 "SELECT name, created_at, embedder_id, dim, "
                 "(SELECT count(*) FROM episodes WHERE space = s.name), "
@@ -272,7 +292,7 @@ class SQLiteStore:
         return SpaceInfo(*row) if row else None
 
     def list_spaces(self) -> list[SpaceInfo]:
-        with self._read() as conn:
+        with self.reading() as conn:
             names = [r[0] for r in conn.execute("SELECT name FROM spaces ORDER BY name")]
         return [info for name in names if (info := self.space_info(name)) is not None]
 
@@ -282,7 +302,7 @@ class SQLiteStore:
         """Append episodes with their lines in one transaction: all land, or none."""
         episodes: list[Episode] = []
         positions: dict[tuple[str, str], int] = {}
-        with self._write() as conn:
+        with self.writing() as conn:
             for write in writes:
                 ep = write.episode
                 session_seq = None
@@ -354,7 +374,7 @@ class SQLiteStore:
         return Episode(*head, meta=json.loads(meta))
 
     def get_episode(self, space: str, episode_id: int) -> Episode:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = ? AND id = ?",
                 (space, episode_id),
@@ -366,7 +386,7 @@ class SQLiteStore:
     def iter_episodes(self, space: str) -> Iterator[Episode]:
         last = 0
         while True:
-            with self._read() as conn:
+            with self.reading() as conn:
                 rows = conn.execute(
                     f"SELECT {_EPISODE_COLUMNS} "
                     "FROM episodes WHERE space = ? AND id > ? "
@@ -380,7 +400,7 @@ class SQLiteStore:
             last = rows[-1][0]
 
     def last_episode(self, space: str, session_id: str) -> Episode | None:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 f"SELECT {_EPISODE_COLUMNS} "
                 "FROM episodes WHERE space = ? AND session_id = ? "
@@ -398,7 +418,7 @@ class SQLiteStore:
         turn_id: str | None,
     ) -> int | None:
         """The id of an identical episode already stored (for idempotent imports), if any."""
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 "SELECT id FROM episodes WHERE space = ? AND digest = ? AND occurred_at = ? "
                 "AND session_id IS ? AND turn_id IS ? LIMIT 1",
@@ -407,7 +427,7 @@ class SQLiteStore:
         return row[0] if row else None
 
     def delete_episode(self, space: str, episode_id: int) -> None:
-        with self._write() as conn:
+        with self.writing() as conn:
             ids = {
                 r[0]
                 for r in conn.execute(
@@ -428,7 +448,7 @@ class SQLiteStore:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
                 f"WHERE l.id IN ({marks})",
@@ -444,7 +464,7 @@ class SQLiteStore:
             return []
         marks = ",".join("?" * len(episode_ids))
         first = " AND l.seq = 1" if first_only else ""
-        with self._read() as conn:
+        with self.reading() as conn:
             # "+l.space" keeps SQLite on the (episode_id, seq) index: the space index would
             # scan the whole space (5-7 ms at 10k lines instead of ~1 ms).
             rows = conn.execute(
@@ -463,7 +483,7 @@ class SQLiteStore:
         if not episode_ids or radius < 1:
             return {}
         marks = ",".join("?" * len(episode_ids))
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 "SELECT e.id, n.id, n.session_seq - e.session_seq FROM episodes e "
                 "JOIN episodes n ON n.space = e.space AND n.session_id = e.session_id "
@@ -480,7 +500,7 @@ class SQLiteStore:
         self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better)."""
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 "SELECT f.rowid, -bm25(lines_fts, ?, ?) AS score FROM lines_fts f "
                 "JOIN lines l ON l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ? "
@@ -490,12 +510,12 @@ class SQLiteStore:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        with self._read() as conn:
+        with self.reading() as conn:
             self._refresh(conn)
             return [(int(k), s) for k, s in self._line_index.search(space, vector, limit)]
 
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        with self._read() as conn:
+        with self.reading() as conn:
             self._refresh(conn)
             return self._line_index.vectors(space, list(ids))
 
@@ -505,7 +525,7 @@ class SQLiteStore:
         self, memory: NewMemory, vector: np.ndarray, embedder_id: str, now: str
     ) -> MemoryRecord:
         memory_id = memory.id or new_memory_id()
-        with self._write() as conn:
+        with self.writing() as conn:
             while (
                 memory.id is None
                 and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
@@ -552,7 +572,7 @@ class SQLiteStore:
         already uses that id; ``None`` when the same space already has it (nothing written).
         """
         names = [name.strip() for name in _MEMORY_COLUMNS.split(",")]
-        with self._write() as conn:
+        with self.writing() as conn:
             owner = conn.execute("SELECT space FROM memories WHERE id = ?", (record.id,)).fetchone()
             if owner is not None and owner[0] == record.space:
                 return None
@@ -578,7 +598,7 @@ class SQLiteStore:
 
     def line_ids(self, space: str, episode_id: int) -> dict[int, int]:
         """``seq → line id`` of one episode."""
-        with self._read() as conn:
+        with self.reading() as conn:
             return dict(
                 conn.execute(
                     "SELECT seq, id FROM lines WHERE space = ? AND episode_id = ?",
@@ -591,7 +611,7 @@ class SQLiteStore:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        with self._read() as conn:
+        with self.reading() as conn:
             return {
                 r[0]: (r[1], r[2])
                 for r in conn.execute(
@@ -609,7 +629,7 @@ class SQLiteStore:
         return MemoryRecord(*values)
 
     def get_memory(self, space: str, memory_id: str) -> MemoryRecord:
-        with self._read() as conn:
+        with self.reading() as conn:
             row = conn.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = ? AND id = ?",
                 (space, memory_id),
@@ -625,7 +645,7 @@ class SQLiteStore:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = ? AND id IN ({marks})",
                 [space, *ids],
@@ -638,7 +658,7 @@ class SQLiteStore:
         where = "" if include_inactive else " AND active = 1"
         if prohibited is not None:
             where += f" AND prohibited = {int(prohibited)}"
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = ?{where} ORDER BY seq",
                 (space,),
@@ -651,7 +671,7 @@ class SQLiteStore:
         changes = {k: v for k, v in vars(update).items() if v is not None}
         if "active" in changes:
             changes["active"] = int(changes["active"])
-        with self._write() as conn:
+        with self.writing() as conn:
             found = conn.execute(
                 "SELECT 1 FROM memories WHERE space = ? AND id = ?", (space, memory_id)
             ).fetchone()
@@ -666,7 +686,7 @@ class SQLiteStore:
         return self.get_memory(space, memory_id)
 
     def delete_memory(self, space: str, memory_id: str) -> None:
-        with self._write() as conn:
+        with self.writing() as conn:
             deleted = conn.execute(
                 "DELETE FROM memories WHERE space = ? AND id = ?", (space, memory_id)
             ).rowcount
@@ -681,7 +701,7 @@ class SQLiteStore:
         self._memory_index.discard(space, {memory_id})
 
     def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
-        with self._read() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 "SELECT m.id, -bm25(memories_fts, 1.0, 0.5) AS score FROM memories_fts f "
                 "JOIN memories m ON m.seq = f.rowid WHERE memories_fts MATCH ? AND m.space = ? "
@@ -693,7 +713,7 @@ class SQLiteStore:
     def vector_memories(
         self, space: str, vector: np.ndarray, limit: int
     ) -> list[tuple[str, float]]:
-        with self._read() as conn:
+        with self.reading() as conn:
             self._refresh(conn)
             hits = self._memory_index.search(space, vector, limit * 2 + 8)
             if not hits:
@@ -712,7 +732,7 @@ class SQLiteStore:
         if not memory_ids:
             return
         marks = ",".join("?" * len(memory_ids))
-        with self._write() as conn:
+        with self.writing() as conn:
             conn.execute(
                 f"UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
                 f"WHERE space = ? AND id IN ({marks})",
@@ -722,14 +742,14 @@ class SQLiteStore:
     # -- maintenance -----------------------------------------------------------------------
 
     def noise_floor(self, space: str, percentile: float) -> float:
-        with self._read() as conn:
+        with self.reading() as conn:
             self._refresh(conn)
             return self._line_index.noise_floor(space, percentile)
 
     def iter_texts_for_embedding(
         self, space: str
     ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
-        with self._read() as conn:
+        with self.reading() as conn:
             lines = conn.execute(
                 "SELECT id, text FROM lines WHERE space = ? ORDER BY id", (space,)
             ).fetchall()
@@ -747,7 +767,7 @@ class SQLiteStore:
         memory_vectors: dict[str, np.ndarray],
     ) -> None:
         """Swap every vector of ``space`` and its embedder record in one transaction."""
-        with self._write() as conn:
+        with self.writing() as conn:
             conn.executemany(
                 "UPDATE lines SET vector = ? WHERE id = ? AND space = ?",
                 [(encode_vector(v), k, space) for k, v in line_vectors.items()],
@@ -763,7 +783,7 @@ class SQLiteStore:
             )
 
     def counts(self) -> dict[str, int]:
-        with self._read() as conn:
+        with self.reading() as conn:
             return {
                 table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                 for table in ("spaces", "episodes", "lines", "memories")
@@ -775,7 +795,7 @@ class SQLiteStore:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     def integrity_check(self) -> str:
-        with self._read() as conn:
+        with self.reading() as conn:
             return conn.execute("PRAGMA integrity_check").fetchone()[0]
 
     def close(self) -> None:
