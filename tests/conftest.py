@@ -15,7 +15,14 @@ from orcamem.stores.sqlite import SQLiteStore
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test reads the developer's ~/.orca or keys: ORCA_HOME points into tmp."""
-    for name in ("ORCA_HOME", "ORCAMEM_DB", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    for name in (
+        "ORCA_HOME",
+        "ORCAMEM_DB",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ORCAMEM_ANTHROPIC_MODEL",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ORCA_HOME", str(tmp_path / "orca-home"))
 

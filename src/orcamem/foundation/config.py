@@ -9,7 +9,22 @@ from typing import Any
 
 from .errors import InvalidInputError
 
-__all__ = ["Config", "default_db_path", "home_dir"]
+__all__ = [
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "DEFAULT_ANTHROPIC_MODEL",
+    "Config",
+    "anthropic_api_key",
+    "anthropic_base_url",
+    "anthropic_model",
+    "default_db_path",
+    "home_dir",
+    "openai_api_key",
+]
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
+"""The Claude model used when neither ``model=`` nor ``$ORCAMEM_ANTHROPIC_MODEL`` names one."""
+
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 
 def home_dir(environ: dict[str, str] | None = None) -> Path:
@@ -23,6 +38,24 @@ def openai_api_key(environ: dict[str, str] | None = None) -> str | None:
     """``$OPENAI_API_KEY``, sent to OpenAI-compatible embedding servers when set."""
     env = os.environ if environ is None else environ
     return env.get("OPENAI_API_KEY") or None
+
+
+def anthropic_api_key(environ: dict[str, str] | None = None) -> str | None:
+    """``$ANTHROPIC_API_KEY``: when set (and no ``--upstream`` is given) consolidation uses Claude."""
+    env = os.environ if environ is None else environ
+    return env.get("ANTHROPIC_API_KEY") or None
+
+
+def anthropic_model(environ: dict[str, str] | None = None) -> str:
+    """``$ORCAMEM_ANTHROPIC_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MODEL`."""
+    env = os.environ if environ is None else environ
+    return (env.get("ORCAMEM_ANTHROPIC_MODEL") or "").strip() or DEFAULT_ANTHROPIC_MODEL
+
+
+def anthropic_base_url(environ: dict[str, str] | None = None) -> str:
+    """``$ANTHROPIC_BASE_URL`` (a gateway or proxy, as the Anthropic SDKs read it), else the API."""
+    env = os.environ if environ is None else environ
+    return (env.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_ANTHROPIC_BASE_URL
 
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:
@@ -99,6 +132,12 @@ class Config:
     context_budget_tokens: int = 800
     max_forbidden_rules: int = 12
     max_passage_chars: int = 400
+
+    # -- consolidation (sleep)
+    timezone: str = "UTC"
+    """The user's IANA zone: "yesterday" and "last week" are counted from local days."""
+    sleep_batch_size: int = 32
+    """Episodes per consolidation batch (one extractor call, one transaction)."""
 
     # -- storage
     synchronous: str = "FULL"

@@ -17,7 +17,15 @@ working for callers that do not know orcamem.
     │   ├── ReadOnlyStoreError (PermissionError)
     │   └── SchemaTooNewError                 written by a newer orcamem
     ├── EmbedderError (RuntimeError)          an embedder failed or is misconfigured
-    └── ClosedError (RuntimeError)            use after ``close()``
+    ├── ModelError (RuntimeError)             a chat model's server failed, refused or is not set up
+    │   ├── ModelTimeoutError (TimeoutError)  no answer within the call's deadline
+    │   └── ModelOutputError                  empty, unparseable or off-schema model output
+    ├── ClosedError (RuntimeError)            use after ``close()``
+    ├── QueueFullError (RuntimeError)         a space already has its maximum of active jobs
+    ├── LeaseLostError (RuntimeError)         a job worker no longer owns the job it is finishing
+    ├── AttemptFailed (RuntimeError)          a job handler's output is unusable: a failed attempt
+    ├── TransientError (RuntimeError)         a temporary failure: the job is retried in 30 s
+    └── JobCancelled (RuntimeError)           a job was stopped: lease released, no attempt used
 
 ``status`` is the HTTP status an interface should answer with.
 """
@@ -25,6 +33,7 @@ working for callers that do not know orcamem.
 from __future__ import annotations
 
 __all__ = [
+    "AttemptFailed",
     "ClosedError",
     "CorruptStoreError",
     "DimensionMismatchError",
@@ -32,11 +41,18 @@ __all__ = [
     "EmbedderMismatchError",
     "InvalidInputError",
     "InvalidSpaceError",
+    "JobCancelled",
+    "LeaseLostError",
+    "ModelError",
+    "ModelOutputError",
+    "ModelTimeoutError",
     "NotFoundError",
     "OrcamemError",
+    "QueueFullError",
     "ReadOnlyStoreError",
     "SchemaTooNewError",
     "StoreError",
+    "TransientError",
 ]
 
 
@@ -99,7 +115,61 @@ class EmbedderError(OrcamemError, RuntimeError):
     status = 502
 
 
+class ModelError(OrcamemError, RuntimeError):
+    """A chat model's server could not be reached, refused the call, or is not configured."""
+
+    status = 502
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """The model gave no complete answer within the call's deadline."""
+
+    status = 504
+
+
+class ModelOutputError(ModelError):
+    """The model answered, but with nothing usable: empty, not JSON, or not the asked shape."""
+
+
 class ClosedError(OrcamemError, RuntimeError):
     """The object was used after ``close()``."""
 
     status = 500
+
+
+class QueueFullError(OrcamemError, RuntimeError):
+    """A space already has its maximum of active (pending or running) jobs; nothing was queued."""
+
+    status = 429
+
+
+class LeaseLostError(OrcamemError, RuntimeError):
+    """The caller's lease on a job expired or was taken over (its fence is stale).
+
+    Nothing the caller tried to write was written; another worker owns the job, or it already
+    finished.
+    """
+
+    status = 409
+
+
+class AttemptFailed(OrcamemError, RuntimeError):
+    """A job handler's output is unusable (empty, malformed, unclassified or over a limit).
+
+    The attempt counts: the job is retried until its attempts are used, then marked failed.
+    Only an explicit ``NOTHING`` is a successful empty result.
+    """
+
+    status = 502
+
+
+class TransientError(OrcamemError, RuntimeError):
+    """A temporary failure (a lock, a busy store): the job is rescheduled without using an attempt."""
+
+    status = 503
+
+
+class JobCancelled(OrcamemError, RuntimeError):
+    """A job was stopped before it finished: its lease is released and no attempt is used."""
+
+    status = 409

@@ -139,3 +139,62 @@ def locomo_command(
         )
     out.print(table)
     out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")
+
+
+@bench_app.command("consolidate")
+def consolidate_command(
+    upstream: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL of a chat model to compare.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
+    fixtures: Annotated[
+        Path | None, typer.Option(help="A fixtures file (default: the shipped set).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Precision/recall of consolidated memories on the fixture conversations (rules, and a
+    model when --upstream/--model are given)."""
+    from ..foundation.llm import make_chat_model
+    from ..services.bench import consolidate
+
+    runs = {"rules": _run(lambda p: consolidate(fixtures=fixtures, progress=p), "rules", as_json)}
+    if upstream or model:
+        try:
+            chat = make_chat_model(upstream, model)
+        except OrcamemError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        try:
+            runs["model"] = _run(
+                lambda p: consolidate(model=chat, fixtures=fixtures, progress=p), "model", as_json
+            )
+        finally:
+            chat.close()
+    if as_json:
+        print(json.dumps(runs))
+        return
+    table = Table(
+        "consolidator",
+        "precision",
+        "recall",
+        "supersession",
+        "p50 s/episode",
+        title="orcamem bench consolidate",
+    )
+    for name, row in runs.items():
+        table.add_row(
+            f"{name} ({row['extractor']})",
+            f"{row['precision']:.3f}",
+            f"{row['recall']:.3f}",
+            f"{row['supersession']:.3f}",
+            f"{row['p50_s_per_episode']:.6f}",
+        )
+    out.print(table)
+    for name, row in runs.items():
+        for conversation in row["conversations"]:
+            if conversation["missing"] or conversation["unexpected"]:
+                out.print(
+                    f"{name} · {conversation['name']}: missing {conversation['missing']}, "
+                    f"unexpected {conversation['unexpected']}",
+                    markup=False,
+                )

@@ -254,6 +254,46 @@ def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOpti
 
 
 @app.command()
+def sleep(
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    upstream: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible base URL of a chat model (Ollama, llama.cpp)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Consolidate pending episodes into states, events and rules (no model needed).
+
+    With --upstream/--model (or ANTHROPIC_API_KEY set) a chat model extracts; without, the
+    rule-based consolidator does. Either way every claim is verified by code first.
+    """
+    from ..foundation.llm import make_chat_model
+
+    try:
+        chat = make_chat_model(upstream, model)
+    except OrcamemError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    with _memory(db, space) as mem, _progress("sleeping") as progress:
+        report = mem.sleep(model=chat, progress=progress)
+    if chat is not None:
+        chat.close()
+    if as_json:
+        _print_json(report.to_dict())
+        return
+    out.print(
+        f"consolidated {report.episodes} episode(s) in {space!r} with "
+        f"{', '.join(report.extractors) or 'nothing to do'}: {len(report.stored)} stored, "
+        f"{len(report.superseded)} superseded, {report.duplicates} duplicate(s), "
+        f"{len(report.rejected)} rejected"
+    )
+    for failure in report.failures:
+        err.print(f"[yellow]model output unusable, rules used instead:[/yellow] {failure}")
+
+
+@app.command()
 def spaces(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the spaces in the database."""
     with _memory(db) as mem:

@@ -14,7 +14,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +318,114 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     summary["context_tokens"] = round(statistics.fmean(r["tokens"] for r in rows), 1)
     summary["questions"] = len(rows)
     return summary
+
+
+# -- consolidation ------------------------------------------------------------------------
+
+
+def load_fixtures(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The consolidation fixtures (default: the set shipped in ``orcamem/samples``)."""
+    from importlib import resources
+
+    try:
+        if path is None:
+            text = resources.files("orcamem").joinpath("samples/consolidation.json").read_text()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        conversations = json.loads(text)["conversations"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"cannot read consolidation fixtures from {path}: {exc}") from None
+    return conversations
+
+
+def _key(kind: str, attribute: str | None, value: str | None, condition: str | None) -> tuple:
+    from ..pipelines.consolidate.verify import normal_words
+
+    return (
+        kind,
+        attribute or "",
+        tuple(normal_words(value or "")),
+        tuple(normal_words(condition or "")),
+    )
+
+
+def consolidate(
+    *, model: Any = None, fixtures: str | Path | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Precision and recall of the memories a consolidator keeps on the fixture set.
+
+    Each conversation goes into a fresh in-memory database; ``sleep`` runs after every
+    session (so later sessions can supersede earlier ones). Precision: active memories that
+    match an expected one / all active memories; recall: expected memories found / expected;
+    supersession: expected outdated values that ended inactive with ``superseded_by`` set.
+
+    Returns:
+        ``{"extractor": …, "precision": …, "recall": …, "supersession": …,
+        "p50_s_per_episode": …, "conversations": [{…}], "machine": {…}}``
+    """
+    from ..foundation.clock import FrozenClock, parse_time
+
+    conversations = load_fixtures(fixtures)
+    kept = matched = expected_total = superseded_ok = superseded_total = 0
+    per_episode: list[float] = []
+    rows = []
+    extractor = ""
+    for number, conversation in enumerate(conversations):
+        clock = FrozenClock(conversation["sessions"][0]["at"])
+        with Memory(":memory:", clock=clock, model=model) as mem:
+            for index, session in enumerate(conversation["sessions"]):
+                start = parse_time(session["at"])
+                for offset, (role, text) in enumerate(session["turns"]):
+                    mem.observe(
+                        role,
+                        text,
+                        session_id=f"s{index + 1}",
+                        occurred_at=(start + timedelta(minutes=offset)).isoformat(),
+                    )
+                clock.advance(days=1)
+                begin = time.perf_counter()
+                report = mem.sleep()
+                if report.episodes:
+                    per_episode.append((time.perf_counter() - begin) / report.episodes)
+                extractor = extractor or ",".join(report.extractors)
+            active = mem.facts()
+            history = mem.facts(include_history=True)
+        want = {_key(*item) for item in conversation["active"]}
+        got = {_key(m.category, m.attribute, m.value, m.condition) for m in active}
+        hits = want & got
+        outdated = {
+            (m.attribute, tuple(_key("", "", m.value, "")[2]))
+            for m in history
+            if not m.active and m.superseded_by
+        }
+        wanted_outdated = {(a, _key("", "", v, "")[2]) for a, v in conversation["superseded"]}
+        kept += len(got)
+        matched += len(hits)
+        expected_total += len(want)
+        superseded_ok += len(wanted_outdated & outdated)
+        superseded_total += len(wanted_outdated)
+        rows.append(
+            {
+                "name": conversation["name"],
+                "expected": len(want),
+                "kept": len(got),
+                "matched": len(hits),
+                "missing": sorted(" ".join(map(str, k[:2])) for k in want - got),
+                "unexpected": sorted(
+                    f"{m.category} {m.attribute}: {m.value}"
+                    for m in active
+                    if _key(m.category, m.attribute, m.value, m.condition) not in want
+                ),
+            }
+        )
+        if progress:
+            progress("consolidate", number + 1, len(conversations))
+    return {
+        "extractor": extractor,
+        "precision": round(matched / kept, 4) if kept else 1.0,
+        "recall": round(matched / expected_total, 4) if expected_total else 1.0,
+        "supersession": round(superseded_ok / superseded_total, 4) if superseded_total else 1.0,
+        "p50_s_per_episode": round(_percentile(per_episode, 50), 6),
+        "conversations": rows,
+        "machine": machine(),
+    }

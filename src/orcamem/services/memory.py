@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +22,7 @@ from ..foundation.embed import Embedder, embed_texts, make_embedder
 from ..foundation.errors import (
     ClosedError,
     InvalidInputError,
+    ModelError,
     NotFoundError,
 )
 from ..foundation.model import (
@@ -38,6 +40,9 @@ from ..foundation.model import (
     validate_time,
 )
 from ..foundation.text import split_document
+from ..pipelines.consolidate.anchor import zone
+from ..pipelines.consolidate.extract import ExtractionFailed, ModelExtractor, RuleExtractor
+from ..pipelines.consolidate.sleep import SleepReport, consolidate_batch
 from ..pipelines.ingest import prepare_writes
 from ..pipelines.recall import RecallResult, pack_context, recall
 from ..stores.base import Store
@@ -77,6 +82,8 @@ class Memory:
             ``st:<model>``); default: the offline model shipped with orcamem.
         clock: where "now" comes from (tests pass a ``FrozenClock``).
         store: a ready store instead of ``path`` (another engine, or a shared one).
+        model: a chat model (``orcamem.foundation.llm``) for ``sleep``; none means the
+            rule-based consolidator.
 
     Example:
         >>> mem = Memory(path=":memory:")
@@ -95,8 +102,10 @@ class Memory:
         embedder: Embedder | str | None = None,
         clock: Clock | None = None,
         store: Store | None = None,
+        model: Any = None,
     ) -> None:
         self.config = config or Config()
+        self.model = model
         self.space = validate_space(space)
         self.clock = clock or SystemClock()
         self.embedder = make_embedder(embedder)
@@ -645,6 +654,47 @@ class Memory:
             if stored_as != record.id:
                 renamed[record.id] = stored_as
         return {"episodes": added, "memories": restored, "skipped": skipped}
+
+    def sleep(
+        self, *, space: str | None = None, model: Any = None, progress: Progress | None = None
+    ) -> SleepReport:
+        """Consolidate the space's pending episodes into states, events, facts and rules.
+
+        Without a model (``model=`` here or in the constructor) the rule-based consolidator
+        runs: zero model calls. Claims from either pass the same verification and gate;
+        episodes are never changed. A batch whose model output stays unusable falls back to
+        the rules, so the watermark always moves on.
+        """
+        space = self._space(space)
+        report = SleepReport()
+        if not self._ready_for_read(space):
+            return report
+        chat = model if model is not None else self.model
+        extractor = ModelExtractor(chat) if chat is not None else RuleExtractor()
+        tz = zone(self.config.timezone)
+        while episodes := self.store.pending_episodes(space, self.config.sleep_batch_size):
+            now = self._now()
+            embed = partial(embed_texts, self.embedder)
+            try:
+                batch = consolidate_batch(
+                    self.store, space, episodes, extractor, embed, self.embedder.id, tz, now
+                )
+            except (ExtractionFailed, ModelError) as exc:
+                report.failures.append(f"{extractor.name}: {exc}")
+                batch = consolidate_batch(
+                    self.store, space, episodes, RuleExtractor(), embed, self.embedder.id, tz, now
+                )
+            report.add(batch)
+            if progress:
+                progress(
+                    report.episodes,
+                    report.episodes + len(self.store.pending_episodes(space, 10_000)),
+                )
+        return report
+
+    def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Claims that consolidation refused or skipped, with the reason, newest first."""
+        return self.store.audit_log(self._space(space), limit)
 
     def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
         """Re-embed every line and memory of the space with this Memory's embedder.

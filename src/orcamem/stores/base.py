@@ -9,8 +9,9 @@ contract every store must pass.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -87,6 +88,10 @@ class Store(Protocol):
 
     capabilities: frozenset[str]
 
+    def writing(self) -> AbstractContextManager[Any]:
+        """One atomic write; nested use joins the outer one (a savepoint)."""
+        ...
+
     # spaces
     def ensure_space(self, space: str, embedder_id: str, dim: int, now: str) -> SpaceInfo: ...
     def space_info(self, space: str) -> SpaceInfo | None: ...
@@ -142,6 +147,15 @@ class Store(Protocol):
         self, space: str, vector: np.ndarray, limit: int
     ) -> list[tuple[str, float]]: ...
     def mark_accessed(self, space: str, memory_ids: Sequence[str], now: str) -> None: ...
+
+    # consolidation
+    def pending_episodes(self, space: str, limit: int) -> list[Episode]: ...
+    def mark_consolidated(self, space: str, last_episode_id: int, now: str) -> None: ...
+    def add_audit(
+        self, space: str, job_id: str | None, item: dict, reason: str, now: str
+    ) -> None: ...
+    def audit_log(self, space: str, limit: int = 100) -> list[dict]: ...
+    def superseded_lines(self, space: str, line_ids: Sequence[int]) -> dict[int, str]: ...
 
     # maintenance
     def noise_floor(self, space: str, percentile: float) -> float: ...

@@ -44,15 +44,20 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _state_parts(memory: MemoryRecord) -> tuple[str, str]:
-    """(key, value) of a memory: ``user.home city`` / ``Bangalore (since …)``."""
+def _state_body(memory: MemoryRecord, limit: int) -> str:
+    """``user.home city: Bangalore (since …)``, or for a conditional exception
+    ``user.morning drink | cond: sore throat -> ginger tea``."""
     entity = memory.entity or "user"
     attribute = memory.attribute or memory.category
-    value = memory.value or memory.content
+    value = _clip(memory.value or memory.content, limit)
     if memory.condition:
-        return f"{entity}.{attribute} | cond: {memory.condition}", f"-> {value}"
-    since = f" (since {_day(memory.created_at)})" if memory.category == "state" else ""
-    return f"{entity}.{attribute}", f"{value}{since}"
+        return f"{entity}.{attribute} | cond: {memory.condition} -> {value}"
+    since = (
+        f" (since {_day(memory.event_date or memory.created_at)})"
+        if memory.category == "state"
+        else ""
+    )
+    return f"{entity}.{attribute}: {value}{since}"
 
 
 def _render(hit: Hit, config: Config, dense: bool) -> str:
@@ -68,9 +73,8 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
         body = f"{_day(memory.event_date or memory.created_at)}: {_clip(memory.content, config.max_passage_chars)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     if memory is not None:
-        key, value = _state_parts(memory)
-        value = _clip(value, config.max_passage_chars)
-        return f"[{key}: {value}{outdated}]" if dense else f"- {key}: {value}{outdated}"
+        body = _state_body(memory, config.max_passage_chars)
+        return f"[{body}{outdated}]" if dense else f"- {body}{outdated}"
     who = f"{hit.role}: " if hit.role else ""
     body = f"{_day(hit.occurred_at)} {who}{_clip(hit.text, config.max_passage_chars)}{outdated}"
     return f"[LOG: {body}]" if dense else f"- {body}"

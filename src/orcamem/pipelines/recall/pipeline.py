@@ -131,6 +131,7 @@ def recall(
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = [hit for hit in hits if hit.score > config.min_score]
     selected = _novel(store, space, hits, line_of, config.novelty_threshold, limit)
+    _mark_outdated(store, space, selected)
     timings["score"] = (time.perf_counter() - mark) * 1000
 
     rules = _rules(store, space, query, config)
@@ -300,29 +301,57 @@ def _memory_hits(
 def _novel(
     store: Store, space: str, hits: list[Hit], line_of: dict[str, int], threshold: float, limit: int
 ) -> list[Hit]:
-    """Keep hits in order, dropping a passage whose line vector is ≥ ``threshold`` cosine to a
-    kept one (the spec's novelty gate: near-verbatim repeats waste the budget)."""
-    if threshold >= 1.0 or len(hits) <= 1:
-        return hits[:limit]
-    pool = hits[: limit * 3]
-    wanted = [line_of[h.id] for h in pool if h.id in line_of]
-    vectors = store.line_vectors(space, wanted)
+    """Select ``limit`` hits in score order: passages whose line vector is ≥ ``threshold``
+    cosine to a kept one are dropped (the spec's novelty gate: near-verbatim repeats waste
+    the budget), and up to half of the places are kept for memories, so consolidated
+    states are not crowded out by the many passages they came from."""
+    memories = [hit for hit in hits if hit.kind != "passage"][: max(1, limit // 2)]
+    passages = [hit for hit in hits if hit.kind == "passage"]
+    room = limit - len(memories)
     kept: list[Hit] = []
-    kept_vectors: list[np.ndarray] = []
-    for hit in pool:
-        vector = vectors.get(line_of.get(hit.id, -1))
-        if (
-            vector is not None
-            and kept_vectors
-            and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold
-        ):
-            continue
-        kept.append(hit)
-        if vector is not None:
-            kept_vectors.append(vector)
-        if len(kept) == limit:
-            break
-    return kept
+    if threshold >= 1.0:
+        kept = passages[:room]
+    else:
+        pool = passages[: room * 3]
+        wanted = [line_of[h.id] for h in pool if h.id in line_of]
+        vectors = store.line_vectors(space, wanted)
+        kept_vectors: list[np.ndarray] = []
+        for hit in pool:
+            if len(kept) == room:
+                break
+            vector = vectors.get(line_of.get(hit.id, -1))
+            if (
+                vector is not None
+                and kept_vectors
+                and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold
+            ):
+                continue
+            kept.append(hit)
+            if vector is not None:
+                kept_vectors.append(vector)
+    return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
+
+
+def _mark_outdated(store: Store, space: str, hits: list[Hit]) -> None:
+    """A passage whose statement was consolidated into a state that has since been
+    superseded is marked ``[outdated: now <current value>]``."""
+    episodes = [hit.episode_id for hit in hits if hit.kind == "passage" and hit.episode_id]
+    rows = store.episode_lines(space, episodes) if episodes else []
+    newer = store.superseded_lines(space, [row.id for row in rows])
+    if not newer:
+        return
+    episode_of = {row.id: row.episode_id for row in rows}
+    current: dict[int, str] = {}
+    for line, memory_id in newer.items():
+        memory = store.get_memory(space, memory_id)
+        for _ in range(32):  # follow the lineage to today's value (bounded)
+            if memory.active or not memory.superseded_by:
+                break
+            memory = store.get_memory(space, memory.superseded_by)
+        current[episode_of[line]] = memory.value or memory.content
+    for hit in hits:
+        if hit.episode_id in current:
+            hit.outdated_by = current[hit.episode_id]
 
 
 def _rules(store: Store, space: str, query: str, config: Config) -> list[Hit]:

@@ -144,6 +144,37 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )""",
         ],
     ),
+    (
+        3,
+        "memory citations; memories searchable by their source words",
+        [
+            """CREATE TABLE memory_citations (
+                memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+                line_id INTEGER NOT NULL REFERENCES lines(id) ON DELETE CASCADE,
+                PRIMARY KEY (line_id, memory_id)
+            )""",
+            """INSERT OR IGNORE INTO memory_citations (memory_id, line_id)
+               SELECT m.id, j.value FROM memories m, json_each(m.cited_lines) j
+               WHERE j.value IN (SELECT id FROM lines)""",
+            # memories are also found by the words of what they were distilled from (summary)
+            "DROP TRIGGER memories_ai",
+            "DROP TRIGGER memories_ad",
+            "DROP TABLE memories_fts",
+            """CREATE VIRTUAL TABLE memories_fts USING fts5(
+                content, tags, summary, content='memories', content_rowid='seq',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
+            """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+                INSERT INTO memories_fts(rowid, content, tags, summary)
+                VALUES (new.seq, new.content, new.tags, new.summary);
+            END""",
+            """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+                INSERT INTO memories_fts(memories_fts, rowid, content, tags, summary)
+                VALUES ('delete', old.seq, old.content, old.tags, old.summary);
+            END""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

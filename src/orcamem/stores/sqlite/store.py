@@ -563,7 +563,17 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"memory id {memory_id} already exists: pick another id") from exc
+            self._cite(conn, memory.space, memory_id, memory.cited_lines)
         return self.get_memory(memory.space, memory_id)
+
+    @staticmethod
+    def _cite(conn: sqlite3.Connection, space: str, memory_id: str, lines: Sequence[int]) -> None:
+        """Index which lines a memory cites (only lines of its own space)."""
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_citations (memory_id, line_id) "
+            "SELECT ?, id FROM lines WHERE id = ? AND space = ?",
+            [(memory_id, line, space) for line in lines],
+        )
 
     def restore_memory(self, record: MemoryRecord, vector: np.ndarray) -> str | None:
         """Insert a memory exactly as exported (lifecycle included).
@@ -594,6 +604,7 @@ class SQLiteStore:
                 f"VALUES ({','.join('?' * len(values))})",
                 values,
             )
+            self._cite(conn, record.space, memory_id, record.cited_lines)
         return memory_id
 
     def line_ids(self, space: str, episode_id: int) -> dict[int, int]:
@@ -703,7 +714,7 @@ class SQLiteStore:
     def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
         with self.reading() as conn:
             rows = conn.execute(
-                "SELECT m.id, -bm25(memories_fts, 1.0, 0.5) AS score FROM memories_fts f "
+                "SELECT m.id, -bm25(memories_fts, 1.0, 0.5, 0.4) AS score FROM memories_fts f "
                 "JOIN memories m ON m.seq = f.rowid WHERE memories_fts MATCH ? AND m.space = ? "
                 "AND m.active = 1 ORDER BY score DESC LIMIT ?",
                 (match, space, limit),
@@ -738,6 +749,74 @@ class SQLiteStore:
                 f"WHERE space = ? AND id IN ({marks})",
                 [now, space, *memory_ids],
             )
+
+    # -- consolidation ---------------------------------------------------------------------
+
+    def pending_episodes(self, space: str, limit: int) -> list[Episode]:
+        """The oldest episodes of ``space`` not yet consolidated (above its watermark)."""
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = ? AND id > "
+                "coalesce((SELECT last_episode_id FROM consolidation_progress WHERE space = ?), 0) "
+                "ORDER BY id LIMIT ?",
+                (space, space, limit),
+            ).fetchall()
+        return [self._episode(row) for row in rows]
+
+    def mark_consolidated(self, space: str, last_episode_id: int, now: str) -> None:
+        """Move the space's watermark forward (never back)."""
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO consolidation_progress (space, last_episode_id, updated_at) "
+                "VALUES (?, ?, ?) ON CONFLICT(space) DO UPDATE SET "
+                "last_episode_id = max(last_episode_id, excluded.last_episode_id), "
+                "updated_at = excluded.updated_at",
+                (space, last_episode_id, now),
+            )
+
+    def add_audit(self, space: str, job_id: str | None, item: dict, reason: str, now: str) -> None:
+        """Keep a rejected or skipped claim with the reason (never shown to recall)."""
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO consolidation_audit (space, job_id, item, reason, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (space, job_id, json.dumps(item, ensure_ascii=False, sort_keys=True), reason, now),
+            )
+
+    def audit_log(self, space: str, limit: int = 100) -> list[dict]:
+        """The newest audit entries of the space, newest first."""
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT id, job_id, item, reason, created_at FROM consolidation_audit "
+                "WHERE space = ? ORDER BY id DESC LIMIT ?",
+                (space, limit),
+            ).fetchall()
+        return [
+            {
+                "id": r[0],
+                "job_id": r[1],
+                "item": json.loads(r[2]),
+                "reason": r[3],
+                "created_at": r[4],
+            }
+            for r in rows
+        ]
+
+    def superseded_lines(self, space: str, line_ids: Sequence[int]) -> dict[int, str]:
+        """For lines cited by a memory that has since been superseded, the id of the memory
+        that superseded it (follow ``superseded_by`` to reach the current one)."""
+        if not line_ids:
+            return {}
+        marks = ",".join("?" * len(line_ids))
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT c.line_id, m.superseded_by FROM memory_citations c "
+                "JOIN memories m ON m.id = c.memory_id "
+                f"WHERE m.space = ? AND m.active = 0 AND m.superseded_by IS NOT NULL "
+                f"AND c.line_id IN ({marks})",
+                [space, *line_ids],
+            ).fetchall()
+        return {line: newer for line, newer in rows}
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""What an extractor (rules or a model) says it found: claims, not yet memories.
+
+A claim cites the episode lines it came from (``ep-12:s1``). Nothing becomes a memory before
+``verify`` has checked the citation, the grounding and the dates, and ``gate`` has decided how
+it relates to what is already known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CLAIMS_SCHEMA", "Claim", "SourceLine", "claim_from_json"]
+
+ClaimKind = Literal["state", "event", "preference", "fact", "rule"]
+KINDS: tuple[str, ...] = ("state", "event", "preference", "fact", "rule")
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """An episode line as the extractor saw it."""
+
+    ref: str
+    """``ep-<episode id>:s<seq>``: how claims cite it."""
+    line_id: int
+    episode_id: int
+    session_id: str | None
+    role: str | None
+    text: str
+    occurred_at: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One extracted statement about an entity.
+
+    ``kind``: ``state`` (single-valued current truth: a newer value supersedes), ``event``
+    (dated happening), ``preference`` and ``fact`` (additive), ``rule`` (``prohibited`` rules
+    are forbidden ones).
+    """
+
+    kind: str
+    attribute: str
+    value: str
+    cites: tuple[str, ...]
+    entity: str = "user"
+    condition: str = ""
+    prohibited: bool = False
+    when: str = ""
+    """A time expression as said (``last week``, ``in March``); resolved by code, never by the model."""
+    confidence: float = 0.9
+    extractor: str = "rules"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "entity": self.entity,
+            "attribute": self.attribute,
+            "value": self.value,
+            "condition": self.condition,
+            "prohibited": self.prohibited,
+            "when": self.when,
+            "cites": list(self.cites),
+            "extractor": self.extractor,
+        }
+
+
+_TEXT = {"type": "string", "maxLength": 200}
+CLAIMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": list(KINDS)},
+                    "entity": {"type": "string", "maxLength": 60},
+                    "attribute": {"type": "string", "maxLength": 60},
+                    "value": _TEXT,
+                    "condition": _TEXT,
+                    "prohibited": {"type": "boolean"},
+                    "when": {"type": "string", "maxLength": 60},
+                    "cites": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 4,
+                        "items": {"type": "string", "maxLength": 40},
+                    },
+                },
+                "required": ["kind", "attribute", "value", "cites"],
+            },
+        }
+    },
+    "required": ["items"],
+}
+"""The length-bounded JSON schema a model must answer with (or the single word NOTHING)."""
+
+
+def claim_from_json(data: Any, extractor: str) -> Claim:
+    """Build a claim from one model item; raises ``ValueError`` naming what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("item is not an object")
+    kind = data.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"unclassified item (kind={kind!r})")
+    attribute, value = data.get("attribute"), data.get("value")
+    if not isinstance(attribute, str) or not attribute.strip():
+        raise ValueError("item without an attribute")
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("item without a value")
+    cites = data.get("cites")
+    if not isinstance(cites, list) or not cites or not all(isinstance(c, str) for c in cites):
+        raise ValueError("item without citations")
+    entity = data.get("entity") or "user"
+    condition = data.get("condition") or ""
+    when = data.get("when") or ""
+    if not all(isinstance(x, str) for x in (entity, condition, when)):
+        raise ValueError("entity, condition and when must be strings")
+    if len(value) > 200 or len(attribute) > 60 or len(condition) > 200:
+        raise ValueError("item over the length limits")
+    return Claim(
+        kind=kind,
+        entity=entity.strip().lower(),
+        attribute=" ".join(attribute.lower().replace("_", " ").split()),
+        value=value.strip(),
+        condition=condition.strip(),
+        prohibited=bool(data.get("prohibited", False)),
+        when=when.strip(),
+        cites=tuple(c.strip() for c in cites),
+        extractor=extractor,
+    )

@@ -1,0 +1,349 @@
+"""Sleep consolidation with zero model calls: each verification step, the gate, and the
+states, supersession, exceptions and forbidden rules a user sees afterwards."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from orcamem import Memory
+from orcamem.foundation.clock import FrozenClock
+from orcamem.pipelines.consolidate.anchor import anchor, find_when, zone
+from orcamem.pipelines.consolidate.claims import Claim, SourceLine, claim_from_json
+from orcamem.pipelines.consolidate.rules import rule_claims
+from orcamem.pipelines.consolidate.sleep import verify_claims
+from orcamem.pipelines.consolidate.verify import (
+    carry_pronouns,
+    check_citations,
+    check_grounding,
+    resolve_pronoun_value,
+)
+
+UTC = zone("UTC")
+
+
+def line(
+    ref: str,
+    text: str,
+    *,
+    session: str = "s1",
+    role: str | None = "user",
+    at: str = "2026-10-17T10:00:00Z",
+) -> SourceLine:
+    episode = int(ref.split(":")[0][3:])
+    return SourceLine(ref, episode * 10, episode, session, role, text, at)
+
+
+# -- calendar anchoring ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("yesterday", date(2026, 10, 16)),  # said on Saturday 2026-10-17
+        ("today", date(2026, 10, 17)),
+        ("last week", date(2026, 10, 10)),
+        ("3 days ago", date(2026, 10, 14)),
+        ("two weeks ago", date(2026, 10, 3)),
+        ("next Tuesday", date(2026, 10, 20)),
+        ("last Tuesday", date(2026, 10, 13)),
+        ("on Friday", date(2026, 10, 16)),
+        ("in March", date(2026, 3, 1)),
+        ("in December", date(2025, 12, 1)),  # the latest December that has begun
+        ("in March 2021", date(2021, 3, 1)),
+        ("in 2022", date(2022, 1, 1)),
+        ("some day", None),
+    ],
+)
+def test_anchor_resolves_against_the_day_it_was_said(expression: str, expected: date) -> None:
+    assert anchor(expression, "2026-10-17T10:00:00Z", UTC) == expected
+
+
+def test_anchor_uses_the_users_zone() -> None:
+    late = "2026-10-17T20:30:00Z"  # already Sunday 18 October in Kolkata
+    assert anchor("yesterday", late, UTC) == date(2026, 10, 16)
+    assert anchor("yesterday", late, zone("Asia/Kolkata")) == date(2026, 10, 17)
+
+
+def test_find_when() -> None:
+    assert find_when("I moved to Bangalore last week for a job") == "last week"
+    assert find_when("We met on Tuesday") == "on tuesday"
+    assert find_when("No time here") == ""
+
+
+# -- verification ----------------------------------------------------------------------------
+
+
+def test_citation_must_exist() -> None:
+    lines = {"ep-1:s1": line("ep-1:s1", "I live in Pune.")}
+    ok = Claim(kind="state", attribute="home city", value="Pune", cites=("ep-1:s1",))
+    assert check_citations(ok, lines) is None
+    bad = Claim(kind="state", attribute="home city", value="Pune", cites=("ep-9:s1",))
+    assert "ep-9:s1" in check_citations(bad, lines)
+
+
+@pytest.mark.parametrize(
+    ("value", "grounded"),
+    [
+        ("Bangalore", True),
+        ("bangalore", True),
+        ("Mumbai", False),
+        ("ginger tea with honey", True),
+        ("warm ginger teas with raw honey", True),  # plural and word order don't matter
+        ("warm ginger tea with raw honey and lemon", True),  # one word in four may be missing
+        ("lemon and lime soda", False),
+    ],
+)
+def test_grounding_rule(value: str, grounded: bool) -> None:
+    lines = {
+        "ep-1:s1": line("ep-1:s1", "I moved to Bangalore and drink warm ginger tea with raw honey.")
+    }
+    claim = Claim(kind="state", attribute="x", value=value, cites=("ep-1:s1",))
+    assert (check_grounding(claim, lines, {}) is None) is grounded
+
+
+def test_pronoun_carry_over_grounds_and_resolves() -> None:
+    lines = [
+        line("ep-1:s1", "Last month I visited Lisbon with my sister."),
+        line("ep-2:s1", "I loved it there so much that I moved there."),
+        line("ep-3:s1", "It rained.", session="other"),
+    ]
+    carried = carry_pronouns(lines)
+    assert carried["ep-2:s1"][0] == "Lisbon"
+    assert carried["ep-3:s1"] == []  # names never cross sessions
+    claim = Claim(kind="state", attribute="home city", value="there", cites=("ep-2:s1",))
+    resolved = resolve_pronoun_value(claim, carried)
+    assert resolved.value == "Lisbon"
+    by_ref = {item.ref: item for item in lines}
+    assert check_grounding(resolved, by_ref, carried) is None
+    assert check_grounding(resolved, by_ref, {}) is not None
+
+
+def test_verify_rejects_with_reasons_and_dates_in_code() -> None:
+    lines = [line("ep-1:s1", "I moved to Bangalore last week.")]
+    claims = [
+        Claim(
+            kind="state",
+            attribute="home city",
+            value="Bangalore",
+            when="last week",
+            cites=("ep-1:s1",),
+        ),
+        Claim(kind="state", attribute="home city", value="Mumbai", cites=("ep-1:s1",)),
+        Claim(kind="state", attribute="home city", value="Bangalore", cites=("ep-7:s1",)),
+        Claim(
+            kind="event",
+            attribute="moved",
+            value="Bangalore",
+            when="the other day",
+            cites=("ep-1:s1",),
+        ),
+        Claim(
+            kind="fact",
+            attribute="api key",
+            value="sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+            cites=("ep-1:s1",),
+        ),
+    ]
+    verified, rejected = verify_claims(claims, lines, UTC)
+    assert [(v.claim.value, v.date, v.line_ids) for v in verified] == [
+        ("Bangalore", "2026-10-10", (10,))
+    ]
+    reasons = [reason.split(":")[0] for _, reason in rejected]
+    assert reasons == ["grounding", "citation", "date", "grounding"]
+
+
+def test_model_items_are_validated() -> None:
+    good = claim_from_json(
+        {"kind": "state", "attribute": "Home_City", "value": "Pune", "cites": ["ep-1:s1"]},
+        "model:x",
+    )
+    assert (good.attribute, good.entity) == ("home city", "user")
+    for bad in (
+        {"kind": "gossip", "attribute": "a", "value": "b", "cites": ["x"]},
+        {"kind": "state", "attribute": "a", "value": "", "cites": ["x"]},
+        {"kind": "state", "attribute": "a", "value": "b", "cites": []},
+        {"kind": "state", "attribute": "a", "value": "b" * 201, "cites": ["x"]},
+        "not an object",
+    ):
+        with pytest.raises(ValueError):
+            claim_from_json(bad, "model:x")
+
+
+# -- the rule-based consolidator --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("I live in Pune.", [("state", "home city", "Pune", "")]),
+        ("I moved from Pune to Bangalore last week.", [("state", "home city", "Bangalore", "")]),
+        ("I work as a backend engineer.", [("state", "role", "backend engineer", "")]),
+        (
+            "I'm a systems engineer at Zerodha.",
+            [("state", "role", "systems engineer", ""), ("state", "employer", "Zerodha", "")],
+        ),
+        ("My dentist is Dr. Rao.", [("state", "dentist", "Dr Rao", "")]),
+        ("My sister's name is Anika.", [("state", "sister", "Anika", "")]),
+        ("I drink black coffee every morning.", [("state", "morning drink", "black coffee", "")]),
+        (
+            "When I have a sore throat I switch to ginger tea instead of coffee.",
+            [("state", "switches to", "ginger tea", "a sore throat")],
+        ),
+        ("I'm allergic to peanuts.", [("fact", "allergic to", "peanuts", "")]),
+        ("I prefer dark mode.", [("preference", "prefers", "dark mode", "")]),
+        (
+            "Never chain PowerShell commands with semicolons.",
+            [
+                (
+                    "rule",
+                    "forbidden_chain_powershell_commands_semicolons",
+                    "chain PowerShell commands with semicolons",
+                    "",
+                )
+            ],
+        ),
+        (
+            "My manager gave me a Swiss knife today.",
+            [("event", "gift from manager", "a Swiss knife", "")],
+        ),
+        ("Don't worry about it.", []),
+        ("I don't know what to do.", []),
+        ("It was a long day.", []),
+    ],
+)
+def test_rule_patterns(said: str, expected: list[tuple[str, str, str, str]]) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [(c.kind, c.attribute, c.value, c.condition) for c in claims] == expected
+
+
+def test_assistant_lines_are_not_the_users_facts() -> None:
+    assert rule_claims([line("ep-1:s1", "I live in Paris.", role="assistant")]) == []
+
+
+# -- end to end: sleep -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def sleeper(tmp_path: Path) -> Memory:
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        yield mem
+
+
+def say(mem: Memory, text: str, at: str, session: str = "s1") -> None:
+    mem.observe("user", text, session_id=session, occurred_at=at)
+
+
+def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
+    say(sleeper, "Hi! I'm Sahil and I live in Pune.", "2026-10-10T09:00:00Z")
+    say(sleeper, "I drink black coffee every morning.", "2026-10-10T09:01:00Z")
+    report = sleeper.sleep()
+    assert report.episodes == 2 and len(report.stored) == 3 and report.extractors == ["rules"]
+    say(sleeper, "I moved from Pune to Bangalore last week.", "2026-10-17T18:00:00Z", "s2")
+    say(
+        sleeper,
+        "When I have a sore throat I switch to ginger tea instead of coffee.",
+        "2026-10-17T18:05:00Z",
+        "s2",
+    )
+    say(sleeper, "Never chain PowerShell commands with semicolons.", "2026-10-17T18:06:00Z", "s2")
+    report = sleeper.sleep()
+    assert len(report.superseded) == 1
+
+    active = {(m.attribute, m.value, m.condition) for m in sleeper.facts()}
+    assert ("home city", "Bangalore", None) in active
+    assert ("home city", "Pune", None) not in active
+    assert ("morning drink", "black coffee", None) in active  # baseline kept
+    assert ("morning drink", "ginger tea", "a sore throat") in active  # linked exception
+    history = {m.value: m for m in sleeper.facts(include_history=True)}
+    assert history["Pune"].superseded_by == history["Bangalore"].id
+    assert history["Bangalore"].event_date == "2026-10-10"  # "last week" anchored in code
+    rule = next(m for m in sleeper.facts() if m.prohibited)
+    assert rule.attribute.startswith("forbidden_")
+
+    block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
+    lines = block.splitlines()
+    assert lines[3].startswith("[FORBIDDEN: chain PowerShell commands with semicolons]")
+    assert "[user.home city: Bangalore (since 2026-10-10)]" in block
+    assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
+    assert "I live in Pune. [outdated: now Bangalore]]" in block
+
+
+def test_sleep_is_incremental_and_idempotent(sleeper: Memory) -> None:
+    say(sleeper, "I live in Pune.", "2026-10-10T09:00:00Z")
+    assert len(sleeper.sleep().stored) == 1
+    assert sleeper.sleep().episodes == 0  # nothing pending
+    say(sleeper, "I live in Pune.", "2026-10-11T09:00:00Z")
+    report = sleeper.sleep()
+    assert report.stored == [] and report.duplicates == 1
+    assert [a["reason"] for a in sleeper.audit_log()] == ["duplicate of an active memory"]
+
+
+def test_sleep_never_changes_episodes(sleeper: Memory) -> None:
+    say(sleeper, "I moved to Bangalore yesterday.", "2026-10-17T09:00:00Z")
+    before = [e.__dict__ for e in sleeper.iter_episodes()]
+    sleeper.sleep()
+    assert [e.__dict__ for e in sleeper.iter_episodes()] == before
+
+
+def test_spaces_sleep_apart(sleeper: Memory) -> None:
+    say(sleeper, "I live in Oslo.", "2026-10-10T09:00:00Z")
+    sleeper.observe("user", "I live in Rome.", space="other", occurred_at="2026-10-10T09:00:00Z")
+    sleeper.sleep()
+    assert [m.value for m in sleeper.facts()] == ["Oslo"]
+    assert sleeper.facts(space="other") == []
+    sleeper.sleep(space="other")
+    assert [m.value for m in sleeper.facts(space="other")] == ["Rome"]
+
+
+# -- CLI and bench ---------------------------------------------------------------------------
+
+
+def test_cli_sleep_and_facts_history(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli import app
+
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    for text in ("I live in Pune.", "I moved to Bangalore yesterday."):
+        assert runner.invoke(app, ["add", text, "--role", "user", "--db", db]).exit_code == 0
+    done = runner.invoke(app, ["sleep", "--db", db, "--json"])
+    assert done.exit_code == 0, done.output
+    assert '"extractors": [' in done.stdout and '"rules"' in done.stdout
+    history = runner.invoke(app, ["facts", "--history", "--json", "--db", db]).stdout
+    assert '"value": "Pune"' in history and '"superseded_by": "mem-' in history
+    runner.invoke(app, ["add", "I live in Rome.", "--role", "user", "--db", db])
+    degraded = runner.invoke(app, ["sleep", "--db", db, "--upstream", "http://127.0.0.1:9/v1"])
+    assert degraded.exit_code == 0, degraded.output
+    assert "rules used instead" in degraded.stderr and "127.0.0.1:9" in degraded.stderr
+    assert "1 stored" in degraded.stdout
+
+
+def test_bench_consolidate_rules_meets_its_bar() -> None:
+    from orcamem.services.bench import consolidate
+
+    result = consolidate()
+    assert result["extractor"] == "rules"
+    assert result["precision"] >= 0.95 and result["recall"] >= 0.9
+    assert result["supersession"] == 1.0
+    assert {row["name"] for row in result["conversations"]} >= {"moving city", "job change"}
+
+
+def test_bench_consolidate_cli_json(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli import app
+
+    done = CliRunner().invoke(app, ["bench", "consolidate", "--json"])
+    assert done.exit_code == 0, done.output
+    assert set(json.loads(done.stdout)["rules"]) >= {"precision", "recall", "p50_s_per_episode"}
+    broken = tmp_path / "f.json"
+    broken.write_text("{}")
+    failed = CliRunner().invoke(app, ["bench", "consolidate", "--fixtures", str(broken)])
+    assert failed.exit_code == 1 and "cannot read consolidation fixtures" in failed.output
