@@ -138,6 +138,14 @@ class Config:
     """The user's IANA zone: "yesterday" and "last week" are counted from local days."""
     sleep_batch_size: int = 32
     """Episodes per consolidation batch (one extractor call, one transaction)."""
+    auto_sleep: bool = False
+    """Consolidate in the background (a sleeper thread and a job worker per ``Memory``)."""
+    sleep_idle_seconds: float = 120.0
+    """Background: consolidate a space once no episode has arrived for this long."""
+    sleep_batch_threshold: int = 32
+    """Background: consolidate a space at once when this many episodes are pending."""
+    sleep_lease_seconds: float = 120.0
+    """How long a consolidation job's lease lasts between renewals (renewed every third)."""
 
     # -- storage
     synchronous: str = "FULL"

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +21,6 @@ from ..foundation.embed import Embedder, embed_texts, make_embedder
 from ..foundation.errors import (
     ClosedError,
     InvalidInputError,
-    ModelError,
     NotFoundError,
 )
 from ..foundation.model import (
@@ -40,13 +38,12 @@ from ..foundation.model import (
     validate_time,
 )
 from ..foundation.text import split_document
-from ..pipelines.consolidate.anchor import zone
-from ..pipelines.consolidate.extract import ExtractionFailed, ModelExtractor, RuleExtractor
-from ..pipelines.consolidate.sleep import SleepReport, consolidate_batch
+from ..pipelines.consolidate.sleep import SleepReport
 from ..pipelines.ingest import prepare_writes
 from ..pipelines.recall import RecallResult, pack_context, recall
 from ..stores.base import Store
 from ..stores.sqlite import SQLiteStore
+from .sleeper import Sleeper
 
 __all__ = ["Memory"]
 
@@ -119,6 +116,7 @@ class Memory:
         self._closed = False
         self._lock = threading.Lock()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orcamem-side")
+        self._sleeper = Sleeper(self, model).start() if self.config.auto_sleep else None
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -660,37 +658,17 @@ class Memory:
     ) -> SleepReport:
         """Consolidate the space's pending episodes into states, events, facts and rules.
 
-        Without a model (``model=`` here or in the constructor) the rule-based consolidator
-        runs: zero model calls. Claims from either pass the same verification and gate;
-        episodes are never changed. A batch whose model output stays unusable falls back to
-        the rules, so the watermark always moves on.
+        Each batch is a durable leased job. Without a model (``model=`` here or in the
+        constructor) the rule-based consolidator runs: zero model calls. Claims from either
+        pass the same verification and gate; episodes are never changed. A batch whose model
+        output stays unusable is consolidated by the rules on its last attempt, and the
+        failures are reported.
         """
         space = self._space(space)
-        report = SleepReport()
         if not self._ready_for_read(space):
-            return report
+            return SleepReport()
         chat = model if model is not None else self.model
-        extractor = ModelExtractor(chat) if chat is not None else RuleExtractor()
-        tz = zone(self.config.timezone)
-        while episodes := self.store.pending_episodes(space, self.config.sleep_batch_size):
-            now = self._now()
-            embed = partial(embed_texts, self.embedder)
-            try:
-                batch = consolidate_batch(
-                    self.store, space, episodes, extractor, embed, self.embedder.id, tz, now
-                )
-            except (ExtractionFailed, ModelError) as exc:
-                report.failures.append(f"{extractor.name}: {exc}")
-                batch = consolidate_batch(
-                    self.store, space, episodes, RuleExtractor(), embed, self.embedder.id, tz, now
-                )
-            report.add(batch)
-            if progress:
-                progress(
-                    report.episodes,
-                    report.episodes + len(self.store.pending_episodes(space, 10_000)),
-                )
-        return report
+        return Sleeper(self, chat).run(space, progress)
 
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Claims that consolidation refused or skipped, with the reason, newest first."""
@@ -731,6 +709,8 @@ class Memory:
             if self._closed:
                 return
             self._closed = True
+        if self._sleeper is not None:
+            self._sleeper.stop()
         self._background.shutdown(wait=True)
         self.store.close()
 

@@ -1,8 +1,9 @@
 """Sleep: pending episodes → claims → verification → gate, one batch at a time.
 
 ``verify_claims`` runs every deterministic check in order and splits claims into verified
-ones and rejections with reasons; ``consolidate_batch`` adds the gate and the space's
-watermark, all in one store transaction, so a batch is applied whole or not at all.
+ones and rejections with reasons; ``apply_batch`` adds the gate and the space's watermark, all
+in one store transaction, so a batch is applied whole or not at all. ``jobs`` runs batches as
+durable leased jobs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from ...foundation.model import Episode
 from ...stores.base import Store
 from .anchor import anchor, local_day
 from .claims import Claim, SourceLine
-from .extract import Extractor
 from .gate import GateResult, Verified, apply_claims
 from .verify import (
     carry_pronouns,
@@ -27,7 +27,7 @@ from .verify import (
     resolve_pronoun_value,
 )
 
-__all__ = ["BatchReport", "SleepReport", "consolidate_batch", "source_lines", "verify_claims"]
+__all__ = ["BatchReport", "SleepReport", "apply_batch", "source_lines", "verify_claims"]
 
 
 @dataclass
@@ -132,27 +132,22 @@ def verify_claims(
     return verified, rejected
 
 
-def consolidate_batch(
+def apply_batch(
     store: Store,
     space: str,
     episodes: Sequence[Episode],
-    extractor: Extractor,
+    lines: Sequence[SourceLine],
+    claims: Sequence[Claim],
+    verified: Sequence[Verified],
+    rejected: Sequence[tuple[Claim, str]],
+    extractor: str,
     embed: Callable[[list[str]], np.ndarray],
     embedder_id: str,
-    tz: ZoneInfo,
     now: str,
     *,
     job_id: str | None = None,
 ) -> BatchReport:
-    """Extract, verify and apply one batch; moves the watermark past its last episode.
-
-    The extractor runs before the transaction (a model call never holds the write lock);
-    everything after it commits together.
-    """
-    lines = source_lines(store, space, episodes)
-    claims = extractor.claims(lines)
-    verified, rejected = verify_claims(claims, lines, tz)
-    report = BatchReport(episodes=len(episodes), claims=len(claims), extractor=extractor.name)
+    """The gate, the audit entries and the new watermark, in one store transaction."""
     with store.writing():
         sources = {line.line_id: line.text for line in lines}
         gate: GateResult = apply_claims(store, space, verified, sources, embed, embedder_id, now)
@@ -162,8 +157,12 @@ def consolidate_batch(
             store.add_audit(space, job_id, claim.to_json(), "duplicate of an active memory", now)
         if episodes:
             store.mark_consolidated(space, max(e.id for e in episodes), now)
-    report.stored = [m.id for m in gate.stored]
-    report.superseded = gate.superseded
-    report.duplicates = len(gate.duplicates)
-    report.rejected = rejected
-    return report
+    return BatchReport(
+        episodes=len(episodes),
+        claims=len(claims),
+        stored=[m.id for m in gate.stored],
+        superseded=gate.superseded,
+        duplicates=len(gate.duplicates),
+        rejected=list(rejected),
+        extractor=extractor,
+    )

@@ -763,6 +763,15 @@ class SQLiteStore:
             ).fetchall()
         return [self._episode(row) for row in rows]
 
+    def last_episode_created(self, space: str) -> str | None:
+        """When the space's newest episode was appended (``None`` for an empty space)."""
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT created_at FROM episodes WHERE space = ? ORDER BY id DESC LIMIT 1",
+                (space,),
+            ).fetchone()
+        return row[0] if row else None
+
     def mark_consolidated(self, space: str, last_episode_id: int, now: str) -> None:
         """Move the space's watermark forward (never back)."""
         with self.writing() as conn:
