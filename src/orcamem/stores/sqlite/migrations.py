@@ -175,6 +175,26 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             END""",
         ],
     ),
+    (
+        4,
+        "API keys (hashed, scoped to spaces) and automation notes",
+        [
+            """CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                hash TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL DEFAULT '',
+                spaces TEXT NOT NULL DEFAULT '[]',
+                admin INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                revoked_at TEXT
+            )""",
+            """CREATE TABLE automation_notes (
+                automation_id TEXT PRIMARY KEY,
+                note TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

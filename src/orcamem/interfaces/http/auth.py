@@ -1,0 +1,121 @@
+"""API keys: random secrets shown once, stored only as SHA-256 hashes, scoped to spaces.
+
+A key for space A can neither read nor write space B through any route (REST, proxy, MCP over
+HTTP): every handler resolves its space through ``Principal.space``. An admin key reaches all
+spaces and the key routes. The keys live in the memory database (``api_keys``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+
+from ...foundation.errors import NotFoundError, OrcamemError
+from ...foundation.model import validate_space
+from ...stores.sqlite import SQLiteStore
+
+__all__ = ["ADMIN", "AuthError", "ForbiddenError", "KeyStore", "Principal"]
+
+
+class AuthError(OrcamemError, PermissionError):
+    """No valid API key was given."""
+
+    status = 401
+
+
+class ForbiddenError(OrcamemError, PermissionError):
+    """The key is valid but not for that space (or not an admin key)."""
+
+    status = 403
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: an admin, or a key scoped to some spaces."""
+
+    key_id: str
+    admin: bool
+    spaces: frozenset[str]
+
+    def space(self, name: str) -> str:
+        """The validated space if this principal may use it, else ``ForbiddenError``."""
+        name = validate_space(name)
+        if not self.admin and name not in self.spaces:
+            raise ForbiddenError(
+                f"this API key is not allowed to use space {name!r}: use a key created with "
+                f"`orcamem keys create --space {name}`"
+            )
+        return name
+
+    def require_admin(self) -> None:
+        if not self.admin:
+            raise ForbiddenError("this route needs an admin key (`orcamem keys create --admin`)")
+
+
+ADMIN = Principal("local", True, frozenset())
+"""The principal of a loopback server that does not require keys."""
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class KeyStore:
+    """Create, list, revoke and check API keys in the memory database."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def create(self, *, spaces: list[str], admin: bool, name: str, now: str) -> tuple[str, str]:
+        """A new key: returns ``(key id, secret)``; the secret is never stored."""
+        spaces = [validate_space(space) for space in spaces]
+        if not admin and not spaces:
+            raise OrcamemError("a key needs at least one --space, or --admin")
+        secret = "om_" + secrets.token_urlsafe(32)
+        key_id = "key-" + secrets.token_hex(4)
+        with self.store.writing() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, hash, name, spaces, admin, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key_id, _hash(secret), name, json.dumps(sorted(spaces)), int(admin), now),
+            )
+        return key_id, secret
+
+    def list(self) -> list[dict]:
+        with self.store.reading() as conn:
+            rows = conn.execute(
+                "SELECT id, name, spaces, admin, created_at, revoked_at FROM api_keys ORDER BY created_at"
+            ).fetchall()
+        return [
+            {"id": r[0], "name": r[1], "spaces": json.loads(r[2]), "admin": bool(r[3]),
+             "created_at": r[4], "revoked_at": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def revoke(self, key_id: str, now: str) -> None:
+        with self.store.writing() as conn:
+            if not conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (now, key_id),
+            ).rowcount:
+                raise NotFoundError(f"no active key {key_id!r}: list them with `orcamem keys list`")
+
+    def check(self, secret: str | None) -> Principal:
+        """The principal of a presented secret, or ``AuthError``."""
+        if not secret:
+            raise AuthError(
+                "this server requires an API key: send 'Authorization: Bearer <key>' (or "
+                "'x-api-key: <key>'); create one with `orcamem keys create --space NAME`"
+            )
+        digest = _hash(secret)
+        with self.store.reading() as conn:
+            row = conn.execute(
+                "SELECT id, hash, spaces, admin FROM api_keys WHERE hash = ? AND revoked_at IS NULL",
+                (digest,),
+            ).fetchone()
+        if row is None or not hmac.compare_digest(row[1], digest):
+            raise AuthError("unknown or revoked API key: check the key, or create a new one")
+        return Principal(row[0], bool(row[3]), frozenset(json.loads(row[2])))

@@ -1,0 +1,57 @@
+"""FastAPI dependencies: the shared ``Memory``, the settings and the caller's ``Principal``.
+
+Routes never reach for globals: ``MemoryDep``, ``SettingsDep`` and ``PrincipalDep`` come from
+``app.state`` (set by ``create_app``), so tests can build an app around their own Memory.
+Every route that takes a space resolves it with ``principal.space(name)``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ...services.memory import Memory
+from .auth import ADMIN, KeyStore, Principal
+from .settings import ServerSettings
+
+__all__ = [
+    "MemoryDep",
+    "PrincipalDep",
+    "SettingsDep",
+    "get_memory",
+    "get_principal",
+    "presented_key",
+]
+
+
+def get_memory(request: Request) -> Memory:
+    return request.app.state.memory
+
+
+def get_settings(request: Request) -> ServerSettings:
+    return request.app.state.settings
+
+
+def presented_key(headers: dict[str, str] | object) -> str | None:
+    """The API key in ``Authorization: Bearer …`` or ``x-api-key``, if any."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    auth = get("authorization") or ""
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return get("x-api-key") or None
+
+
+def get_principal(request: Request) -> Principal:
+    """Admin on a keyless loopback server; otherwise the presented key's principal."""
+    keys: KeyStore | None = request.app.state.keys
+    if keys is None:
+        return ADMIN
+    return keys.check(presented_key(request.headers))
+
+
+MemoryDep = Annotated[Memory, Depends(get_memory)]
+SettingsDep = Annotated[ServerSettings, Depends(get_settings)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]

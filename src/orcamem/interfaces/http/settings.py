@@ -1,0 +1,58 @@
+"""Server settings: where to listen, what to forward to, and whether keys are required."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ...foundation.errors import InvalidInputError
+
+__all__ = ["ServerSettings"]
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How ``orcamem up/serve/proxy`` runs.
+
+    Binding anywhere but loopback requires API keys (``require_keys``): a key is scoped to
+    spaces, an admin key to all. On loopback keys are optional unless ``require_keys`` is set.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    upstream: str | None = None
+    """OpenAI-compatible base URL the proxy forwards to (``…/v1``); None: the proxy answers 503."""
+    model: str | None = None
+    """Model name to use when a request names none (and for sleep, if set)."""
+    require_keys: bool = False
+    max_body_bytes: int = 2 * 1024 * 1024
+    upstream_timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise InvalidInputError(f"port={self.port}: use 0-65535")
+        if not is_loopback(self.host) and not self.require_keys:
+            raise InvalidInputError(
+                f"binding {self.host} exposes memory beyond this machine: create keys with "
+                "`orcamem keys create` and pass --require-keys, or bind 127.0.0.1"
+            )
+        if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
+            raise InvalidInputError(
+                f"upstream {self.upstream!r} must be an http(s) URL such as "
+                "http://127.0.0.1:11434/v1"
+            )
+
+    @property
+    def upstream_base(self) -> str | None:
+        return self.upstream.rstrip("/") if self.upstream else None
