@@ -454,6 +454,10 @@ def test_copy_a_space_within_one_database_keeps_its_memories(db: Path, tmp_path:
     )
     copied = json.loads(run("facts", "--json", "--db", db, "--space", "copy").stdout)
     assert [m["content"] for m in copied] == ["Prefers tea"]
+    again = run("import", dump, "--db", db, "--space", "copy")  # the copy is idempotent too
+    assert (
+        flat(again.stdout) == "imported 0 episodes and 0 memories into 'copy' (2 already present)"
+    )
 
 
 def test_import_rejects_a_file_that_is_not_an_export(db: Path, tmp_path: Path) -> None:

@@ -198,3 +198,106 @@ def consolidate_command(
                     f"unexpected {conversation['unexpected']}",
                     markup=False,
                 )
+
+
+@bench_app.command("mcp")
+def mcp_command(
+    records: Annotated[int, typer.Option(help="Memories in the space.")] = 10000,
+    calls: Annotated[int, typer.Option(help="orma_recall calls timed.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """orma_recall latency over stdio with the MCP SDK's own client (p50/p95)."""
+    from ..services.bench_mcp import mcp_recall_latency
+
+    result = _run(
+        lambda p: mcp_recall_latency(records=records, calls=calls, progress=p), "mcp", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records",
+        "recall p50",
+        "recall p95",
+        "in-process p50",
+        "MCP overhead p50",
+        title="orcamem bench mcp (ms)",
+    )
+    table.add_row(
+        f"{records:,}",
+        str(result["recall_p50_ms"]),
+        str(result["recall_p95_ms"]),
+        str(result["direct_recall_p50_ms"]),
+        str(result["overhead_p50_ms"]),
+    )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")
+
+
+@bench_app.command("load")
+def load_command(
+    clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 32,
+    seconds: Annotated[
+        float, typer.Option(help="How long the load runs (it stops by itself).")
+    ] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Mixed add/search/proxy load on loopback against a stub upstream; checks that every
+    acknowledged write is present afterwards."""
+    from .http.loadtest import load_test
+
+    if not 1 <= clients <= 256 or not 0 < seconds <= 600:
+        err.print("[red]error:[/red] use 1-256 clients and 0-600 seconds")
+        raise typer.Exit(2)
+    result = _run(
+        lambda p: load_test(clients=clients, seconds=seconds, progress=p), "load", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "operation",
+        "count",
+        "errors",
+        "p50 ms",
+        "p99 ms",
+        title=f"orcamem bench load ({clients} clients, {result['seconds']} s, "
+        f"{result['throughput_rps']} req/s)",
+    )
+    for op, row in result["ops"].items():
+        table.add_row(
+            op, str(row["count"]), str(row["errors"]), str(row["p50_ms"]), str(row["p99_ms"])
+        )
+    out.print(table)
+    out.print(
+        f"missing acknowledged writes: {result['missing_acknowledged']}; machine: {result['machine']}"
+    )
+
+
+@bench_app.command("proxy")
+def proxy_command(
+    records: Annotated[int, typer.Option(help="Memories in the space.")] = 10000,
+    requests: Annotated[int, typer.Option(help="Chat requests timed.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Latency the memory proxy adds before the upstream's first byte (p50/p95), against a
+    local stub upstream on 127.0.0.1."""
+    from ..services.bench_proxy import proxy_latency
+
+    result = _run(
+        lambda p: proxy_latency(records=records, requests=requests, progress=p), "proxy", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records", "added p50", "added p95", "build_context p50", title="orcamem bench proxy (ms)"
+    )
+    table.add_row(
+        f"{records:,}",
+        str(result["added_p50_ms"]),
+        str(result["added_p95_ms"]),
+        str(result["build_context_p50_ms"]),
+    )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")

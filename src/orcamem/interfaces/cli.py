@@ -380,8 +380,10 @@ def version() -> None:
 
 
 from .bench_cli import bench_app  # noqa: E402 - the sub-app needs the helpers above
+from .server_cli import register as register_server_commands  # noqa: E402
 
 app.add_typer(bench_app, name="bench")
+register_server_commands(app)
 
 
 def main() -> None:

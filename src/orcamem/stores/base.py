@@ -19,6 +19,7 @@ from ..foundation.model import Episode, MemoryRecord, NewEpisode, NewMemory
 
 __all__ = [
     "CAPABILITIES",
+    "AutomationNote",
     "EpisodeWrite",
     "LineRow",
     "MemoryUpdate",
@@ -81,6 +82,15 @@ class MemoryUpdate:
     superseded_by: str | None = None
     archived_at: str | None = None
     staleness: float | None = None
+
+
+@dataclass(frozen=True)
+class AutomationNote:
+    """The one short note an automation keeps between firings (written by its agent)."""
+
+    automation_id: str
+    note: str
+    updated_at: str
 
 
 class Store(Protocol):
@@ -174,3 +184,14 @@ class Store(Protocol):
     def counts(self) -> dict[str, int]: ...
     def size_bytes(self) -> int: ...
     def close(self) -> None: ...
+
+    # REST API reads and automation notes
+    def page_episodes(
+        self, space: str, *, after: int = 0, limit: int = 100, session_id: str | None = None
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
+        ...
+
+    def get_automation_note(self, automation_id: str) -> AutomationNote | None: ...
+    def put_automation_note(self, automation_id: str, note: str, now: str) -> AutomationNote: ...
+    def delete_automation_note(self, automation_id: str) -> bool: ...

@@ -2,13 +2,14 @@
 
 The app owns no globals: the ``Memory``, the settings and the key store live on ``app.state``
 and reach routes through the dependencies in ``deps``. Request bodies are capped before they
-are read (``max_body_bytes``).
+are read (``max_body_bytes``) by the ``BodyLimit`` ASGI middleware.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ... import __version__
 from ...services.memory import Memory
@@ -16,7 +17,30 @@ from .auth import KeyStore
 from .errors import error_body, install_error_handlers
 from .settings import ServerSettings
 
-__all__ = ["create_app"]
+__all__ = ["BodyLimit", "create_app"]
+
+
+class BodyLimit:
+    """Refuse a request whose declared ``content-length`` is over the limit with a 413 JSON
+    body, before the app reads it (plain ASGI: no per-request thread hop, streams untouched).
+    Chunked bodies without a length are bounded by the routes that read them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", ()):
+                if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                    message = (
+                        f"request body of {int(value):,} bytes is over the {self.max_bytes:,}"
+                        "-byte limit: send less per request (split documents, batch imports)"
+                    )
+                    response = JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAPI:
@@ -32,16 +56,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     app.state.keys = KeyStore(memory.store) if settings.require_keys else None
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
-            message = (
-                f"request body of {int(length):,} bytes is over the {settings.max_body_bytes:,}"
-                "-byte limit: send less per request (split documents, batch imports)"
-            )
-            return JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
 
     @app.get("/healthz", tags=["meta"], summary="Liveness")
     def healthz() -> dict:

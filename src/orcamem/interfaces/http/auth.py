@@ -13,7 +13,7 @@ import json
 import secrets
 from dataclasses import dataclass
 
-from ...foundation.errors import NotFoundError, OrcamemError
+from ...foundation.errors import InvalidInputError, NotFoundError, OrcamemError
 from ...foundation.model import validate_space
 from ...stores.sqlite import SQLiteStore
 
@@ -73,7 +73,7 @@ class KeyStore:
         """A new key: returns ``(key id, secret)``; the secret is never stored."""
         spaces = [validate_space(space) for space in spaces]
         if not admin and not spaces:
-            raise OrcamemError("a key needs at least one --space, or --admin")
+            raise InvalidInputError("a key needs at least one space (--space NAME), or --admin")
         secret = "om_" + secrets.token_urlsafe(32)
         key_id = "key-" + secrets.token_hex(4)
         with self.store.writing() as conn:

@@ -126,7 +126,7 @@ def recall(
     mark = time.perf_counter()
     fused = _fuse(lexical, vectors, weights, config.fusion)
     rows = {row.id: row for row in store.lines(list(fused))}
-    hits, line_of = _episode_hits(store, space, fused, rows, config, query, now)
+    hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
     hits.extend(_memory_hits(store, space, match, vector, config, now))
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = [hit for hit in hits if hit.score > config.min_score]
@@ -147,6 +147,7 @@ def _episode_hits(
     config: Config,
     query: str,
     now: datetime,
+    keep: int,
 ) -> tuple[list[Hit], dict[str, int]]:
     """Lines to episode passages: best line wins; neighbours in the session lend a share.
 
@@ -190,8 +191,7 @@ def _episode_hits(
     dates = date_ranges(query) if config.date_weight > 0 else []
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
-    hits: list[Hit] = []
-    line_of: dict[str, int] = {}
+    scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
@@ -212,6 +212,21 @@ def _episode_hits(
                 named = speaks[row.role] = bool(set(words(row.role)) & query_words)
             if named:
                 breakdown["speaker"] = config.speaker_weight * (relevance + lent)
+        scored.append((sum(breakdown.values()), episode_id, line_id, breakdown, moment))
+
+    # Recency and Hawkes are bounded: only hits that could still reach the top ``keep`` after
+    # them get them (exact, and it spares building a Hit for every candidate).
+    bound = (config.recency_weight if config.enable_recency else 0.0) + (
+        config.hawkes_weight * config.hawkes_alpha if config.enable_hawkes else 0.0
+    )
+    if len(scored) > keep:
+        scored.sort(key=lambda item: item[0], reverse=True)
+        cutoff = scored[keep - 1][0] - bound
+        scored = [item for item in scored if item[0] >= cutoff]
+    hits: list[Hit] = []
+    line_of: dict[str, int] = {}
+    for _, episode_id, line_id, breakdown, moment in scored:
+        row = rows[line_id]
         age = (now - moment).total_seconds() / 86400 if moment is not None else 0.0
         if config.enable_recency:
             breakdown["recency"] = config.recency_weight * signals.recency(

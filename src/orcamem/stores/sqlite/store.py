@@ -28,7 +28,14 @@ from ...foundation.errors import (
     StoreError,
 )
 from ...foundation.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
-from ..base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, SpaceInfo
+from ..base import (
+    CAPABILITIES,
+    AutomationNote,
+    EpisodeWrite,
+    LineRow,
+    MemoryUpdate,
+    SpaceInfo,
+)
 from ..vector_index import VectorIndex, encode_vector
 from .migrations import LATEST, MIGRATIONS
 
@@ -586,6 +593,15 @@ class SQLiteStore:
             owner = conn.execute("SELECT space FROM memories WHERE id = ?", (record.id,)).fetchone()
             if owner is not None and owner[0] == record.space:
                 return None
+            if (
+                owner is not None
+                and conn.execute(  # imported here before, under a fresh id
+                    "SELECT 1 FROM memories WHERE space = ? AND category = ? AND content = ? "
+                    "AND created_at = ?",
+                    (record.space, record.category, record.content, record.created_at),
+                ).fetchone()
+            ):
+                return None
             memory_id = record.id
             while owner is not None:
                 memory_id = new_memory_id()
@@ -902,3 +918,53 @@ class SQLiteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- REST API reads and automation notes (issue 4) ---------------------------------------
+    # Added for the REST API: a cursor page of episodes, and the one note each automation keeps
+    # between firings (``automation_notes``, migration 4). Automations belong to the host, not
+    # to a space, so their notes are keyed by automation id alone.
+
+    def page_episodes(
+        self, space: str, *, after: int = 0, limit: int = 100, session_id: str | None = None
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes of the space with ``id > after``, oldest first."""
+        where = " AND session_id = ?" if session_id is not None else ""
+        params: list[object] = [space, after]
+        if session_id is not None:
+            params.append(session_id)
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = ? AND id > ?{where} "
+                "ORDER BY id LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+        return [self._episode(row) for row in rows]
+
+    def get_automation_note(self, automation_id: str) -> AutomationNote | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT automation_id, note, updated_at FROM automation_notes "
+                "WHERE automation_id = ?",
+                (automation_id,),
+            ).fetchone()
+        return AutomationNote(*row) if row else None
+
+    def put_automation_note(self, automation_id: str, note: str, now: str) -> AutomationNote:
+        """Replace the automation's note (there is only ever one)."""
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO automation_notes (automation_id, note, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (automation_id) DO UPDATE SET note = excluded.note, "
+                "updated_at = excluded.updated_at",
+                (automation_id, note, now),
+            )
+        return AutomationNote(automation_id, note, now)
+
+    def delete_automation_note(self, automation_id: str) -> bool:
+        """Remove the automation's note; False if it had none."""
+        with self.writing() as conn:
+            return bool(
+                conn.execute(
+                    "DELETE FROM automation_notes WHERE automation_id = ?", (automation_id,)
+                ).rowcount
+            )

@@ -1,0 +1,53 @@
+"""``/api/context``: the block a chat gets before its next turn.
+
+``POST`` takes the messages and returns them with the memory block prepended as a system
+message (what the proxy injects); with ``automation_id`` the automation's note block comes
+first, opening with its scribe's-observation preamble. ``GET`` returns the block for a query.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ....services.automations import AutomationNotes
+from ..deps import MemoryDep, PrincipalDep
+from .common import SpaceDep
+from .schemas import ContextIn, ContextOut, RecallOut, errors
+
+router = APIRouter(
+    prefix="/context", tags=["context"], responses=errors(400, 401, 403, 409, 422, 503)
+)
+
+
+@router.post("", summary="Build context", responses=errors(413))
+def build_context(
+    memory: MemoryDep, principal: PrincipalDep, space: SpaceDep, body: ContextIn
+) -> ContextOut:
+    """Return ``messages`` with the context blocks prepended as system messages.
+
+    The query is the latest user message. With nothing to recall the messages come back
+    unchanged and ``block`` is null. ``automation_id`` (admin keys: automations belong to the
+    host) also prepends that automation's note, first, as its own system message.
+    """
+    note_block = None
+    if body.automation_id is not None:
+        principal.require_admin()
+        note_block = AutomationNotes(memory.store, memory.clock).block(body.automation_id) or None
+    messages = [m.model_dump(exclude_unset=True) for m in body.messages]
+    built = memory.build_context(messages, space=space)
+    block = built[0]["content"] if len(built) > len(messages) else None
+    if note_block:
+        built = [{"role": "system", "content": note_block}, *built]
+    return ContextOut(messages=built, block=block, note_block=note_block)
+
+
+@router.get("", summary="Recall block")
+def recall(
+    memory: MemoryDep,
+    space: SpaceDep,
+    q: Annotated[str, Query(min_length=1, max_length=10_000, description="The user's message.")],
+) -> RecallOut:
+    """The exact memory block ``POST /api/context`` would inject for ``q`` (may be empty)."""
+    return RecallOut(query=q, space=space, block=memory.recall(q, space=space))

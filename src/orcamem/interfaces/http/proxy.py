@@ -1,0 +1,646 @@
+"""The memory proxy: an OpenAI-compatible ``/v1`` that recalls before and records after.
+
+Point any OpenAI client at ``http://127.0.0.1:8080/v1`` and every chat completion goes:
+
+1. **space** from the ``x-orma-space`` header (or ``x-orcamem-space``), else the request's
+   ``user`` field, else ``default``, resolved through the caller's key (``Principal.space``:
+   a key for space A gets 403 for space B);
+2. **recall**: ``Memory.build_context`` (the core engine's packing) for the latest user message,
+   run in the threadpool, prepended as one system message; a failure inside recall is logged and
+   the request goes on without memory (answer header ``x-orcamem-memory: failed``);
+3. **forward** to ``<upstream>/chat/completions`` with every other field untouched (``model`` is
+   filled from the settings only when the request names none);
+4. **relay** the upstream's status, headers (less hop-by-hop ones) and body byte for byte,
+   SSE chunks, ``[DONE]`` and usage chunks included;
+5. **record** the latest user message and the assistant's reply as two ``observe`` turns once
+   the body has been sent (session from ``x-orcamem-session``, else ``proxy``). A client that
+   disconnects mid-stream closes the upstream call; what was said so far is still recorded
+   (the partial reply with ``meta.partial = true``).
+
+``GET /v1/models`` and every other ``/v1/*`` path are passed through unchanged (method, query,
+body, status, headers, body bytes). The upstream's errors come back as they are; orcamem's own
+errors use the one JSON shape of ``errors.py``: 502 unreachable upstream, 504 no answer in time,
+503 no upstream configured.
+
+Upstream credentials: when the server requires orcamem keys (``require_keys``) the client's
+``Authorization``/``x-api-key`` is its *orcamem* key and is never forwarded; the upstream gets
+``Bearer $OPENAI_API_KEY`` if that is set, else no credentials. Without orcamem keys the
+client's own ``Authorization`` is forwarded, unless ``$OPENAI_API_KEY`` is set, which wins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.types import Message, Receive, Scope, Send
+
+from ...foundation.config import openai_api_key
+from ...foundation.errors import (
+    InvalidInputError,
+    InvalidSpaceError,
+    ModelError,
+    ModelTimeoutError,
+)
+from ...foundation.model import DEFAULT_SPACE
+from ...services.memory import Memory
+from .auth import Principal
+from .deps import get_principal
+from .errors import error_body
+from .settings import ServerSettings
+
+__all__ = [
+    "UpstreamNotConfiguredError",
+    "UpstreamTimeoutError",
+    "UpstreamUnreachableError",
+    "install",
+    "router",
+]
+
+log = logging.getLogger("orcamem.proxy")
+
+SPACE_HEADERS = ("x-orma-space", "x-orcamem-space")
+SESSION_HEADER = "x-orcamem-session"
+DEFAULT_SESSION = "proxy"
+_OWN_HEADERS = frozenset({*SPACE_HEADERS, SESSION_HEADER})
+# RFC 9110 §7.6.1 hop-by-hop fields; ``host`` and ``content-length`` are recomputed per hop.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+     "te", "trailer", "trailers", "transfer-encoding", "upgrade"}
+)  # fmt: skip
+_NOT_FORWARDED = _HOP_BY_HOP | _OWN_HEADERS | {"host", "content-length", "expect"}
+_ORCAMEM_CREDENTIALS = ("authorization", "x-api-key")
+_PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+_MAX_REPLY_BYTES = 8 * 1024 * 1024
+_STATE = "upstream_http"
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"  # RFC 3986 pchar: the decoded path param is re-encoded
+
+
+class UpstreamNotConfiguredError(ModelError):
+    """The proxy has no upstream model server to forward to."""
+
+    status = 503
+
+
+class UpstreamUnreachableError(ModelError):
+    """The upstream model server refused or dropped the connection."""
+
+    status = 502
+
+
+class UpstreamTimeoutError(ModelTimeoutError):
+    """The upstream model server sent no answer within ``upstream_timeout_s``."""
+
+    status = 504
+
+
+# Proxy routes speak OpenAI's wire format (OpenAI publishes that schema); they stay out of
+# orcamem's OpenAPI document, whose fuzzing (schemathesis) would otherwise hit the upstream.
+router = APIRouter(tags=["proxy"], include_in_schema=False)
+
+
+# -- lifecycle ----------------------------------------------------------------------------
+
+
+def _new_client(settings: ServerSettings) -> httpx.AsyncClient:
+    timeout = httpx.Timeout(
+        settings.upstream_timeout_s, connect=min(10.0, settings.upstream_timeout_s)
+    )
+    return httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=32))
+
+
+def install(app: FastAPI) -> None:
+    """Mount the proxy routes and give the app one pooled ``httpx.AsyncClient`` to the upstream.
+
+    The client is opened and closed by wrapping ``app.router.lifespan_context``: the previous
+    lifespan (FastAPI's default one that runs ``on_startup``/``on_shutdown``, a ``lifespan=``
+    given to ``FastAPI()``, or another installer's wrapper) is entered first and left last, so
+    installers compose in any order and a state dict yielded by an inner lifespan is passed on.
+    (``on_shutdown`` handlers alone would be skipped as soon as anyone passes ``lifespan=``.)
+    Where no lifespan runs (``TestClient`` used without ``with``), each proxied request opens
+    and closes its own client instead, so a client is never shared across event loops.
+    """
+    if getattr(app.state, "proxy_installed", False):
+        return  # idempotent: create_app and a test may both install it
+    app.state.proxy_installed = True
+    app.include_router(router)
+    previous = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(asgi_app: Any):
+        async with previous(asgi_app) as state:
+            client = _new_client(app.state.settings)
+            setattr(app.state, _STATE, client)
+            try:
+                yield state
+            finally:
+                setattr(app.state, _STATE, None)
+                await client.aclose()
+
+    app.router.lifespan_context = lifespan
+
+
+# -- routes -------------------------------------------------------------------------------
+# The dependencies here are async twins of ``deps``: FastAPI runs every sync dependency in the
+# threadpool, and on a busy 2-core machine each hop costs ~0.2-0.5 ms of the proxy's 5 ms
+# budget. Only a key check reads the database; it alone goes to a worker thread.
+
+
+async def _caller(request: Request) -> Principal:
+    """``deps.get_principal``, in a worker thread only when there are keys to look up."""
+    if request.app.state.keys is None:
+        return get_principal(request)
+    return await anyio.to_thread.run_sync(get_principal, request)
+
+
+async def _memory(request: Request) -> Memory:
+    return request.app.state.memory
+
+
+async def _settings(request: Request) -> ServerSettings:
+    return request.app.state.settings
+
+
+CallerDep = Annotated[Principal, Depends(_caller)]
+ProxyMemoryDep = Annotated[Memory, Depends(_memory)]
+ProxySettingsDep = Annotated[ServerSettings, Depends(_settings)]
+
+
+@router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
+async def chat_completions(
+    request: Request, principal: CallerDep, memory: ProxyMemoryDep, settings: ProxySettingsDep
+) -> Response:
+    body = await _read_body(request, settings.max_body_bytes)
+    if body is None:
+        return _too_large(settings.max_body_bytes)
+    payload = _json_object(body)
+    space = _space(request.headers, payload, principal)  # 400/403 before anything else
+    session = _session(request.headers)
+    base = _upstream_base(settings)
+    messages = payload.get("messages")
+    usable = isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+    changed = False
+    recalled = "none"
+    if usable:
+        try:
+            packed = await anyio.to_thread.run_sync(
+                partial(memory.build_context, messages, space=space)
+            )
+        except Exception as exc:  # recall must never break chat: forward without memory
+            log.warning("recall failed for space %r, forwarding without memory: %s", space, exc)
+            recalled = "failed"
+        else:
+            if len(packed) > len(messages):
+                payload["messages"] = packed
+                changed, recalled = True, "injected"
+    if not payload.get("model") and settings.model:
+        payload["model"] = settings.model
+        changed = True
+    if changed:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    user_text = _unanswered_user_text(messages) if usable else ""
+    on_done = partial(_record, memory, space, session, user_text)
+    return _Relay(
+        request.app,
+        _upstream_request(
+            request, settings, "POST", f"{base}/chat/completions", body, decoded=True
+        ),
+        reply=_Reply(),
+        on_done=on_done,
+        extra_headers=[("x-orcamem-space", space), ("x-orcamem-memory", recalled)],
+    )
+
+
+@router.get("/v1/models", summary="The upstream's models", dependencies=[Depends(_caller)])
+async def models(request: Request, settings: ProxySettingsDep) -> Response:
+    return await _pass_through(request, settings, "models")
+
+
+@router.api_route("/v1/{path:path}", methods=_PASS_METHODS, dependencies=[Depends(_caller)])
+async def pass_through(path: str, request: Request, settings: ProxySettingsDep) -> Response:
+    return await _pass_through(request, settings, path)
+
+
+async def _pass_through(request: Request, settings: ServerSettings, path: str) -> Response:
+    base = _upstream_base(settings)
+    if any(part in (".", "..") for part in path.split("/")):
+        raise InvalidInputError(f"path /v1/{path} has '.' or '..' segments: name the path plainly")
+    body = await _read_body(request, settings.max_body_bytes)
+    if body is None:
+        return _too_large(settings.max_body_bytes)
+    url = f"{base}/{quote(path, safe=_PATH_SAFE)}"
+    if request.url.query:
+        url = f"{url}?{request.url.query}"
+    return _Relay(request.app, _upstream_request(request, settings, request.method, url, body))
+
+
+# -- request side -------------------------------------------------------------------------
+
+
+def _upstream_base(settings: ServerSettings) -> str:
+    if settings.upstream_base is None:
+        raise UpstreamNotConfiguredError(
+            "no upstream model server is configured, so there is nothing to forward to: "
+            "restart with `orcamem up --upstream URL --model M` "
+            "(e.g. --upstream http://127.0.0.1:11434/v1 --model llama3.2:3b for Ollama)"
+        )
+    return settings.upstream_base
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The whole body, or None once it passes ``limit`` (chunked bodies carry no length)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> JSONResponse:
+    message = (
+        f"request body is over the {limit:,}-byte limit: send less per request "
+        "(fewer or shorter messages)"
+    )
+    return JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"the request body is not JSON ({exc}): send a chat completion request object"
+        ) from None
+    if not isinstance(payload, dict):
+        raise InvalidInputError(
+            'the request body must be a JSON object such as {"messages": [...]}'
+        )
+    return payload
+
+
+def _space(headers: Mapping[str, str], payload: dict[str, Any], principal: Principal) -> str:
+    """The space named by header, else by the ``user`` field, else ``default``; authorized."""
+    for name in SPACE_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            return principal.space(value.strip())
+    user = payload.get("user")
+    if isinstance(user, str) and user:
+        try:
+            return principal.space(user)
+        except InvalidSpaceError as exc:
+            raise InvalidSpaceError(
+                f"the request's 'user' field names the memory space, and {exc}; or name the "
+                "space with the 'x-orma-space' header"
+            ) from None
+    return principal.space(DEFAULT_SPACE)
+
+
+def _session(headers: Mapping[str, str]) -> str:
+    value = headers.get(SESSION_HEADER)
+    if value is None:
+        return DEFAULT_SESSION
+    if not value.strip() or len(value) > 256:
+        raise InvalidInputError(
+            f"{SESSION_HEADER} must be a non-blank id of at most 256 characters"
+        )
+    return value
+
+
+def _upstream_request(
+    request: Request,
+    settings: ServerSettings,
+    method: str,
+    url: str,
+    body: bytes,
+    *,
+    decoded: bool = False,
+) -> httpx.Request:
+    """The request for the upstream: the client's headers less hop-by-hop and orcamem ones.
+
+    ``decoded`` asks the upstream for an uncompressed body (so the reply can be read for the
+    episode log while its bytes pass through unchanged).
+    """
+    connection = {t.strip().lower() for t in request.headers.get("connection", "").split(",")}
+    dropped = _NOT_FORWARDED | connection
+    if settings.require_keys:
+        dropped = dropped | set(_ORCAMEM_CREDENTIALS)
+    headers = [(k, v) for k, v in request.headers.items() if k not in dropped]
+    key = openai_api_key()
+    if key:
+        headers = [(k, v) for k, v in headers if k != "authorization"]
+        headers.append(("authorization", f"Bearer {key}"))
+    if decoded:
+        headers = [(k, v) for k, v in headers if k != "accept-encoding"]
+        headers.append(("accept-encoding", "identity"))
+    return httpx.Request(method, url, headers=headers, content=body)
+
+
+def _text(content: Any) -> str:
+    """The text of an OpenAI message content: a string, or a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") in (None, "text")
+        )
+    return ""
+
+
+def _unanswered_user_text(messages: list[dict[str, Any]]) -> str:
+    """The latest user message if no assistant message follows it, else ``""``.
+
+    In a tool loop (user → assistant tool call → tool → …) the same user message comes back
+    in every request; it is recorded once, with the first answer to it.
+    """
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "assistant":
+            return ""
+        if role == "user" and _text(message.get("content")).strip():
+            return _text(message.get("content"))
+    return ""
+
+
+# -- response side ------------------------------------------------------------------------
+
+
+class _Reply:
+    """Collects the assistant's text from the upstream's bytes as they pass (SSE or JSON)."""
+
+    def __init__(self) -> None:
+        self._sse = False
+        self._buffer = bytearray()
+        self._data: list[str] = []
+        self._parts: list[str] = []
+
+    def start(self, headers: httpx.Headers) -> None:
+        self._sse = headers.get("content-type", "").startswith("text/event-stream")
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self._buffer) + len(chunk) > _MAX_REPLY_BYTES:
+            return
+        self._buffer += chunk
+        if self._sse and b"\n" in chunk:
+            *lines, rest = self._buffer.split(b"\n")
+            self._buffer = bytearray(rest)
+            for line in lines:
+                self._line(line.rstrip(b"\r").decode("utf-8", "replace"))
+
+    def _line(self, line: str) -> None:
+        if not line:
+            self._dispatch()
+        elif line.startswith("data:"):
+            value = line[5:]
+            self._data.append(value[1:] if value.startswith(" ") else value)
+
+    def _dispatch(self) -> None:
+        data, self._data = "\n".join(self._data), []
+        if not data or data.strip() == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        choice = _first_choice(event)
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+            self._parts.append(delta["content"])
+
+    def text(self) -> str:
+        """The reply so far: the joined deltas of choice 0, or the JSON message's content."""
+        if self._sse:
+            if self._buffer.strip():  # a last event without its blank line
+                self._line(self._buffer.rstrip(b"\r").decode("utf-8", "replace"))
+            self._buffer.clear()
+            self._dispatch()
+            return "".join(self._parts)
+        try:
+            message = _first_choice(json.loads(self._buffer)).get("message")
+        except ValueError:
+            return ""
+        return _text(message.get("content")) if isinstance(message, dict) else ""
+
+
+def _first_choice(event: Any) -> dict[str, Any]:
+    """Choice 0 of a completion or chunk; ``{}`` for usage chunks (``choices`` empty or null)."""
+    choices = event.get("choices") if isinstance(event, dict) else None
+    for choice in choices if isinstance(choices, list) else ():
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return {}
+
+
+@dataclass
+class _Outcome:
+    """How one relayed exchange ended."""
+
+    status: int | None = None
+    """The upstream's status; None if it never answered."""
+    completed: bool = False
+    """The whole upstream body reached the client."""
+    disconnected: bool = False
+    """The client went away before the body was complete."""
+    reply: str = ""
+
+
+def _response_headers(upstream: httpx.Response) -> list[tuple[bytes, bytes]]:
+    connection = {t.strip().lower() for t in upstream.headers.get("connection", "").split(",")}
+    dropped = _HOP_BY_HOP | connection
+    return [
+        (name.lower(), value)
+        for name, value in upstream.headers.raw
+        if name.decode("latin-1").lower() not in dropped
+    ]
+
+
+class _Relay(Response):
+    """An ASGI response that makes the upstream call itself and relays it byte for byte.
+
+    Owning the whole exchange lets it watch the client from the first moment: a disconnect
+    while the upstream is still thinking (no headers yet) or streaming cancels the upstream
+    call and closes its connection. ``on_done`` runs after the body has been sent, so the
+    episode log never delays an answer.
+    """
+
+    def __init__(
+        self,
+        app: FastAPI,
+        upstream_request: httpx.Request,
+        *,
+        reply: _Reply | None = None,
+        on_done: Callable[[_Outcome], Awaitable[None]] | None = None,
+        extra_headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        self.app = app
+        self.upstream_request = upstream_request
+        self.reply = reply
+        self.on_done = on_done
+        self.extra_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers]
+        self.status_code = 502  # replaced by the upstream's
+        self.background = None
+        self.raw_headers = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client: httpx.AsyncClient | None = getattr(self.app.state, _STATE, None)
+        owned = client is None
+        if client is None:
+            client = _new_client(self.app.state.settings)
+        outcome = _Outcome()
+        holder: list[httpx.Response] = []
+        failure: BaseException | None = None
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_watch_disconnect, receive, outcome, group.cancel_scope)
+                try:
+                    await self._exchange(client, holder, outcome, scope, receive, tracked)
+                except OSError:  # ASGI 2.4 servers raise on send after a disconnect
+                    outcome.disconnected = not outcome.completed
+                except Exception as exc:
+                    failure = exc
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for upstream in holder:
+                    await upstream.aclose()  # mid-body: closes the upstream connection
+                if owned:
+                    await client.aclose()
+                if self.reply is not None and outcome.status is not None:
+                    outcome.reply = self.reply.text()
+                if self.on_done is not None:
+                    await self.on_done(outcome)
+        if not started and outcome.disconnected:  # middleware still expects a response
+            gone = error_body("ClientClosedRequest", "the client closed the request", 499)
+            with suppress(OSError):
+                await JSONResponse(gone, 499)(scope, receive, send)
+        if failure is not None:
+            raise failure
+        if self.background is not None:
+            await self.background()
+
+    async def _exchange(
+        self,
+        client: httpx.AsyncClient,
+        holder: list[httpx.Response],
+        outcome: _Outcome,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        url = str(self.upstream_request.url.copy_with(query=None))
+        try:
+            upstream = await client.send(self.upstream_request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+            error: ModelError = UpstreamUnreachableError(
+                f"cannot reach the upstream model server at {url} ({type(exc).__name__}: "
+                f"{exc or 'no answer'}): check that it is running and that the URL is right "
+                "(`curl <upstream>/models`), or restart with `orcamem up --upstream URL`"
+            )
+        except httpx.TimeoutException:
+            error = UpstreamTimeoutError(
+                f"the upstream model server at {url} sent no answer within "
+                f"{client.timeout.read:g} s: try a smaller request or a faster model, or "
+                "raise the proxy's upstream timeout"
+            )
+        except httpx.HTTPError as exc:
+            error = UpstreamUnreachableError(
+                f"the call to the upstream model server at {url} failed "
+                f"({type(exc).__name__}: {exc}): check the upstream URL and that it is running"
+            )
+        else:
+            holder.append(upstream)
+            await self._relay(upstream, outcome, send)
+            return
+        log.warning("%s", error)
+        outcome.status, outcome.completed = error.status, True  # answered: not a disconnect
+        body = error_body(type(error).__name__, str(error), error.status)
+        await JSONResponse(body, error.status)(scope, receive, send)
+
+    async def _relay(self, upstream: httpx.Response, outcome: _Outcome, send: Send) -> None:
+        outcome.status = upstream.status_code
+        reply = self.reply if 200 <= upstream.status_code < 300 else None
+        if reply is not None:
+            reply.start(upstream.headers)
+        headers = _response_headers(upstream) + self.extra_headers
+        await send({"type": "http.response.start", "status": upstream.status_code,
+                    "headers": headers})  # fmt: skip
+        try:
+            async for chunk in upstream.aiter_raw():
+                if reply is not None:
+                    reply.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            # Too late for a status: re-raising makes the server drop the client's connection,
+            # the way the upstream dropped ours (no error handler claims an httpx error).
+            log.warning("the upstream broke off its answer: %s: %s", type(exc).__name__, exc)
+            raise
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        outcome.completed = True
+
+
+async def _watch_disconnect(receive: Receive, outcome: _Outcome, scope: anyio.CancelScope) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            outcome.disconnected = not outcome.completed
+            scope.cancel()
+            return
+
+
+# -- the episode log ----------------------------------------------------------------------
+
+
+async def _record(
+    memory: Memory, space: str, session: str, user_text: str, outcome: _Outcome
+) -> None:
+    """Append the exchange (after the response): the user turn, then the (partial) reply.
+
+    Nothing is recorded when the upstream refused or failed (a non-2xx status, no answer) and
+    the client is still there to retry; a client that left is recorded with what was said.
+    """
+    answered = outcome.status is not None and 200 <= outcome.status < 300
+    if not answered and not (outcome.status is None and outcome.disconnected):
+        return
+    reply = outcome.reply if answered else ""
+    partial_reply = not outcome.completed
+    if not user_text.strip() and not reply.strip():
+        return
+    await anyio.to_thread.run_sync(_write, memory, space, session, user_text, reply, partial_reply)
+
+
+def _write(
+    memory: Memory, space: str, session: str, user_text: str, reply: str, partial_reply: bool
+) -> None:
+    try:
+        if user_text.strip():
+            memory.observe(
+                "user", user_text, session_id=session, space=space, meta={"via": "proxy"}
+            )
+        if reply.strip():
+            meta: dict[str, Any] = {"via": "proxy"}
+            if partial_reply:
+                meta["partial"] = True
+            memory.observe("assistant", reply, session_id=session, space=space, meta=meta)
+    except Exception as exc:  # the answer is already sent: all that is left is to say so
+        log.warning("could not record the exchange in space %r: %s", space, exc)

@@ -1,0 +1,54 @@
+"""Pass the upstream's own web UI through (``orcamem up``): every path that is not the API,
+the proxy or MCP is forwarded to the upstream's origin, so a chat UI such as llama.cpp's,
+opened at ``http://127.0.0.1:8080/#/``, calls ``/v1/chat/completions`` on orcamem and every
+message goes through memory. Installed last: it is a catch-all.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from .errors import error_body
+
+__all__ = ["install"]
+
+_HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "content-encoding",
+}  # fmt: skip
+
+
+def _origin(upstream: str) -> str:
+    parts = urlsplit(upstream)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def install(app: FastAPI) -> None:
+    """Forward unknown GET/HEAD paths to the upstream origin (403-free static UI files)."""
+
+    @app.api_route("/{path:path}", methods=["GET", "HEAD"], include_in_schema=False)
+    async def upstream_ui(path: str, request: Request) -> Response:
+        upstream = request.app.state.settings.upstream
+        if not upstream:
+            if path in ("", "index.html"):
+                return JSONResponse(
+                    {"orcamem": "running", "api": "/docs", "mcp": "/mcp",
+                     "proxy": "/v1 (name an upstream: orcamem up --upstream URL --model M)"}
+                )  # fmt: skip
+            return JSONResponse(error_body("NotFound", f"no route /{path}", 404), 404)
+        url = f"{_origin(upstream)}/{path}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        try:
+            async with httpx.AsyncClient(timeout=30) as client:
+                reply = await client.request(
+                    request.method, url, params=request.query_params, headers=headers
+                )
+        except httpx.HTTPError as exc:
+            message = f"the upstream UI at {url} is unreachable ({exc}): is the model server up?"
+            return JSONResponse(error_body("BadGateway", message, 502), 502)
+        kept = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return Response(reply.content, reply.status_code, headers=kept)

@@ -1,0 +1,217 @@
+"""``orcamem up / serve / proxy / mcp / keys``: run orcamem as a service."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..foundation.errors import OrcamemError
+
+out = Console()
+err = Console(stderr=True)
+
+keys_app = typer.Typer(
+    help="API keys for servers that bind beyond loopback.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        envvar="ORCAMEM_DB",
+        help="Database file (default $ORCA_HOME/memory.db or ~/.orca/memory.db).",
+    ),
+]
+HostOption = Annotated[
+    str, typer.Option(help="Address to bind (anything but loopback needs --require-keys).")
+]
+PortOption = Annotated[int, typer.Option(help="Port to listen on.")]
+UpstreamOption = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible base URL to forward chat to, e.g. http://127.0.0.1:11434/v1."
+    ),
+]
+ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
+KeysOption = Annotated[
+    bool, typer.Option("--require-keys", help="Require API keys on every request.")
+]
+
+
+def _fail(exc: OrcamemError) -> typer.Exit:
+    err.print(f"[red]error:[/red] {exc}")
+    return typer.Exit(2)
+
+
+def _serve(
+    db: Path | None,
+    parts: tuple[str, ...],
+    host: str,
+    port: int,
+    upstream: str | None,
+    model: str | None,
+    require_keys: bool,
+    browser: bool = False,
+) -> None:
+    from ..services.memory import Memory
+    from .http.server import build_app, run
+    from .http.settings import ServerSettings
+
+    try:
+        settings = ServerSettings(
+            host=host, port=port, upstream=upstream, model=model, require_keys=require_keys
+        )
+        memory = Memory(db)
+    except OrcamemError as exc:
+        raise _fail(exc) from None
+    try:
+        app = build_app(memory, settings, parts)
+        where = f"http://{host}:{port}"
+        err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.store.path})")
+        if "proxy" in parts and not upstream:
+            err.print(
+                "[yellow]no --upstream: /v1/chat/completions answers 503 until you name "
+                "one (orcamem up --upstream URL --model M)[/yellow]"
+            )
+        if browser:
+            webbrowser.open(f"{where}/#/")
+        run(app, settings)
+    finally:
+        memory.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the service commands to the main CLI."""
+
+    @app.command()
+    def up(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        upstream: UpstreamOption = None,
+        model: ModelOption = None,
+        require_keys: KeysOption = False,
+        browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
+    ) -> None:
+        """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
+        _serve(
+            db, ("api", "proxy", "mcp", "ui"), host, port, upstream, model, require_keys, browser
+        )
+
+    @app.command()
+    def serve(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        require_keys: KeysOption = False,
+    ) -> None:
+        """Run the REST API alone (for services that call memory directly)."""
+        _serve(db, ("api",), host, port, None, None, require_keys)
+
+    @app.command()
+    def proxy(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        upstream: UpstreamOption = None,
+        model: ModelOption = None,
+        require_keys: KeysOption = False,
+    ) -> None:
+        """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1."""
+        _serve(db, ("proxy",), host, port, upstream, model, require_keys)
+
+    @app.command()
+    def mcp(
+        db: DbOption = None,
+        http: Annotated[
+            bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")
+        ] = False,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8765,
+        require_keys: KeysOption = False,
+    ) -> None:
+        """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
+        if http:
+            _serve(db, ("mcp",), host, port, None, None, require_keys)
+            return
+        from .mcp_server import run_stdio
+
+        run_stdio(str(db) if db else None)
+
+    app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def keys_create(
+    db: DbOption = None,
+    space: Annotated[
+        list[str] | None, typer.Option("--space", "-s", help="A space the key may use (repeat).")
+    ] = None,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="An admin key: every space and the key routes.")
+    ] = False,
+    name: Annotated[str, typer.Option(help="A label for the key.")] = "",
+) -> None:
+    """Create an API key; the secret is printed once and stored only as a hash."""
+    from ..foundation.clock import format_time
+    from ..services.memory import Memory
+    from .http.auth import KeyStore
+
+    try:
+        with Memory(db) as memory:
+            key_id, secret = KeyStore(memory.store).create(
+                spaces=list(space or []),
+                admin=admin,
+                name=name,
+                now=format_time(memory.clock.now()),
+            )
+    except OrcamemError as exc:
+        raise _fail(exc) from None
+    err.print(f"created {key_id}; store this secret now, it is not shown again:")
+    print(secret)
+
+
+@keys_app.command("list")
+def keys_list(db: DbOption = None) -> None:
+    """List API keys (never their secrets)."""
+    from ..services.memory import Memory
+    from .http.auth import KeyStore
+
+    with Memory(db) as memory:
+        rows = KeyStore(memory.store).list()
+    table = Table("id", "name", "spaces", "admin", "created", "revoked")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["name"],
+            ",".join(row["spaces"]),
+            str(row["admin"]),
+            row["created_at"][:19],
+            (row["revoked_at"] or "")[:19],
+        )
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (key-…).")], db: DbOption = None
+) -> None:
+    """Revoke an API key at once."""
+    from ..foundation.clock import format_time
+    from ..services.memory import Memory
+    from .http.auth import KeyStore
+
+    try:
+        with Memory(db) as memory:
+            KeyStore(memory.store).revoke(key_id, format_time(memory.clock.now()))
+    except OrcamemError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from None
+    out.print(f"revoked {key_id}")

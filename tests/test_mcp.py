@@ -1,0 +1,466 @@
+"""The MCP server as agents reach it, through the SDK's own client: over stdio (a real
+subprocess) and over streamable HTTP (``create_app`` + ``install`` under a real uvicorn)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from orcamem import Memory
+from orcamem.interfaces.http import ServerSettings, create_app
+from orcamem.interfaces.mcp_server import TOOLS, install
+from orcamem.services.bench_mcp import mcp_recall_latency
+from orcamem.stores.base import MemoryUpdate
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "mcp.md"
+SERVER = [sys.executable, "-m", "orcamem.interfaces.mcp_server"]
+NOW = "2026-11-01T10:00:00.000000Z"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def stdio_session(
+    command: list[str], env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def ok(session: ClientSession, tool: str, **arguments: Any) -> CallToolResult:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}({arguments}) failed: {text(result)}"
+    return result
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) should have failed: {text(result)}"
+    message = text(result)
+    assert "Traceback" not in message and 'File "' not in message
+    return message
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn on a free loopback port in a thread; yield its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def doc_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+
+
+def doc_servers() -> list[dict[str, Any]]:
+    """Every ``mcpServers.orcamem`` entry of the doc's JSON snippets."""
+    return [json.loads(block)["mcpServers"]["orcamem"] for block in doc_blocks("json")]
+
+
+def runnable(command: str, args: list[str]) -> list[str]:
+    """A doc's command as this checkout can run it: ``orcamem mcp`` through the console script
+    once the CLI has the command, else the module it runs."""
+    if command != "orcamem":
+        return [command, *args]
+    assert args[:1] == ["mcp"], f"unexpected orcamem command in the doc: {args}"
+    import typer.main
+
+    from orcamem.interfaces.cli import app
+
+    script = Path(sys.executable).with_name("orcamem")
+    if script.exists() and "mcp" in typer.main.get_command(app).commands:  # type: ignore[attr-defined]
+        return [str(script), *args]
+    return [*SERVER, *args[1:]]
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_stdio_lists_the_five_tools_with_schemas(tmp_path: Path) -> None:
+    async with stdio_session([*SERVER, "--db", str(tmp_path / "m.db")]) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert sorted(tools) == sorted(TOOLS)
+    schema = {name: tool.input_schema for name, tool in tools.items()}
+    props = {name: s["properties"] for name, s in schema.items()}
+
+    assert schema["orma_recall"]["required"] == ["query"]
+    assert schema["orma_remember"]["required"] == ["text"]
+    assert schema["orma_forbid"]["required"] == ["rule"]
+    assert schema["orma_forget"]["required"] == ["state_id"]
+    assert "required" not in schema["orma_facts"] or schema["orma_facts"]["required"] == []
+    for name in TOOLS:
+        space = props[name]["space"]
+        assert (space["type"], space["default"]) == ("string", "default")
+        assert "ctx" not in props[name]  # the SDK context is not an argument
+        description = tools[name].description or ""
+        assert "Returns" in description and "Call it" in description, name  # what, when
+        assert all(p.get("description") for p in props[name].values()), name
+    assert props["orma_facts"]["include_history"] == {
+        **props["orma_facts"]["include_history"],
+        "type": "boolean",
+        "default": False,
+    }
+    assert props["orma_remember"]["kind"]["default"] == "fact"
+    assert set(props["orma_remember"]["kind"]["enum"]) == {
+        "fact", "preference", "state", "event", "rule", "decision", "note", "anti_pattern"
+    }  # fmt: skip
+    assert props["orma_remember"]["role"]["default"] == "user"
+    assert tools["orma_recall"].annotations.read_only_hint is True
+    assert tools["orma_forget"].annotations.destructive_hint is True
+    assert tools["orma_remember"].output_schema["required"] == [
+        "id", "space", "kind", "category", "forbidden", "tags"
+    ]  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    async with stdio_session([*SERVER, "--db", str(db)]) as session:
+        decision = await ok(
+            session, "orma_remember", text="We deploy the API with Helm on Fridays.",
+            kind="decision",
+        )  # fmt: skip
+        stored = decision.structured_content
+        assert stored["id"].startswith("mem-") and stored["category"] == "decision"
+        assert (stored["forbidden"], stored["tags"], stored["space"]) == (
+            False,
+            ["role:user"],
+            "default",
+        )
+        assert json.loads(text(decision)) == stored  # the text block carries the same JSON
+
+        block = text(await ok(session, "orma_recall", query="how do we deploy the API?"))
+        assert "Helm on Fridays" in block and "FORBIDDEN" not in block
+
+        anti = await ok(
+            session, "orma_remember", text="Never chain PowerShell commands with semicolons.",
+            kind="anti_pattern", role="assistant",
+        )  # fmt: skip
+        assert anti.structured_content["forbidden"] is True
+        assert anti.structured_content["tags"] == ["role:assistant"]
+        block = text(await ok(session, "orma_recall", query="how do we deploy the API?"))
+        hoisted = "[FORBIDDEN: Never chain PowerShell commands with semicolons.]"
+        assert hoisted in block and block.index(hoisted) < block.index("Helm on Fridays")
+
+        rule = (
+            await ok(session, "orma_forbid", rule="Never force-push to main.")
+        ).structured_content
+        assert (rule["kind"], rule["category"], rule["forbidden"]) == ("anti_pattern", "rule", True)
+        block = text(await ok(session, "orma_recall", query="deploy"))
+        assert block.index("[FORBIDDEN: Never force-push to main.]") < block.index("Helm")
+
+        facts = (await ok(session, "orma_facts")).structured_content
+        assert facts["space"] == "default" and facts["count"] == 3
+        by_id = {fact["id"]: fact for fact in facts["facts"]}
+        assert by_id[stored["id"]]["text"] == "We deploy the API with Helm on Fridays."
+        assert [f["forbidden"] for f in facts["facts"]] == [False, True, True]
+        assert all(f["active"] and f["source"] == "explicit" for f in facts["facts"])
+
+        forgotten = await ok(session, "orma_forget", state_id=stored["id"])
+        assert forgotten.structured_content == {"forgotten": stored["id"], "space": "default"}
+        facts = (await ok(session, "orma_facts")).structured_content
+        assert stored["id"] not in [f["id"] for f in facts["facts"]]
+        assert "Helm" not in text(await ok(session, "orma_recall", query="how do we deploy?"))
+        again = await refused(session, "orma_forget", state_id=stored["id"])
+        assert f"no memory '{stored['id']}'" in again
+
+        other = text(await ok(session, "orma_recall", query="deploy", space="project:other"))
+        assert "Nothing in memory space 'project:other'" in other  # spaces do not leak
+
+    # kind="anti_pattern" stores exactly what Memory.forbid stores, plus the role tag
+    with Memory(db) as mem:
+        records = {m.id: m for m in mem.facts()}
+        via_remember, via_forbid = records[anti.structured_content["id"]], records[rule["id"]]
+        reference = mem.forbid("Never commit secrets.")
+        for field in ("category", "prohibited", "importance", "confidence", "source"):
+            assert getattr(via_remember, field) == getattr(reference, field), field
+            assert getattr(via_forbid, field) == getattr(reference, field), field
+
+
+@pytest.mark.anyio
+async def test_stdio_facts_with_history_and_default_space(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, space="project:web") as mem:
+        old = mem.remember("The API runs on Python 3.10.", category="state")
+        new = mem.remember("The API runs on Python 3.12.", category="state")
+        mem.store.update_memory(
+            "project:web", old.id, MemoryUpdate(active=False, superseded_by=new.id), NOW
+        )
+    command = [*SERVER, "--db", str(db), "--space", "project:web"]
+    async with stdio_session(command) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert tools["orma_facts"].input_schema["properties"]["space"]["default"] == "project:web"
+        current = (await ok(session, "orma_facts")).structured_content
+        assert [f["id"] for f in current["facts"]] == [new.id]
+        history = (await ok(session, "orma_facts", include_history=True)).structured_content
+        assert [(f["id"], f["active"], f["superseded_by"]) for f in history["facts"]] == [
+            (old.id, False, new.id),
+            (new.id, True, None),
+        ]
+
+
+@pytest.mark.anyio
+async def test_stdio_errors_are_tool_errors_with_the_message(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    async with stdio_session([*SERVER, "--db", str(db)]) as session:
+        message = await refused(session, "orma_recall", query="deploy", space="../etc")
+        assert "invalid space name '../etc'" in message and "1-128 characters" in message
+        message = await refused(session, "orma_remember", text="x", space="a b")
+        assert "invalid space name 'a b'" in message
+        assert "query" in await refused(session, "orma_recall", query="   ")
+        assert "memory text" in await refused(session, "orma_remember", text="")
+        assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
+        message = await refused(session, "orma_forget", state_id="yesterday")
+        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
+        assert "orma_nothing" in await refused(session, "orma_nothing")
+        # the session survives every failure, and nothing was written
+        assert (await ok(session, "orma_facts")).structured_content["count"] == 0
+    with Memory(db) as mem:
+        assert mem.spaces() == []
+
+
+def test_the_server_refuses_a_bad_database_cleanly(tmp_path: Path) -> None:
+    import subprocess
+
+    bad = tmp_path / "not-a.db"
+    bad.write_text("this is not sqlite" * 100)
+    done = subprocess.run(
+        [*SERVER, "--db", str(bad)], input="", capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+# -- the doc's snippets ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_docs_stdio_snippets_start_a_working_server(tmp_path: Path) -> None:
+    stdio = [entry for entry in doc_servers() if "command" in entry]
+    assert stdio, "docs/mcp.md has no stdio mcp.json snippet"
+    claude = [line for b in doc_blocks("bash") for line in b.splitlines() if " -- " in line]
+    assert claude == ["claude mcp add orcamem -- orcamem mcp"]
+    commands = [runnable(e["command"], e["args"]) for e in stdio]
+    after = shlex.split(claude[0].split(" -- ", 1)[1])
+    commands.append(runnable(after[0], after[1:]))
+    for number, command in enumerate(commands):
+        home = tmp_path / f"home{number}"  # the default database lands in $ORCA_HOME
+        async with stdio_session(command, env={"ORCA_HOME": str(home)}) as session:
+            assert sorted(t.name for t in (await session.list_tools()).tools) == sorted(TOOLS)
+            await ok(session, "orma_remember", text="Prefers tabs over spaces.", kind="preference")
+            assert "tabs" in text(await ok(session, "orma_recall", query="tabs or spaces?"))
+        assert (home / "memory.db").exists()
+
+
+# -- streamable HTTP -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> Iterator[tuple[str, Memory, str, str]]:
+    """A keys-required app with MCP installed, served; keys for team-a and for admin."""
+    with Memory(tmp_path / "http.db") as mem:
+        app = create_app(mem, ServerSettings(require_keys=True))
+        install(app)
+        _, key_a = app.state.keys.create(spaces=["team-a"], admin=False, name="a", now=NOW)
+        _, admin = app.state.keys.create(spaces=[], admin=True, name="admin", now=NOW)
+        with serving(app) as base:
+            yield base, mem, key_a, admin
+
+
+@pytest.mark.anyio
+async def test_http_key_for_space_a_cannot_touch_space_b(
+    keyed: tuple[str, Memory, str, str],
+) -> None:
+    base, mem, key_a, admin = keyed
+    url = base + "/mcp"
+    async with http_session(url, {"Authorization": f"Bearer {key_a}"}) as session:
+        assert sorted(t.name for t in (await session.list_tools()).tools) == sorted(TOOLS)
+        await ok(session, "orma_remember", text="Team A ships on Mondays.", space="team-a")
+        await ok(session, "orma_forbid", rule="Never deploy on Fridays.", space="team-a")
+        assert "Mondays" in text(await ok(session, "orma_recall", query="ship", space="team-a"))
+        facts = (await ok(session, "orma_facts", space="team-a")).structured_content
+        assert facts["count"] == 2
+        for tool, arguments in [
+            ("orma_recall", {"query": "ship"}),
+            ("orma_remember", {"text": "Team B secret plan."}),
+            ("orma_remember", {"text": "x", "kind": "anti_pattern"}),
+            ("orma_forbid", {"rule": "x"}),
+            ("orma_facts", {"include_history": True}),
+            ("orma_forget", {"state_id": facts["facts"][0]["id"]}),
+        ]:
+            for space in ("team-b", "default"):
+                message = await refused(session, tool, **arguments, space=space)
+                assert f"not allowed to use space '{space}'" in message, (tool, message)
+        message = await refused(session, "orma_recall", query="x", space="../team-a")
+        assert "invalid space name" in message
+    assert [m.content for m in mem.facts(space="team-a")] == [
+        "Team A ships on Mondays.",
+        "Never deploy on Fridays.",
+    ]
+    assert mem.facts(space="team-b") == [] and sorted(mem.spaces()) == ["team-a"]
+
+    # the same key in x-api-key works too; an admin key reaches every space
+    async with http_session(url, {"x-api-key": key_a}) as session:
+        assert "Mondays" in text(await ok(session, "orma_recall", query="ship", space="team-a"))
+    async with http_session(url, {"Authorization": f"Bearer {admin}"}) as session:
+        await ok(session, "orma_remember", text="Team B ships on Tuesdays.", space="team-b")
+        assert "Mondays" in text(await ok(session, "orma_recall", query="ship", space="team-a"))
+
+
+def test_http_without_a_valid_key_is_401(keyed: tuple[str, Memory, str, str]) -> None:
+    base, _, key_a, _ = keyed
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "curl", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in ({}, {"Authorization": "Bearer om_wrong"}, {"x-api-key": ""}):
+        response = httpx.post(base + "/mcp", json=initialize, headers={**accept, **headers})
+        assert response.status_code == 401, headers
+        error = response.json()["error"]
+        assert error["type"] == "AuthError" and error["status"] == 401
+        assert "API key" in error["message"]
+        assert response.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(base + "/mcp").status_code == 401
+    response = httpx.post(
+        base + "/mcp", json=initialize, headers={**accept, "Authorization": f"Bearer {key_a}"}
+    )
+    assert (
+        response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "orcamem"
+    )
+    assert httpx.get(base + "/healthz").status_code == 200  # the rest of the app is untouched
+
+
+@pytest.mark.anyio
+async def test_the_docs_http_snippets_connect_with_their_key_header(
+    keyed: tuple[str, Memory, str, str],
+) -> None:
+    base, _, key_a, _ = keyed
+    http = [entry for entry in doc_servers() if "command" not in entry]
+    assert {"url", "serverUrl"} <= {name for entry in http for name in entry}
+    claude = next(
+        line for b in doc_blocks("bash") for line in b.splitlines() if "--transport http" in line
+    )
+    words = shlex.split(claude)
+    header = words[words.index("--header") + 1]
+    name, value = header.split(": ", 1)
+    snippets = [(e.get("url") or e["serverUrl"], e["headers"]) for e in http]
+    snippets.append((words[words.index("orcamem") + 1], {name: value}))
+    for documented, headers in snippets:
+        assert documented == "http://127.0.0.1:8080/mcp"
+        url = base + "/mcp"
+        headers = {
+            k: v.replace("${env:ORCAMEM_KEY}", key_a).replace("$ORCAMEM_KEY", key_a)
+            for k, v in headers.items()
+        }
+        async with http_session(url, headers) as session:
+            await ok(session, "orma_remember", text="Uses pnpm.", space="team-a")
+            assert "pnpm" in text(await ok(session, "orma_recall", query="pnpm", space="team-a"))
+
+
+@pytest.mark.anyio
+async def test_http_without_keys_on_loopback_serves_every_space(tmp_path: Path) -> None:
+    with Memory(tmp_path / "open.db") as mem:
+        app = create_app(mem, ServerSettings())
+        install(app)
+        with serving(app) as base:
+            async with http_session(base + "/mcp", {}) as session:
+                await ok(session, "orma_remember", text="Alice likes green tea.", space="alice")
+                block = text(await ok(session, "orma_recall", query="tea", space="alice"))
+                assert "green tea" in block
+                assert "tea" not in text(await ok(session, "orma_recall", query="tea", space="bob"))
+            # a page served from another host (DNS rebinding) cannot reach it
+            rebound = httpx.post(
+                base + "/mcp", json={}, headers={"Host": "evil.example:80", "Accept": "*/*"}
+            )
+            assert rebound.status_code == 421 and "Host" in rebound.text
+
+
+def test_install_without_the_lifespan_answers_503(mem: Memory) -> None:
+    from fastapi.testclient import TestClient
+
+    app = create_app(mem)
+    install(app)
+    install(app)  # idempotent: one route, one session manager
+    assert [getattr(route, "path", None) for route in app.router.routes].count("/mcp") == 1
+    response = TestClient(app).post("/mcp", json={})  # no `with`: the lifespan never ran
+    assert response.status_code == 503
+    assert "lifespan" in response.json()["error"]["message"]
+    loopback = {"Host": "127.0.0.1:8080", "Accept": "application/json, text/event-stream"}
+    for _ in range(2):  # with it, twice: each run gets a fresh session manager
+        with TestClient(app) as client:
+            response = client.post("/mcp", json={}, headers=loopback)
+            assert response.status_code == 400 and response.json()["jsonrpc"] == "2.0"
+
+
+# -- bench -----------------------------------------------------------------------------------
+
+
+def test_recall_latency_bench_reports_stdio_percentiles(tmp_path: Path) -> None:
+    result = mcp_recall_latency(records=60, calls=4, workdir=str(tmp_path))
+    assert result["transport"] == "stdio" and (result["records"], result["calls"]) == (60, 4)
+    assert 0 < result["recall_p50_ms"] <= result["recall_p95_ms"]
+    assert 0 < result["direct_recall_p50_ms"] <= result["direct_recall_p95_ms"]
+    assert result["block_chars_p50"] > 0 and "cores" in result["machine"]

@@ -1,0 +1,835 @@
+"""The memory proxy: recall → inject → forward → relay byte for byte → record after the answer.
+
+The proxy runs under a real uvicorn server on 127.0.0.1 (streaming and disconnects need real
+sockets). Its upstream is either a stub model server written here (``http.server`` on
+127.0.0.1, speaking the chat-completions wire format: JSON, SSE with a usage chunk and a
+``choices: null`` chunk, error statuses, a slow stream) — a test double that lets the tests see
+the exact request the proxy forwarded and compare bytes — or, in the ``slow`` tests, the real
+llama.cpp server of ``llm_server.py`` driven through the official ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import select
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, redirect_stdout
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import StringIO
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from openai import OpenAI
+
+from orcamem import Memory
+from orcamem.interfaces.http import ServerSettings, create_app
+from orcamem.interfaces.http.auth import KeyStore
+from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install
+
+pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW = "2026-11-01T10:00:00Z"
+
+
+# -- the stub model server ----------------------------------------------------------------
+
+
+def _chunk(choices: Any, **extra: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 1,
+            "model": "stub-model", "choices": choices, **extra}  # fmt: skip
+
+
+SSE_EVENTS = [
+    _chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]),
+    _chunk([{"index": 0, "delta": {"content": "Hello"}, "finish_reason": None}]),
+    _chunk(None),  # some servers send choices: null (e.g. a keep-alive or metadata chunk)
+    _chunk([{"index": 0, "delta": {"content": " there, Zoë ✓"}, "finish_reason": None}]),
+    _chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+    _chunk([], usage={"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}),
+]
+SSE_REPLY = "Hello there, Zoë ✓"
+SSE_BODY = (
+    b": stub keep-alive comment\n\n"
+    + b"".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in SSE_EVENTS)
+    + b"data: [DONE]\n\n"
+)
+BROKEN_PART = SSE_BODY[: SSE_BODY.index(b"Hello") + 100]  # two events and a bit
+COMPLETION = {
+    "id": "chatcmpl-stub",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "stub-model",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "You are a backend engineer in Pune."},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+}
+COMPLETION_BODY = json.dumps(COMPLETION, indent=1).encode()  # odd spacing: bytes must match
+MODELS_BODY = b'{"object": "list", "data": [{"id": "stub-model", "object": "model"}]}'
+
+
+class Stub:
+    """A model server on 127.0.0.1 that records every request it gets.
+
+    The chat route picks its behaviour from the request's ``model``: ``status-429`` (any
+    status) answers that error, ``slow`` streams one word every 20 ms for 8 s and ``hang``
+    waits 3 s before its first byte, both noting when the caller went away (``closed``); otherwise ``stream: true`` gets ``SSE_BODY`` in 7-byte
+    pieces (cutting lines and UTF-8 characters) and anything else ``COMPLETION_BODY``. Other
+    paths echo the request as JSON with the status of the ``status`` query parameter.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.closed = threading.Event()
+        self.slow_sent = 0
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def handle_one(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                stub.requests.append(
+                    {"method": self.command, "path": self.path, "headers": headers, "body": body}
+                )
+                path = urlsplit(self.path).path
+                if path == "/v1/chat/completions":
+                    self.chat(json.loads(body))
+                elif path == "/v1/models":
+                    self.send(200, MODELS_BODY, {"content-type": "application/json"})
+                else:
+                    query = parse_qs(urlsplit(self.path).query)
+                    echo = {
+                        "method": self.command,
+                        "path": self.path,
+                        "body": body.decode("latin-1"),
+                    }
+                    status = int(query.get("status", ["200"])[0])
+                    self.send(status, json.dumps(echo).encode(), {"x-stub": "echo"})
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_one
+
+            def send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for name, value in {**headers, "content-length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def chat(self, payload: dict[str, Any]) -> None:
+                model = str(payload.get("model"))
+                if model.startswith("status-"):
+                    status = int(model.removeprefix("status-"))
+                    error = {"error": {"message": f"stub error {status}", "code": status}}
+                    self.send(status, json.dumps(error).encode(), {"retry-after": "7"})
+                elif model == "slow":
+                    self.slow()
+                elif model == "hang":
+                    self.hang()
+                elif model == "broken":
+                    self.start_stream()
+                    self.write_chunk(BROKEN_PART)
+                    self.close_connection = True  # no last chunk: the stream breaks off
+                elif payload.get("stream"):
+                    self.start_stream()
+                    for start in range(0, len(SSE_BODY), 7):
+                        self.write_chunk(SSE_BODY[start : start + 7])
+                    self.write_chunk(b"")
+                else:
+                    self.send(200, COMPLETION_BODY, {"content-type": "application/json"})
+
+            def start_stream(self) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.send_header("x-stub", "stream")
+                self.end_headers()
+
+            def write_chunk(self, data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+            def hang(self) -> None:
+                """Think for up to 3 s before answering, watching for the caller to leave."""
+                for _ in range(150):
+                    ready, _, _ = select.select([self.connection], [], [], 0.02)
+                    if ready and not self.connection.recv(1, socket.MSG_PEEK):
+                        stub.closed.set()
+                        self.close_connection = True
+                        return
+                self.send(200, COMPLETION_BODY, {"content-type": "application/json"})
+
+            def slow(self) -> None:
+                self.start_stream()
+                try:
+                    for i in range(400):
+                        event = _chunk([{"index": 0, "delta": {"content": f"w{i} "}}])
+                        self.write_chunk(f"data: {json.dumps(event)}\n\n".encode())
+                        stub.slow_sent = i + 1
+                        time.sleep(0.02)
+                    self.write_chunk(b"data: [DONE]\n\n")
+                    self.write_chunk(b"")
+                except (BrokenPipeError, ConnectionResetError):
+                    stub.closed.set()
+                    self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self) -> Stub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def chats(self) -> list[dict[str, Any]]:
+        return [json.loads(r["body"]) for r in self.requests if r["path"] == "/v1/chat/completions"]
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 in a thread; yields its base URL."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+        timeout_graceful_shutdown=5,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def proxy_app(mem: Memory, **settings: Any) -> FastAPI:
+    app = create_app(mem, ServerSettings(**settings))
+    install(app)
+    return app
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+    return value
+
+
+def turns(mem: Memory, space: str) -> list[tuple[str | None, str]]:
+    return [(e.role, e.text) for e in mem.iter_episodes(space=space) if e.kind == "turn"]
+
+
+@pytest.fixture
+def stub() -> Iterator[Stub]:
+    with Stub() as server:
+        yield server
+
+
+@pytest.fixture
+def proxy(mem: Memory, stub: Stub) -> Iterator[str]:
+    with serve(proxy_app(mem, upstream=f"{stub.url}/v1", model="stub-model")) as url:
+        yield url
+
+
+# -- recall and injection -----------------------------------------------------------------
+
+QUESTION = "What is my job and where do I live?"
+
+
+def test_the_injected_block_is_the_spaces_recall_and_other_fields_pass_untouched(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    mem.add("I work as a backend engineer and I live in Pune.", space="user_alice")
+    mem.add("Bob's dentist is Dr. Rao.", space="user_bob")
+    request = {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": [{"type": "text", "text": QUESTION}]},
+        ],
+        "temperature": 0.25,
+        "max_tokens": 64,
+        "seed": 12345678901234567,
+        "vendor_field": {"nested": [1, 2.5, None, "ü"]},
+    }
+    block = mem.recall(QUESTION, space="user_alice")  # before: the exchange is recorded after
+    reply = httpx.post(
+        f"{proxy}/v1/chat/completions", json=request, headers={"x-orma-space": "user_alice"}
+    )
+    assert reply.status_code == 200
+    assert reply.content == COMPLETION_BODY
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.headers["x-orcamem-space"] == "user_alice"
+    assert reply.headers["x-orcamem-memory"] == "injected"
+    [sent] = stub.chats()
+    assert "Pune" in block and "Dr. Rao" not in block
+    assert sent["messages"] == [{"role": "system", "content": block}, *request["messages"]]
+    assert sent["model"] == "stub-model"  # filled from the settings: the request named none
+    assert {k: v for k, v in sent.items() if k not in ("messages", "model")} == {
+        k: v for k, v in request.items() if k != "messages"
+    }
+    forwarded = stub.requests[0]["headers"]
+    assert "x-orma-space" not in forwarded  # orcamem's own headers stay here
+    assert forwarded["accept-encoding"] == "identity"
+
+
+def test_a_request_with_nothing_to_recall_is_forwarded_byte_for_byte(
+    stub: Stub, proxy: str
+) -> None:
+    body = b'{"model":"mine",  "messages":[{"role":"user","content":"Hello?"}], "n": 1}'
+    reply = httpx.post(
+        f"{proxy}/v1/chat/completions", content=body, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 200
+    assert reply.headers["x-orcamem-memory"] == "none"
+    assert stub.requests[0]["body"] == body  # its own model kept, nothing re-serialised
+
+
+def test_space_comes_from_the_header_then_the_user_field_then_default(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    for space in ("user_alice", "user_bob", "default"):
+        mem.add(f"The secret word of {space} is {space}-word.", space=space)
+    question = {"role": "user", "content": "What is the secret word?"}
+    cases = [
+        ({"x-orma-space": "user_alice"}, {"user": "user_bob"}, "user_alice"),
+        ({"x-orcamem-space": "user_bob"}, {}, "user_bob"),
+        ({}, {"user": "user_bob"}, "user_bob"),
+        ({}, {}, "default"),
+    ]
+    for number, (headers, extra, space) in enumerate(cases):
+        session = {"x-orcamem-session": f"case-{number}"}
+        reply = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            json={"messages": [question], **extra},
+            headers={**headers, **session},
+        )
+        assert reply.headers["x-orcamem-space"] == space
+        system = stub.chats()[-1]["messages"][0]["content"]
+        assert f"{space}-word" in system
+        assert all(
+            f"{other}-word" not in system
+            for other in {"user_alice", "user_bob", "default"} - {space}
+        )
+        wait_for(lambda space=space: ("user", question["content"]) in turns(mem, space))
+    episodes = list(mem.iter_episodes(space="user_bob"))
+    assert {e.session_id for e in episodes if e.kind == "turn"} == {"case-1", "case-2"}
+
+
+def test_an_invalid_space_name_is_a_400_and_nothing_is_forwarded(stub: Stub, proxy: str) -> None:
+    message = {"messages": [{"role": "user", "content": "hi"}]}
+    bad_header = httpx.post(
+        f"{proxy}/v1/chat/completions", json=message, headers={"x-orma-space": "../etc"}
+    )
+    bad_user = httpx.post(f"{proxy}/v1/chat/completions", json={**message, "user": "a b"})
+    for reply in (bad_header, bad_user):
+        assert reply.status_code == 400
+        assert reply.json()["error"]["type"] == "InvalidSpaceError"
+    assert "'user' field" in bad_user.json()["error"]["message"]
+    assert stub.requests == []
+
+
+def test_a_recall_failure_forwards_without_memory_and_warns(
+    mem: Memory, stub: Stub, proxy: str, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("index exploded")
+
+    monkeypatch.setattr(mem, "build_context", broken)
+    messages = [{"role": "user", "content": "Where do I live?"}]
+    with caplog.at_level(logging.WARNING, logger="orcamem.proxy"):
+        reply = httpx.post(f"{proxy}/v1/chat/completions", json={"messages": messages})
+    assert reply.status_code == 200 and reply.content == COMPLETION_BODY
+    assert reply.headers["x-orcamem-memory"] == "failed"
+    assert stub.chats()[0]["messages"] == messages
+    assert "index exploded" in caplog.text
+
+
+# -- relay and record ---------------------------------------------------------------------
+
+
+def test_a_stream_comes_back_byte_for_byte_and_the_reply_is_recorded(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    request = {
+        "model": "stub-model",
+        "messages": [{"role": "user", "content": "Say hello to Zoë."}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    with httpx.stream(
+        "POST", f"{proxy}/v1/chat/completions", json=request,
+        headers={"x-orcamem-session": "s-42"},
+    ) as reply:  # fmt: skip
+        assert reply.status_code == 200
+        assert reply.headers["content-type"] == "text/event-stream"
+        assert reply.headers["x-stub"] == "stream"
+        body = b"".join(reply.iter_raw())
+    assert body == SSE_BODY
+    assert stub.chats()[0]["stream_options"] == {"include_usage": True}
+    wait_for(lambda: len(turns(mem, "default")) == 2)
+    episodes = list(mem.iter_episodes(space="default"))
+    assert [(e.role, e.text) for e in episodes] == [
+        ("user", "Say hello to Zoë."),
+        ("assistant", SSE_REPLY),
+    ]
+    assert {e.session_id for e in episodes} == {"s-42"}
+    assert episodes[1].meta == {"via": "proxy"}
+
+
+def test_the_openai_client_streams_through_the_proxy(mem: Memory, proxy: str) -> None:
+    client = OpenAI(base_url=f"{proxy}/v1", api_key="x")
+    stream = client.chat.completions.create(
+        model="stub-model",
+        messages=[{"role": "user", "content": "Say hello."}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == SSE_REPLY
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 15
+    wait_for(lambda: ("assistant", SSE_REPLY) in turns(mem, "default"))
+
+
+def test_the_answer_does_not_wait_for_the_episode_log(
+    mem: Memory, proxy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    observe = mem.observe
+
+    def slow_observe(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(10)
+        return observe(*args, **kwargs)
+
+    monkeypatch.setattr(mem, "observe", slow_observe)
+    started = time.monotonic()
+    reply = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Where do I live?"}]},
+        timeout=5,
+    )
+    assert reply.content == COMPLETION_BODY
+    assert time.monotonic() - started < 5
+    assert turns(mem, "default") == []  # the write is still held back: the answer did not wait
+    gate.set()
+    recorded = wait_for(lambda: len(turns(mem, "default")) == 2 and turns(mem, "default"))
+    assert recorded == [
+        ("user", "Where do I live?"),
+        ("assistant", "You are a backend engineer in Pune."),
+    ]
+
+
+def test_a_client_leaving_mid_stream_closes_the_upstream_and_keeps_what_was_said(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    request = {"model": "slow", "stream": True,
+               "messages": [{"role": "user", "content": "Count slowly."}]}  # fmt: skip
+    received = b""
+    with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=request) as reply:
+        for chunk in reply.iter_raw():
+            received += chunk
+            if received.count(b"\n\n") >= 3:
+                break
+    assert stub.closed.wait(5), "the upstream never saw its connection closed"
+    assert stub.slow_sent < 200  # stopped long before the 400 words it would have sent
+    episodes = wait_for(lambda: len(turns(mem, "default")) == 2 and list(mem.iter_episodes()))
+    assert (episodes[0].role, episodes[0].text) == ("user", "Count slowly.")
+    partial = episodes[1]
+    assert partial.role == "assistant" and partial.meta == {"via": "proxy", "partial": True}
+    assert partial.text.startswith("w0 w1 w2")
+    assert partial.text.split() == [f"w{i}" for i in range(len(partial.text.split()))]
+
+
+def test_a_client_leaving_before_the_first_byte_cancels_the_call_and_keeps_the_question(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    request = {"model": "hang", "messages": [{"role": "user", "content": "Think hard."}]}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{proxy}/v1/chat/completions", json=request, timeout=0.3)
+    assert stub.closed.wait(5), "the upstream call went on after the client left"
+    assert wait_for(lambda: turns(mem, "default")) == [("user", "Think hard.")]
+
+
+def test_an_upstream_that_does_not_answer_in_time_is_a_504(mem: Memory, stub: Stub) -> None:
+    app = proxy_app(mem, upstream=f"{stub.url}/v1", upstream_timeout_s=0.3)
+    with serve(app) as url:
+        request = {"model": "hang", "messages": [{"role": "user", "content": "Think hard."}]}
+        reply = httpx.post(f"{url}/v1/chat/completions", json=request)
+    assert reply.status_code == 504
+    error = reply.json()["error"]
+    assert error["type"] == "UpstreamTimeoutError" and "0.3 s" in error["message"]
+    assert stub.closed.wait(5)
+    assert turns(mem, "default") == []
+
+
+def test_an_upstream_breaking_off_mid_stream_keeps_the_partial_reply(
+    mem: Memory, stub: Stub, proxy: str, caplog: Any
+) -> None:
+    request = {"model": "broken", "stream": True, "messages": [{"role": "user", "content": "Go"}]}
+    received = b""
+    with (
+        caplog.at_level(logging.ERROR),
+        httpx.stream("POST", f"{proxy}/v1/chat/completions", json=request) as reply,
+    ):
+        try:
+            for chunk in reply.iter_raw():
+                received += chunk
+        except httpx.RemoteProtocolError:
+            pass  # how a server without the BaseHTTPMiddleware in front tells the client
+    assert received == BROKEN_PART
+    episodes = wait_for(lambda: len(turns(mem, "default")) == 2 and list(mem.iter_episodes()))
+    assert (episodes[1].text, episodes[1].meta) == ("Hello", {"via": "proxy", "partial": True})
+
+
+@pytest.mark.parametrize("status", [400, 401, 429, 500])
+def test_upstream_errors_pass_through_and_are_not_recorded(
+    mem: Memory, stub: Stub, proxy: str, status: int
+) -> None:
+    reply = httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json={"model": f"status-{status}", "messages": [{"role": "user", "content": "Hi"}]},
+    )
+    assert reply.status_code == status
+    assert reply.json() == {"error": {"message": f"stub error {status}", "code": status}}
+    assert reply.headers["retry-after"] == "7"
+    time.sleep(0.2)
+    assert turns(mem, "default") == []
+
+
+def test_an_unreachable_upstream_is_a_502_that_names_it(mem: Memory) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    upstream = f"http://127.0.0.1:{port}/v1"
+    with TestClient(proxy_app(mem, upstream=upstream)) as client:
+        reply = client.post("/v1/chat/completions", json={"messages": []})
+        models = client.get("/v1/models")
+    assert reply.status_code == models.status_code == 502
+    error = reply.json()["error"]
+    assert error["type"] == "UpstreamUnreachableError" and error["status"] == 502
+    assert f"{upstream}/chat/completions" in error["message"]
+    assert "check that it is running" in error["message"]
+    assert f"{upstream}/models" in models.json()["error"]["message"]
+
+
+def test_without_an_upstream_the_proxy_says_how_to_name_one(mem: Memory) -> None:
+    client = TestClient(proxy_app(mem))  # no lifespan here: the proxy must not need it
+    for reply in (
+        client.post("/v1/chat/completions", json={"messages": []}),
+        client.get("/v1/models"),
+        client.post("/v1/embeddings", json={"input": "x"}),
+    ):
+        assert reply.status_code == 503
+        error = reply.json()["error"]
+        assert error["type"] == "UpstreamNotConfiguredError"
+        assert "orcamem up --upstream URL --model M" in error["message"]
+
+
+def test_bodies_over_the_limit_are_refused_with_413(stub: Stub, mem: Memory) -> None:
+    app = proxy_app(mem, upstream=f"{stub.url}/v1", max_body_bytes=1000)
+    big = {"messages": [{"role": "user", "content": "x" * 2000}]}
+    data = json.dumps(big).encode()
+
+    def chunked() -> Iterator[bytes]:  # no content-length: the proxy must count
+        for start in range(0, len(data), 256):
+            yield data[start : start + 256]
+
+    with serve(app) as url:
+        declared = httpx.post(f"{url}/v1/chat/completions", content=data)
+        streamed = httpx.post(f"{url}/v1/chat/completions", content=chunked())
+        passed = httpx.post(f"{url}/v1/embeddings", content=chunked())
+    for reply in (declared, streamed, passed):
+        assert reply.status_code == 413
+        assert reply.json()["error"]["type"] == "PayloadTooLarge"
+    assert stub.requests == []
+
+
+def test_bad_json_is_a_400(proxy: str, stub: Stub) -> None:
+    for body in (b"{not json", b"[1, 2]"):
+        reply = httpx.post(f"{proxy}/v1/chat/completions", content=body)
+        assert reply.status_code == 400
+        assert reply.json()["error"]["type"] == "InvalidInputError"
+    assert stub.requests == []
+
+
+# -- pass-through -------------------------------------------------------------------------
+
+
+def test_models_and_other_v1_paths_pass_through_faithfully(stub: Stub, proxy: str) -> None:
+    models = httpx.get(f"{proxy}/v1/models")
+    assert models.status_code == 200 and models.content == MODELS_BODY
+    reply = httpx.request(
+        "PATCH",
+        f"{proxy}/v1/files/file-1/content?purpose=a%20b&status=418",
+        content=b"raw body \x00\xff",
+        headers={"x-custom": "kept", "connection": "keep-alive, x-drop-me", "x-drop-me": "1"},
+    )
+    assert reply.status_code == 418
+    assert reply.headers["x-stub"] == "echo"
+    assert reply.json()["method"] == "PATCH"
+    assert reply.json()["path"] == "/v1/files/file-1/content?purpose=a%20b&status=418"
+    forwarded = stub.requests[-1]
+    assert forwarded["body"] == b"raw body \x00\xff"
+    assert forwarded["headers"]["x-custom"] == "kept"
+    assert "x-drop-me" not in forwarded["headers"]  # named in Connection: hop-by-hop
+    for method in ("GET", "DELETE", "PUT", "POST"):
+        assert httpx.request(method, f"{proxy}/v1/anything").json()["method"] == method
+    assert httpx.get(f"{proxy}/v1/a/%2E%2E/secret").status_code == 400
+
+
+# -- keys and credentials -----------------------------------------------------------------
+
+
+def test_a_key_for_one_space_cannot_use_another_and_is_never_forwarded(
+    mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = KeyStore(mem.store)
+    _, alice = keys.create(spaces=["user_alice"], admin=False, name="alice", now=NOW)
+    app = proxy_app(mem, upstream=f"{stub.url}/v1", require_keys=True)
+    question = {"messages": [{"role": "user", "content": "Who am I?"}]}
+    bearer = {"authorization": f"Bearer {alice}"}
+    with serve(app) as url:
+        chat = f"{url}/v1/chat/completions"
+        forbidden = [
+            httpx.post(chat, json=question, headers={**bearer, "x-orma-space": "user_bob"}),
+            httpx.post(chat, json={**question, "user": "user_bob"}, headers=bearer),
+            httpx.post(chat, json=question, headers=bearer),  # "default" is not alice's either
+        ]
+        anonymous = [httpx.post(chat, json=question), httpx.get(f"{url}/v1/models")]
+        assert stub.requests == []
+        allowed = httpx.post(chat, json=question, headers={**bearer, "x-orma-space": "user_alice"})
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-upstream")
+        by_user = httpx.post(chat, json={**question, "user": "user_alice"}, headers=bearer)
+        models = httpx.get(f"{url}/v1/models", headers={"x-api-key": alice})
+    for reply in forbidden:
+        assert reply.status_code == 403
+        error = reply.json()["error"]
+        assert error["type"] == "ForbiddenError" and error["status"] == 403
+    for reply in anonymous:
+        assert reply.status_code == 401 and reply.json()["error"]["type"] == "AuthError"
+    assert allowed.status_code == by_user.status_code == models.status_code == 200
+    first, second, third = (r["headers"] for r in stub.requests)
+    assert "authorization" not in first and "x-api-key" not in first
+    assert second["authorization"] == third["authorization"] == "Bearer sk-upstream"
+    assert "x-api-key" not in third
+    assert wait_for(lambda: turns(mem, "user_alice"))
+    assert turns(mem, "user_bob") == [] and turns(mem, "default") == []
+
+
+def test_the_space_is_checked_before_the_missing_upstream(mem: Memory) -> None:
+    _, alice = KeyStore(mem.store).create(spaces=["user_alice"], admin=False, name="a", now=NOW)
+    client = TestClient(proxy_app(mem, require_keys=True))
+    chat = {"messages": [{"role": "user", "content": "Hi"}]}
+    headers = {"authorization": f"Bearer {alice}"}
+    bob = client.post(
+        "/v1/chat/completions", json=chat, headers={**headers, "x-orma-space": "user_bob"}
+    )
+    own = client.post("/v1/chat/completions", json={**chat, "user": "user_alice"}, headers=headers)
+    assert (bob.status_code, own.status_code) == (403, 503)
+
+
+def test_without_keys_the_clients_authorization_reaches_the_upstream(
+    stub: Stub, proxy: str
+) -> None:
+    httpx.post(
+        f"{proxy}/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Hi"}]},
+        headers={"authorization": "Bearer sk-client"},
+    )
+    assert stub.requests[0]["headers"]["authorization"] == "Bearer sk-client"
+
+
+# -- pieces -------------------------------------------------------------------------------
+
+
+def test_the_reply_reader_survives_any_cut_of_the_stream() -> None:
+    for size in (1, 2, 5, 64, len(SSE_BODY)):
+        reply = _Reply()
+        reply.start(httpx.Headers({"content-type": "text/event-stream; charset=utf-8"}))
+        for start in range(0, len(SSE_BODY), size):
+            reply.feed(SSE_BODY[start : start + size])
+        assert reply.text() == SSE_REPLY
+    crlf = _Reply()
+    crlf.start(httpx.Headers({"content-type": "text/event-stream"}))
+    crlf.feed(SSE_BODY.replace(b"\n", b"\r\n"))
+    assert crlf.text() == SSE_REPLY
+    json_reply = _Reply()
+    json_reply.start(httpx.Headers({"content-type": "application/json"}))
+    json_reply.feed(COMPLETION_BODY)
+    assert json_reply.text() == "You are a backend engineer in Pune."
+
+
+def test_a_tool_loop_records_the_user_message_once() -> None:
+    user = {"role": "user", "content": "Weather in Pune?"}
+    assert _unanswered_user_text([{"role": "system", "content": "s"}, user]) == "Weather in Pune?"
+    tool_loop = [user, {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "31C"}]
+    assert _unanswered_user_text(tool_loop) == ""
+    assert _unanswered_user_text([{"role": "system", "content": "only"}]) == ""
+
+
+def test_install_composes_with_other_lifespans_and_is_idempotent(mem: Memory, stub: Stub) -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def other(app: FastAPI) -> Any:
+        events.append("other up")
+        yield {"from_other": True}
+        events.append("other down")
+
+    app = FastAPI(lifespan=other)
+    app.state.memory = mem
+    app.state.settings = ServerSettings(upstream=f"{stub.url}/v1")
+    app.state.keys = None
+    install(app)
+    routes = len(app.routes)
+    install(app)
+    assert len(app.routes) == routes
+    # Without a lifespan (TestClient outside `with`) each request brings its own client.
+    assert TestClient(app).get("/v1/models").content == MODELS_BODY
+    assert getattr(app.state, "upstream_http", None) is None
+    with TestClient(app) as client:
+        pooled = app.state.upstream_http
+        assert isinstance(pooled, httpx.AsyncClient) and not pooled.is_closed
+        assert client.get("/v1/models").content == MODELS_BODY
+        assert events == ["other up"]
+    assert pooled.is_closed and events == ["other up", "other down"]
+
+
+# -- docs ---------------------------------------------------------------------------------
+
+
+def doc_blocks(language: str) -> list[str]:
+    text = (ROOT / "docs" / "proxy.md").read_text(encoding="utf-8")
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def run_snippet(code: str, proxy: str) -> str:
+    assert "http://localhost:8080/v1" in code
+    out = StringIO()
+    with redirect_stdout(out):
+        exec(compile(code.replace("http://localhost:8080", proxy), "proxy.md", "exec"), {})
+    return out.getvalue()
+
+
+def test_the_docs_openai_snippets_run(mem: Memory, stub: Stub, proxy: str) -> None:
+    snippets = [code for code in doc_blocks("py") if "from openai import OpenAI" in code]
+    assert len(snippets) == 2
+    assert run_snippet(snippets[0], proxy).strip() == "You are a backend engineer in Pune."
+    assert stub.requests[-1]["headers"].get("authorization") == "Bearer none"
+    assert run_snippet(snippets[1], proxy).strip() == SSE_REPLY
+    wait_for(
+        lambda: ("assistant", "You are a backend engineer in Pune.") in turns(mem, "user_alice")
+    )
+
+
+def test_the_docs_curl_snippet_runs(mem: Memory, stub: Stub, proxy: str) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    [snippet] = [code for code in doc_blocks("bash") if code.startswith("curl ")]
+    done = subprocess.run(
+        ["bash", "-c", snippet.replace("http://localhost:8080", proxy)],
+        capture_output=True, check=True, timeout=20,
+    )  # fmt: skip
+    assert done.stdout == COMPLETION_BODY
+    wait_for(lambda: ("user", "Who am I?") in turns(mem, "user_123"))
+
+
+def test_the_docs_langchain_snippet_runs(mem: Memory, stub: Stub, proxy: str) -> None:
+    pytest.importorskip("langchain_openai")
+    [snippet] = [code for code in doc_blocks("py") if "langchain_openai" in code]
+    assert run_snippet(snippet, proxy).strip() == "You are a backend engineer in Pune."
+    assert stub.chats()[-1]["messages"][-1] == {"role": "user", "content": "Who am I?"}
+    wait_for(lambda: ("user", "Who am I?") in turns(mem, "user_alice"))
+
+
+# -- the real model -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_real_model_behind_the_proxy_gets_memory_and_its_answers_are_recorded(
+    mem: Memory, llama_server: str
+) -> None:
+    space = {"x-orma-space": "e2e"}
+    settings = {"temperature": 0, "max_tokens": 12, "extra_headers": space}
+    with serve(proxy_app(mem, upstream=llama_server)) as url:
+        client = OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        first = client.chat.completions.create(
+            model="smollm2",
+            messages=[
+                {"role": "user", "content": "My name is Zorblat and my favourite colour is teal."}
+            ],
+            **settings,
+        )
+        said = first.choices[0].message.content
+        assert said
+        wait_for(lambda: len(turns(mem, "e2e")) == 2, timeout=10)
+        assert turns(mem, "e2e")[1] == ("assistant", said)
+
+        question = [{"role": "user", "content": "What is my favourite colour?"}]
+        raw = client.chat.completions.with_raw_response.create(
+            model="smollm2", messages=question, **settings
+        )
+        assert raw.headers["x-orcamem-memory"] == "injected"
+        with_memory = raw.parse().usage.prompt_tokens
+        direct = OpenAI(base_url=llama_server, api_key="x", max_retries=0)
+        without = direct.chat.completions.create(
+            model="smollm2", messages=question, temperature=0, max_tokens=1
+        ).usage.prompt_tokens
+        block = mem.recall(question[0]["content"], space="e2e")
+        assert "teal" in block
+        assert with_memory > without + 20  # the memory block reached the model
+
+        stream = client.chat.completions.create(
+            model="smollm2", messages=question, stream=True, **settings
+        )
+        streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        assert streamed
+        wait_for(lambda: turns(mem, "e2e")[-1] == ("assistant", streamed), timeout=10)
+    assert [role for role, _ in turns(mem, "e2e")] == ["user", "assistant"] * 3
+
+
+def test_proxy_latency_bench_reports_its_numbers(tmp_path: Path) -> None:
+    from orcamem.services.bench_proxy import proxy_latency
+
+    result = proxy_latency(records=300, requests=20, workdir=str(tmp_path))
+    assert result["records"] == 300 and result["requests"] == 20
+    for key in ("added_p50_ms", "added_p95_ms", "direct_p50_ms", "proxy_p50_ms"):
+        assert isinstance(result[key], float)
+    assert result["proxy_p50_ms"] >= result["direct_p50_ms"]
+    assert result["memory_injected"] == 20
+    assert {"cores", "load_1m"} <= set(result["machine"])
