@@ -1,0 +1,87 @@
+"""`orcamem up`: all parts on one app, the upstream's web UI passed through, the 503 without
+an upstream, settings that refuse an unsafe bind, and a short bounded load run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+from fastapi.testclient import TestClient
+
+from orcamem import InvalidInputError, Memory
+from orcamem.interfaces.http.loadtest import load_test
+from orcamem.interfaces.http.server import build_app
+from orcamem.interfaces.http.settings import ServerSettings
+from test_proxy import serve
+
+
+@contextmanager
+def model_server_with_ui() -> Iterator[str]:
+    ui = FastAPI()
+
+    @ui.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return "<html><body>llama.cpp web UI</body></html>"
+
+    @ui.get("/assets/app.js")
+    def script() -> HTMLResponse:
+        return HTMLResponse("console.log('ui')", media_type="application/javascript")
+
+    with serve(ui) as url:
+        yield url
+
+
+def test_up_serves_api_proxy_mcp_and_the_upstream_ui(tmp_path: Path) -> None:
+    with model_server_with_ui() as upstream, Memory(tmp_path / "m.db") as mem:
+        app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", model="m"))
+        with TestClient(app) as client:
+            page = client.get("/")
+            assert page.status_code == 200 and "llama.cpp web UI" in page.text
+            assert client.get("/assets/app.js").text == "console.log('ui')"
+            assert client.get("/api/stats").status_code == 200
+            assert client.get("/healthz").json()["ok"] is True
+            paths = set(app.openapi()["paths"]) | {getattr(r, "path", "") for r in app.routes}
+            assert {"/mcp", "/api/episodes"} <= paths
+            models = client.get("/v1/models")  # the proxy, not the UI catch-all
+            assert models.status_code in (200, 404, 502) and "llama.cpp" not in models.text
+
+
+def test_up_without_upstream_still_serves_and_says_how_to_name_one(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db") as mem, TestClient(build_app(mem, ServerSettings())) as client:
+        assert client.get("/").json()["api"] == "/docs"
+        reply = client.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}
+        )
+        assert reply.status_code == 503
+        assert "orcamem up --upstream" in reply.json()["error"]["message"]
+        assert client.post("/api/episodes", json={"text": "still works"}).status_code == 201
+
+
+def test_binding_beyond_loopback_requires_keys() -> None:
+    with pytest.raises(InvalidInputError, match="orcamem keys create"):
+        ServerSettings(host="0.0.0.0")
+    assert ServerSettings(host="0.0.0.0", require_keys=True).require_keys
+    assert ServerSettings(host="::1").host == "::1"
+    with pytest.raises(InvalidInputError, match="http"):
+        ServerSettings(upstream="ftp://nowhere")
+
+
+def test_unreachable_ui_upstream_is_a_502(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db") as mem:
+        app = build_app(mem, ServerSettings(upstream="http://127.0.0.1:9/v1"))
+        with TestClient(app) as client:
+            reply = client.get("/")
+    assert reply.status_code == 502 and "unreachable" in reply.json()["error"]["message"]
+
+
+@pytest.mark.slow
+def test_bounded_load_loses_no_acknowledged_write() -> None:
+    result = load_test(clients=6, seconds=2.0, spaces=2, preload=50)
+    assert result["errors"] == 0, result["ops"]
+    assert result["missing_acknowledged"] == 0
+    assert result["ops"]["add"]["count"] > 0 and result["ops"]["proxy"]["count"] > 0
+    assert result["throughput_rps"] > 0
