@@ -9,16 +9,12 @@ import json
 import re
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -38,6 +34,7 @@ from orcamem.services.automations import (
 )
 from orcamem.stores.base import MemoryUpdate
 from orcamem.stores.sqlite import SQLiteStore
+from servers import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = "2026-11-01T10:00:00.000000Z"
@@ -732,25 +729,6 @@ def test_the_openapi_document_explains_every_request_field(client: TestClient) -
 
 
 # -- the docs' snippets, against a live server ---------------------------------------------------
-
-
-@contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def doc_snippets() -> list[tuple[str, list[str] | None]]:

@@ -7,17 +7,14 @@ import json
 import re
 import shlex
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -28,6 +25,7 @@ from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.mcp_server import TOOLS, install
 from orcamem.services.bench_mcp import mcp_recall_latency
 from orcamem.stores.base import MemoryUpdate
+from servers import serve as serving
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "mcp.md"
@@ -83,24 +81,6 @@ async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
     message = text(result)
     assert "Traceback" not in message and 'File "' not in message
     return message
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on a free loopback port in a thread; yield its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def doc_blocks(language: str) -> list[str]:

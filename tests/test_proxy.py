@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, redirect_stdout
+from contextlib import asynccontextmanager, redirect_stdout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from pathlib import Path
@@ -29,7 +29,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from openai import OpenAI
@@ -38,6 +37,7 @@ from orcamem import Memory
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.auth import KeyStore
 from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install
+from servers import serve
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
 
@@ -210,28 +210,6 @@ class Stub:
 
     def chats(self) -> list[dict[str, Any]]:
         return [json.loads(r["body"]) for r in self.requests if r["path"] == "/v1/chat/completions"]
-
-
-@contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 in a thread; yields its base URL."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-        timeout_graceful_shutdown=5,
-    )  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def proxy_app(mem: Memory, **settings: Any) -> FastAPI:

@@ -16,7 +16,7 @@ from orcamem import InvalidInputError, Memory
 from orcamem.interfaces.http.loadtest import load_test
 from orcamem.interfaces.http.server import build_app
 from orcamem.interfaces.http.settings import ServerSettings
-from test_proxy import serve
+from servers import serve
 
 
 @contextmanager

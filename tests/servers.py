@@ -1,0 +1,33 @@
+"""Real servers for tests: an ASGI app under uvicorn on 127.0.0.1 (a free port), in a thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+
+@contextmanager
+def serve(app: Any, *, lifespan: str = "on") -> Iterator[str]:
+    """Run ``app`` until the block ends; yields its base URL (``http://127.0.0.1:PORT``)."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan,
+        timeout_graceful_shutdown=5,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
