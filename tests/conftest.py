@@ -22,6 +22,7 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "ANTHROPIC_API_KEY",
         "ORCAMEM_ANTHROPIC_MODEL",
         "ANTHROPIC_BASE_URL",
+        "ORCAMEM_HEADROOM_PYTHON",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ORCA_HOME", str(tmp_path / "orca-home"))

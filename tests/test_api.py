@@ -32,6 +32,7 @@ from orcamem.services.automations import (
     AutomationNotes,
     render_note,
 )
+from orcamem.services.memory_bank import MemoryBank
 from orcamem.stores.base import MemoryUpdate
 from orcamem.stores.sqlite import SQLiteStore
 from servers import serve
@@ -41,6 +42,7 @@ NOW = "2026-11-01T10:00:00.000000Z"
 
 
 def make_app(mem: Memory, **settings: Any) -> FastAPI:
+    settings.setdefault("workspace", str(Path(mem.store.path).parent / "workspace"))
     app = create_app(mem, ServerSettings(**settings))
     install(app)
     return app
@@ -395,24 +397,30 @@ class Keyed:
     admin: dict[str, str]
     alice: dict[str, str]
     ids: dict[str, Any]
+    bank: MemoryBank | None = None
 
 
 @pytest.fixture
-def keyed(mem: Memory) -> Iterator[Keyed]:
+def keyed(mem: Memory, clock: FrozenClock) -> Iterator[Keyed]:
     keys = KeyStore(mem.store)
     _, admin = keys.create(spaces=[], admin=True, name="admin", now=NOW)
-    _, alice = keys.create(spaces=["alice"], admin=False, name="alice", now=NOW)
+    # profile:<name> is the space of a Memory Bank profile (issue 5)
+    _, alice = keys.create(spaces=["alice", "profile:alice"], admin=False, name="alice", now=NOW)
     bob_key, _ = keys.create(spaces=["bob"], admin=False, name="bob", now=NOW)
     ids: dict[str, Any] = {"bob_key": bob_key}
+    bank = MemoryBank(profiles={"alice": ["@memory"], "bob": ["@memory"]}, clock=clock)
     for space in ("alice", "bob"):
         ids[space] = {
             "episode": mem.add(f"{space} drinks black coffee.", space=space).id,
             "memory": mem.remember(f"{space} is allergic to cats.", space=space).id,
+            "bank": bank.save(space, content=f"{space} is allergic to cats.", category="fact").id,
         }
     ids["export"] = export_text(mem, "alice").replace("alice", "carol").encode()
     AutomationNotes(mem.store).put("nightly", "Stopped at issue 41.")
-    with TestClient(make_app(mem, require_keys=True)) as client:
-        yield Keyed(client, {"Authorization": f"Bearer {admin}"}, {"x-api-key": alice}, ids)
+    app = make_app(mem, require_keys=True)
+    app.state.bank = bank
+    with bank, TestClient(app) as client:
+        yield Keyed(client, {"Authorization": f"Bearer {admin}"}, {"x-api-key": alice}, ids, bank)
 
 
 Request = tuple[str, str, dict[str, Any]]
@@ -473,20 +481,44 @@ ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "DELETE /api/automations/{automation_id}/memory": lambda s, ids: (
         "DELETE", "/api/automations/nightly/memory", {}
     ),
+    # the Memory Bank (issue 5): profile ``s`` is the space ``profile:s``
+    "GET /api/profiles/{name}/memories": lambda s, ids: ("GET", f"/api/profiles/{s}/memories", {}),
+    "POST /api/profiles/{name}/memories": lambda s, ids: (
+        "POST", f"/api/profiles/{s}/memories", {"json": {"content": "Sneaky memory."}}
+    ),
+    "GET /api/profiles/{name}/memories/search": lambda s, ids: (
+        "GET", f"/api/profiles/{s}/memories/search", {"params": {"q": "cats"}}
+    ),
+    "GET /api/profiles/{name}/memories/{memory_id}": lambda s, ids: (
+        "GET", f"/api/profiles/{s}/memories/{ids[s]['bank']}", {}
+    ),
+    "DELETE /api/profiles/{name}/memories/{memory_id}": lambda s, ids: (
+        "DELETE", f"/api/profiles/{s}/memories/{ids[s]['bank']}", {}
+    ),
+    "GET /api/memory-bank": lambda s, ids: ("GET", "/api/memory-bank", {}),
+    "GET /api/memory-bank/stats": lambda s, ids: ("GET", "/api/memory-bank/stats", {}),
+    "GET /api/capability": lambda s, ids: ("GET", "/api/capability", {}),
 }  # fmt: skip
-ADMIN_ONLY = {name for name in ROUTES if "/keys" in name or "/automations" in name}
+ADMIN_ONLY = {
+    name
+    for name in ROUTES
+    if any(part in name for part in ("/keys", "/automations", "/memory-bank", "/capability"))
+}
 
 
-def snapshot(mem: Memory) -> tuple:
+def snapshot(mem: Memory, bank: MemoryBank | None = None) -> tuple:
     """Everything a request could change: both spaces (access counts included), the
-    database counts, the automation note and the keys."""
+    database counts, the automation note, the keys and the Memory Bank's objects."""
     flush(mem)
+    if bank is not None:
+        bank.flush()
     return (
         export_text(mem, "bob"),
         export_text(mem, "alice"),
         mem.store.counts(),
         mem.store.get_automation_note("nightly"),
         KeyStore(mem.store).list(),
+        [] if bank is None else [(i.key, i.etag) for i in bank.objects.list("")],
     )
 
 
@@ -504,10 +536,10 @@ def test_the_isolation_table_covers_every_route(keyed: Keyed) -> None:
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_a_space_key_cannot_touch_another_space(keyed: Keyed, mem: Memory, route: str) -> None:
     method, path, kwargs = ROUTES[route]("bob", keyed.ids)
-    before = snapshot(mem)
+    before = snapshot(mem, keyed.bank)
     response = keyed.client.request(method, path, headers=keyed.alice, **kwargs)
     assert_error(response, 403, "ForbiddenError")
-    assert snapshot(mem) == before
+    assert snapshot(mem, keyed.bank) == before
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
@@ -534,11 +566,11 @@ def test_no_key_or_a_wrong_key_is_401(keyed: Keyed, mem: Memory, route: str) -> 
         if route == "GET /api/spaces"
         else ROUTES[route]("bob", keyed.ids)
     )
-    before = snapshot(mem)
+    before = snapshot(mem, keyed.bank)
     for headers in ({}, {"Authorization": "Bearer om_wrong"}, {"x-api-key": "om_wrong"}):
         response = keyed.client.request(method, path, headers=headers, **kwargs)
         assert_error(response, 401, "AuthError")
-    assert snapshot(mem) == before
+    assert snapshot(mem, keyed.bank) == before
 
 
 def test_space_keys_see_only_their_spaces(keyed: Keyed) -> None:
@@ -723,7 +755,15 @@ def test_the_openapi_document_explains_every_request_field(client: TestClient) -
         assert op.get("summary") and op.get("description"), (method, path)
         for parameter in op.get("parameters", []):
             assert parameter.get("description"), (method, path, parameter["name"])
-    for name in ("EpisodeIn", "EpisodeBatch", "MemoryIn", "SearchIn", "ContextIn", "KeyIn"):
+    for name in (
+        "EpisodeIn",
+        "EpisodeBatch",
+        "MemoryIn",
+        "SearchIn",
+        "ContextIn",
+        "KeyIn",
+        "MemoryCreateRequest",
+    ):
         for field, schema in spec["components"]["schemas"][name]["properties"].items():
             assert schema.get("description"), (name, field)
 

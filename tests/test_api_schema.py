@@ -10,6 +10,7 @@ run), no deadline.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -19,6 +20,7 @@ from orcamem import Memory
 from orcamem.foundation.clock import FrozenClock
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
+from orcamem.services.memory_bank import MemoryBank
 
 EXAMPLES = 25
 
@@ -58,9 +60,15 @@ def _app():
     memory.add("I live in Pune and I work as a backend engineer.")
     memory.remember("The user prefers tea over coffee.", category="preference")
     memory.forbid("Never schedule meetings on Fridays.")
-    app = create_app(memory, ServerSettings(max_body_bytes=256 * 1024))
+    workspace = str(Path(memory.store.path).parent / "workspace")
+    app = create_app(memory, ServerSettings(max_body_bytes=256 * 1024, workspace=workspace))
     install(app)
     app.state.test_memory = memory
+    # the Memory Bank's routes answer 503 without a bank: wire one (issue 5)
+    app.state.bank = MemoryBank(
+        profiles={"researcher": ["@memory"]}, clock=FrozenClock("2026-11-01T10:00:00Z")
+    )
+    app.state.bank.save("researcher", content="The user is allergic to peanuts.", category="fact")
     return app
 
 
@@ -74,6 +82,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG).inc
 def close_memory() -> Iterator[None]:
     yield
     APP.state.test_memory.close()
+    APP.state.bank.close()
 
 
 @schemathesis.check

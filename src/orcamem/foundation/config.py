@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +11,23 @@ from .errors import InvalidInputError
 
 __all__ = [
     "DEFAULT_ANTHROPIC_BASE_URL",
+    "DEFAULT_ANTHROPIC_MEMORY_MODEL",
     "DEFAULT_ANTHROPIC_MODEL",
     "Config",
+    "S3Settings",
     "anthropic_api_key",
     "anthropic_base_url",
+    "anthropic_memory_model",
     "anthropic_model",
     "default_db_path",
+    "headroom_python",
     "home_dir",
+    "instance_config_path",
+    "memory_bank_profiles_path",
+    "memory_bank_s3",
+    "memory_dir",
     "openai_api_key",
+    "user_config_file",
 ]
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
@@ -32,6 +41,16 @@ def home_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     value = env.get("ORCA_HOME")
     return Path(value).expanduser() if value else Path.home() / ".orca"
+
+
+def memory_dir(environ: dict[str, str] | None = None) -> Path:
+    """Local agent memory's root: ``$ORCA_HOME/memory`` if set, else ``~/.orca/memory``."""
+    return home_dir(environ) / "memory"
+
+
+def user_config_file(environ: dict[str, str] | None = None) -> Path:
+    """The user's ``config.toml`` (``auto_memory = false`` lives here): ``<home>/config.toml``."""
+    return home_dir(environ) / "config.toml"
 
 
 def openai_api_key(environ: dict[str, str] | None = None) -> str | None:
@@ -60,6 +79,100 @@ def anthropic_base_url(environ: dict[str, str] | None = None) -> str:
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:
     return home_dir(environ) / "memory.db"
+
+
+def instance_config_path(environ: dict[str, str] | None = None) -> Path:
+    """The instance-wide ``config.json`` (its ``memory`` object is the memory capability's base
+    layer): ``$ORCA_HOME/config.json``, else ``~/.orca/config.json``."""
+    return home_dir(environ) / "config.json"
+
+
+HEADROOM_PYTHON_ENV = "ORCAMEM_HEADROOM_PYTHON"
+"""Names the interpreter of a Headroom (``headroom-ai``) install, overriding the uv tool path."""
+
+
+def headroom_python(environ: dict[str, str] | None = None) -> Path:
+    """The Python of the ``headroom-ai`` install the ``headroom-mcp`` memory provider runs:
+    ``$ORCAMEM_HEADROOM_PYTHON`` if set, else where ``uv tool install headroom-ai`` puts it
+    (``~/.local/share/uv/tools/headroom-ai/bin/python``)."""
+    env = os.environ if environ is None else environ
+    value = (env.get(HEADROOM_PYTHON_ENV) or "").strip()
+    if value:
+        return Path(value).expanduser()
+    return Path.home() / ".local" / "share" / "uv" / "tools" / "headroom-ai" / "bin" / "python"
+
+
+# -- the Memory Bank (issue 5) ------------------------------------------------------------------
+
+DEFAULT_ANTHROPIC_MEMORY_MODEL = "claude-haiku-4-5-20251001"
+"""The model the Memory Bank's processor uses when ``$ANTHROPIC_MEMORY_MODEL`` names none."""
+
+
+def anthropic_memory_model(environ: dict[str, str] | None = None) -> str:
+    """``$ANTHROPIC_MEMORY_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MEMORY_MODEL`."""
+    env = os.environ if environ is None else environ
+    return (env.get("ANTHROPIC_MEMORY_MODEL") or "").strip() or DEFAULT_ANTHROPIC_MEMORY_MODEL
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Where an S3-compatible bucket is and how to sign for it (the secret is not in ``repr``)."""
+
+    bucket: str
+    endpoint: str
+    region: str = "us-east-1"
+    access_key_id: str | None = None
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    source: str = ""
+    """The variable that named the bucket (``INTERNAL_S3_BUCKET`` or ``S3_BUCKET``)."""
+
+
+def _s3_from(env: Any, prefix: str) -> S3Settings | None:
+    bucket = (env.get(f"{prefix}BUCKET") or "").strip()
+    if not bucket:
+        return None
+
+    def pick(*names: str) -> str | None:
+        for name in names:
+            value = (env.get(name) or "").strip()
+            if value:
+                return value
+        return None
+
+    region = pick(f"{prefix}REGION", "AWS_REGION", "AWS_DEFAULT_REGION") or "us-east-1"
+    endpoint = pick(f"{prefix}ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    return S3Settings(
+        bucket=bucket,
+        endpoint=endpoint or f"https://s3.{region}.amazonaws.com",
+        region=region,
+        access_key_id=pick(f"{prefix}ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+        secret_access_key=pick(f"{prefix}SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
+        session_token=pick(f"{prefix}SESSION_TOKEN", "AWS_SESSION_TOKEN"),
+        source=f"{prefix}BUCKET",
+    )
+
+
+def memory_bank_s3(environ: dict[str, str] | None = None) -> S3Settings | None:
+    """The Memory Bank's bucket: ``$INTERNAL_S3_BUCKET`` and friends, else ``$S3_BUCKET`` and
+    friends (single-bucket dev/CI setups), else ``None`` (the bank runs in memory only).
+
+    Friends of ``<P>BUCKET`` (``<P>`` is ``INTERNAL_S3_`` or ``S3_``): ``<P>ENDPOINT``,
+    ``<P>REGION``, ``<P>ACCESS_KEY_ID``, ``<P>SECRET_ACCESS_KEY``, ``<P>SESSION_TOKEN``, each
+    falling back to the standard ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``,
+    ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``; without an endpoint, AWS S3 in the region (default ``us-east-1``).
+    """
+    env = os.environ if environ is None else environ
+    return _s3_from(env, "INTERNAL_S3_") or _s3_from(env, "S3_")
+
+
+def memory_bank_profiles_path(environ: dict[str, str] | None = None) -> Path:
+    """The Memory Bank's profile list: ``$ORCAMEM_PROFILES`` if set, else
+    ``$ORCA_HOME/profiles.json`` (a JSON list of ``{"name": ..., "tools": [...]}``)."""
+    env = os.environ if environ is None else environ
+    value = (env.get("ORCAMEM_PROFILES") or "").strip()
+    return Path(value).expanduser() if value else home_dir(environ) / "profiles.json"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ working for callers that do not know orcamem.
     ├── LeaseLostError (RuntimeError)         a job worker no longer owns the job it is finishing
     ├── AttemptFailed (RuntimeError)          a job handler's output is unusable: a failed attempt
     ├── TransientError (RuntimeError)         a temporary failure: the job is retried in 30 s
-    └── JobCancelled (RuntimeError)           a job was stopped: lease released, no attempt used
+    ├── JobCancelled (RuntimeError)           a job was stopped: lease released, no attempt used
+    └── RevisionConflictError                 a revisioned change named a stale revision
 
 ``status`` is the HTTP status an interface should answer with.
 """
@@ -50,6 +51,7 @@ __all__ = [
     "OrcamemError",
     "QueueFullError",
     "ReadOnlyStoreError",
+    "RevisionConflictError",
     "SchemaTooNewError",
     "StoreError",
     "TransientError",
@@ -171,5 +173,14 @@ class TransientError(OrcamemError, RuntimeError):
 
 class JobCancelled(OrcamemError, RuntimeError):
     """A job was stopped before it finished: its lease is released and no attempt is used."""
+
+    status = 409
+
+
+class RevisionConflictError(OrcamemError):
+    """A revisioned change (a local-memory deletion) named a revision that is no longer current.
+
+    Nothing was changed: read the current revision, check what it holds, and ask again.
+    """
 
     status = 409

@@ -174,19 +174,6 @@ def recall(
 
 
 @app.command()
-def remember(
-    text: Annotated[str, typer.Argument(help="The fact, preference or decision.")],
-    db: DbOption = None,
-    space: SpaceOption = "default",
-    category: Annotated[str, typer.Option(help="fact, preference, decision, note, …")] = "fact",
-) -> None:
-    """Store an explicit memory (no model involved)."""
-    with _memory(db, space) as mem:
-        memory = mem.remember(text, category=category)
-    out.print(f"remembered {memory.id} ({memory.category}) in space {space!r}")
-
-
-@app.command()
 def forbid(
     rule: Annotated[str, typer.Argument(help="What must never be done.")],
     db: DbOption = None,
@@ -212,7 +199,7 @@ def facts(
         _print_json([m.to_dict() for m in items])
         return
     if not items:
-        out.print(f"no memories in space {space!r} yet (add one with `orcamem remember`)")
+        out.print(f"no memories in space {space!r} yet (add episodes, then `orcamem sleep`)")
         return
     table = Table("id", "category", "content", "created", "status")
     for m in items:
@@ -379,11 +366,17 @@ def version() -> None:
     out.print(__version__)
 
 
+from .bank_cli import register as register_bank_commands  # noqa: E402
 from .bench_cli import bench_app  # noqa: E402 - the sub-app needs the helpers above
+from .capability_cli import register as register_capability_commands  # noqa: E402
+from .local_cli import register as register_local_commands  # noqa: E402
 from .server_cli import register as register_server_commands  # noqa: E402
 
 app.add_typer(bench_app, name="bench")
 register_server_commands(app)
+register_bank_commands(app)
+register_capability_commands(app)
+register_local_commands(app)  # `remember` (user.md / project memory.md) and `memory …`
 
 
 def main() -> None:

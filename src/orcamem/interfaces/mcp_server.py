@@ -17,6 +17,11 @@ never a traceback.
 
 ``role`` in ``orma_remember`` is recorded as the tag ``role:<role>`` on the stored memory
 (``source`` stays ``explicit``: the agent asked for it).
+
+Given a Memory Bank (``build_server(..., bank=)``, or ``app.state.bank`` set before
+``install``), the server also has the bank's four tools (``BANK_TOOLS``: ``memory_save``,
+``memory_recall``, ``memory_list``, ``memory_delete``); each takes a ``profile`` and authorizes
+the space ``profile:<name>``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from .. import __version__
 from ..foundation.errors import OrcamemError
 from ..foundation.model import CATEGORIES, validate_space
 from ..services.memory import Memory
+from ..services.memory_bank import MEMORY_TOOLS, MemoryBank, space_for
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
     from .http.auth import KeyStore
 
 __all__ = [
+    "BANK_TOOLS",
     "KINDS",
     "TOOLS",
     "build_server",
@@ -58,6 +65,8 @@ __all__ = [
 ]
 
 TOOLS = ("orma_recall", "orma_remember", "orma_forbid", "orma_facts", "orma_forget")
+BANK_TOOLS = MEMORY_TOOLS
+"""The Memory Bank's four tools (issue 5), served when ``build_server`` is given a bank."""
 KINDS = (*CATEGORIES, "anti_pattern")
 """``orma_remember`` kinds: the memory categories, plus ``anti_pattern`` (a forbidden rule)."""
 
@@ -205,7 +214,10 @@ def _http_request(ctx: Context) -> Any:
 
 
 def build_server(
-    memory: Memory, *, authorize: Callable[[str], str] | None = None
+    memory: Memory,
+    *,
+    authorize: Callable[[str], str] | None = None,
+    bank: MemoryBank | None = None,
 ) -> MCPServer[Any]:
     """The MCP server with the five ``orma_*`` tools over ``memory``.
 
@@ -216,6 +228,8 @@ def build_server(
             space to use or raises an ``OrcamemError`` (e.g. ``ForbiddenError``). During the
             call, ``current_request()`` is the HTTP request that carried it (None on stdio).
             None: any valid space (the local user).
+        bank: a Memory Bank: adds the four ``memory_*`` tools (``BANK_TOOLS``), each scoped
+            to a profile through ``authorize("profile:<name>")``.
     """
     check = authorize or validate_space
     default_space = memory.space
@@ -385,14 +399,195 @@ def build_server(
             raise failing(exc) from None
         return {"forgotten": state_id, "space": space}
 
+    if bank is not None:
+        _add_bank_tools(server, bank, scoped, failing)
     return server
+
+
+# -- the Memory Bank's tools (issue 5) -------------------------------------------------------
+
+ProfileArg = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description="Your session's profile (agent configuration), e.g. 'researcher': the "
+        "memory bank the tool works on.",
+    ),
+]
+BankCategoryArg = Literal["preference", "fact", "behavior", "context", "general"]
+
+
+class BankEntry(TypedDict):
+    """One Memory Bank entry."""
+
+    id: str
+    profileName: str
+    rawInput: str
+    processedContent: str
+    summary: str
+    category: str
+    source: str
+    confidence: float
+    createdAt: str
+    lastAccessedAt: str | None
+    accessCount: int
+    stalenessScore: float
+    isActive: bool
+    version: int
+
+
+class BankRecallHit(TypedDict):
+    memory: BankEntry
+    score: float
+    relevance: dict[str, Any]
+
+
+class BankRecalled(TypedDict):
+    """What ``memory_recall`` returns."""
+
+    profile: str
+    query: str
+    hits: list[BankRecallHit]
+
+
+class BankListed(TypedDict):
+    """What ``memory_list`` returns."""
+
+    profile: str
+    total: int
+    nextOffset: int | None
+    memories: list[BankEntry]
+
+
+class BankDeleted(TypedDict):
+    """What ``memory_delete`` returns."""
+
+    deleted: str
+    profile: str
+
+
+def _add_bank_tools(
+    server: MCPServer[Any],
+    bank: MemoryBank,
+    scoped: Callable[[Context, str], str],
+    failing: Callable[[OrcamemError], ToolError],
+) -> None:
+    """Register ``memory_save``, ``memory_recall``, ``memory_list`` and ``memory_delete``."""
+
+    def profile_of(ctx: Context, profile: str) -> str:
+        scoped(ctx, space_for(profile))  # the key must allow the space profile:<name>
+        return profile
+
+    @server.tool(
+        name="memory_save",
+        title="Save to the memory bank",
+        description=(
+            "Save one long-lived memory for your profile: a preference, a fact, a behaviour "
+            "to follow, or short-lived context. Give `rawInput` (free text, at most 4 KiB: a "
+            "fast model extracts the content, a <50-character summary, the category and a "
+            "confidence) or pre-structured `content` with optional `category` (preference, "
+            "fact, behavior, context, general) and `confidence` (0-1). Returns the saved "
+            "memory with its id (mem-xxxxxxxx) once it is stored."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    def memory_save(
+        profile: ProfileArg,
+        ctx: Context,
+        rawInput: str | None = None,  # the spec's argument names
+        content: str | None = None,
+        category: BankCategoryArg | None = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+    ) -> BankEntry:
+        try:
+            name = profile_of(ctx, profile)
+            saved = bank.save(
+                name, raw_input=rawInput, content=content, category=category, confidence=confidence
+            )
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return saved.to_json()  # type: ignore[return-value]
+
+    @server.tool(
+        name="memory_recall",
+        title="Recall from the memory bank",
+        description=(
+            "Search your profile's memory bank by topic. Returns the best memories first, each "
+            "with its score and the relevance breakdown (recency, usage, topic, confidence "
+            "multiplier, maturity, weights). Counts an access of every memory returned."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False),
+    )
+    def memory_recall(
+        profile: ProfileArg,
+        query: Query,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=100)] = 8,
+        minScore: Annotated[float, Field(ge=0, le=1)] = 0.05,
+    ) -> BankRecalled:
+        try:
+            name = profile_of(ctx, profile)
+            hits = bank.recall(name, query, limit=limit, min_score=minScore)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {"profile": name, "query": query, "hits": [h.to_dict() for h in hits]}  # type: ignore[typeddict-item]
+
+    @server.tool(
+        name="memory_list",
+        title="List the memory bank",
+        description=(
+            "List your profile's memories newest first, with `limit`/`offset` paging. "
+            "Read-only: does not count as an access."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def memory_list(
+        profile: ProfileArg,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> BankListed:
+        try:
+            name = profile_of(ctx, profile)
+            page = bank.list(name, limit=limit, offset=offset)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {
+            "profile": name,
+            "total": page.total,
+            "nextOffset": page.next_offset,
+            "memories": [m.to_json() for m in page.memories],  # type: ignore[misc]
+        }
+
+    @server.tool(
+        name="memory_delete",
+        title="Delete from the memory bank",
+        description=(
+            "Delete one memory of your profile by its id (mem-xxxxxxxx, from memory_list or "
+            "memory_save). An unknown id is an error that says so; this cannot be undone."
+        ),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False
+        ),
+    )
+    def memory_delete(profile: ProfileArg, id: str, ctx: Context) -> BankDeleted:
+        try:
+            name = profile_of(ctx, profile)
+            bank.delete(name, id)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {"deleted": id, "profile": name}
 
 
 # -- stdio -----------------------------------------------------------------------------------
 
 
 def run_stdio(
-    db_path: str | None, space_default: str = "default", *, embedder: str | None = None
+    db_path: str | None,
+    space_default: str = "default",
+    *,
+    embedder: str | None = None,
+    bank: MemoryBank | None = None,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe.
 
@@ -403,7 +598,7 @@ def run_stdio(
         OrcamemError: the database cannot be opened (before anything is served).
     """
     with Memory(db_path, space=space_default, embedder=embedder) as memory:
-        build_server(memory).run("stdio")
+        build_server(memory, bank=bank).run("stdio")
 
 
 # -- streamable HTTP -------------------------------------------------------------------------
@@ -430,12 +625,18 @@ class _HttpEndpoint:
     """
 
     def __init__(
-        self, memory: Memory, keys: KeyStore | None, *, host: str, max_body_bytes: int
+        self,
+        memory: Memory,
+        keys: KeyStore | None,
+        *,
+        host: str,
+        max_body_bytes: int,
+        bank: MemoryBank | None = None,
     ) -> None:
         from .http.settings import is_loopback
 
         self.keys = keys
-        self.server = build_server(memory, authorize=_authorize_from_request)
+        self.server = build_server(memory, authorize=_authorize_from_request, bank=bank)
         self.loopback = is_loopback(host)
         self.max_body_bytes = max_body_bytes
         self._manager: Any = None
@@ -504,6 +705,7 @@ def http_app(
     *,
     host: str = "127.0.0.1",
     max_body_bytes: int = 2 * 1024 * 1024,
+    bank: MemoryBank | None = None,
 ) -> Starlette:
     """A standalone ASGI app serving MCP over streamable HTTP at ``/mcp``.
 
@@ -513,11 +715,12 @@ def http_app(
             every space reachable.
         host: where it will listen; on loopback, Host/Origin headers are checked against
             DNS rebinding.
+        bank: a Memory Bank whose ``memory_*`` tools to serve too (the caller closes it).
     """
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    endpoint = _HttpEndpoint(memory, keys, host=host, max_body_bytes=max_body_bytes)
+    endpoint = _HttpEndpoint(memory, keys, host=host, max_body_bytes=max_body_bytes, bank=bank)
     return Starlette(
         routes=[Route("/mcp", endpoint)],
         lifespan=lambda _app: endpoint.running(),
@@ -541,6 +744,7 @@ def install(app: FastAPI) -> None:
         app.state.keys,
         host=settings.host,
         max_body_bytes=settings.max_body_bytes,
+        bank=getattr(app.state, "bank", None),  # the Memory Bank's tools when one is wired
     )
     app.add_route("/mcp", endpoint, include_in_schema=False)
     route = app.router.routes.pop()

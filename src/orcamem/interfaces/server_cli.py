@@ -40,6 +40,10 @@ UpstreamOption = Annotated[
     ),
 ]
 ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option(help="Host workspace whose memory capability GET /api/capability reports."),
+]
 KeysOption = Annotated[
     bool, typer.Option("--require-keys", help="Require API keys on every request.")
 ]
@@ -59,6 +63,7 @@ def _serve(
     model: str | None,
     require_keys: bool,
     browser: bool = False,
+    workspace: Path | None = None,
 ) -> None:
     from ..services.memory import Memory
     from .http.server import build_app, run
@@ -66,13 +71,21 @@ def _serve(
 
     try:
         settings = ServerSettings(
-            host=host, port=port, upstream=upstream, model=model, require_keys=require_keys
+            host=host,
+            port=port,
+            upstream=upstream,
+            model=model,
+            require_keys=require_keys,
+            workspace=str(workspace) if workspace else None,
         )
         memory = Memory(db)
     except OrcamemError as exc:
         raise _fail(exc) from None
+    from ..services.memory_bank import MemoryBank
+
+    bank = MemoryBank.from_env(role="conductor") if {"api", "mcp"} & set(parts) else None
     try:
-        app = build_app(memory, settings, parts)
+        app = build_app(memory, settings, parts, bank=bank)
         where = f"http://{host}:{port}"
         err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.store.path})")
         if "proxy" in parts and not upstream:
@@ -84,6 +97,8 @@ def _serve(
             webbrowser.open(f"{where}/#/")
         run(app, settings)
     finally:
+        if bank is not None:
+            bank.close()
         memory.close()
 
 
@@ -99,10 +114,19 @@ def register(app: typer.Typer) -> None:
         model: ModelOption = None,
         require_keys: KeysOption = False,
         browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
+        workspace: WorkspaceOption = None,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
-            db, ("api", "proxy", "mcp", "ui"), host, port, upstream, model, require_keys, browser
+            db,
+            ("api", "proxy", "mcp", "ui"),
+            host,
+            port,
+            upstream,
+            model,
+            require_keys,
+            browser,
+            workspace,
         )
 
     @app.command()
@@ -111,9 +135,10 @@ def register(app: typer.Typer) -> None:
         host: HostOption = "127.0.0.1",
         port: PortOption = 8080,
         require_keys: KeysOption = False,
+        workspace: WorkspaceOption = None,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
-        _serve(db, ("api",), host, port, None, None, require_keys)
+        _serve(db, ("api",), host, port, None, None, require_keys, False, workspace)
 
     @app.command()
     def proxy(

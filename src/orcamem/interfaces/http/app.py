@@ -54,6 +54,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     app.state.memory = memory
     app.state.settings = settings
     app.state.keys = KeyStore(memory.store) if settings.require_keys else None
+    app.state.capability_workspace = settings.workspace
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from fastapi import FastAPI
 
 from ...services.memory import Memory
+from ...services.memory_bank import MemoryBank
 from .app import create_app
 from .settings import ServerSettings
 
@@ -20,9 +21,19 @@ __all__ = ["PARTS", "build_app", "run"]
 PARTS = ("api", "proxy", "mcp", "ui")
 
 
-def build_app(memory: Memory, settings: ServerSettings, parts: Iterable[str] = PARTS) -> FastAPI:
-    """``create_app`` plus the named parts, in an order where the UI catch-all comes last."""
+def build_app(
+    memory: Memory,
+    settings: ServerSettings,
+    parts: Iterable[str] = PARTS,
+    *,
+    bank: MemoryBank | None = None,
+) -> FastAPI:
+    """``create_app`` plus the named parts, in an order where the UI catch-all comes last.
+
+    ``bank``: the Memory Bank the REST routes and MCP tools serve (503 / no tools without).
+    """
     app = create_app(memory, settings)
+    app.state.bank = bank
     wanted = set(parts)
     if "api" in wanted:
         from .api import install as install_api

@@ -36,6 +36,8 @@ class ServerSettings:
     model: str | None = None
     """Model name to use when a request names none (and for sleep, if set)."""
     require_keys: bool = False
+    workspace: str | None = None
+    """The host workspace whose memory capability ``GET /api/capability`` reports."""
     max_body_bytes: int = 2 * 1024 * 1024
     upstream_timeout_s: float = 600.0
 

@@ -29,6 +29,37 @@ PRESETS: dict[str, Preset] = {
     ),
     "lexical": Preset("lexical", {"lexical": 1.0, "vector": 0.0}, "BM25 only"),
     "vector": Preset("vector", {"lexical": 0.0, "vector": 1.0}, "vector only"),
+    # The Markdown provider's lexical score (issue 6; signals in ``markdown_score``). Only
+    # ``lexical`` and ``vector`` mean anything to the episode pipeline; the other weights are
+    # read by ``markdown_score.rank``: a tag word counts ``tag``, a body word ``body``, a body
+    # holding the whole query gains ``verbatim``; a match under ``min_match`` never shows;
+    # decay and importance scale the rank by no less than ``decay_floor`` and
+    # ``importance_floor`` (they reorder comparable matches, never suppress a strong one).
+    "markdown": Preset(
+        "markdown",
+        {
+            "lexical": 1.0,
+            "vector": 0.0,
+            "tag": 1.5,
+            "body": 1.0,
+            "verbatim": 0.5,
+            "min_match": 0.3,
+            "decay_floor": 0.8,
+            "importance_floor": 0.9,
+        },
+        "lexical Markdown score: distinct query words covered (tags weigh more), verbatim "
+        "bonus, a minimum match, decay and importance as bounded nudges",
+    ),
+    # The Memory Bank's composite score (issue 5; signals in ``bank``). The episode pipeline
+    # reads only ``lexical``/``vector`` (the bank has no embeddings: keyword candidates); the
+    # composite reads ``recency``/``usage``/``topic`` (usage scaled by the profile's maturity,
+    # its slack given back to recency and topic), times ``0.5 + 0.5 * confidence``.
+    "bank": Preset(
+        "bank",
+        {"lexical": 1.0, "vector": 0.0, "recency": 0.35, "usage": 0.30, "topic": 0.35},
+        "Memory Bank composite: recency (30-day half-life), usage (log ramp from 0.6), topic "
+        "(keyword overlap + semantic clusters), times the confidence multiplier",
+    ),
 }
 
 

@@ -18,6 +18,9 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``GET /api/export``, ``POST /api/import``   JSON lines out and in
 ``/api/keys``                               create, list, revoke keys (admin)
 ``/api/automations/{id}/memory``            an automation's note: GET, PUT, DELETE (admin)
+``/api/profiles/{name}/memories``, ``…``    Memory Bank: a profile's memories (``memory_bank``)
+``/api/memory-bank``, ``…/stats``           Memory Bank across profiles (admin)
+``GET /api/capability``                     the host capability: settings, provider (admin)
 ==========================================  =================================================
 """
 
@@ -31,11 +34,13 @@ from starlette.routing import Match
 from ..errors import error_body
 from . import (
     automations,
+    capability,
     context,
     episodes,
     facts,
     keys,
     memories,
+    memory_bank,
     search,
     sleep,
     spaces,
@@ -57,6 +62,8 @@ ROUTERS = (
     transfer,
     keys,
     automations,
+    memory_bank,
+    capability,
 )
 
 TAGS = [
@@ -71,6 +78,11 @@ TAGS = [
     {"name": "export", "description": "A space as JSON lines, out and back in."},
     {"name": "keys", "description": "API keys (admin keys only)."},
     {"name": "automations", "description": "Automation notes (admin keys only)."},
+    {"name": "capability", "description": "The host memory capability's settings and provider."},
+    {
+        "name": "memory-bank",
+        "description": "Profile-scoped agent memory (Memory Bank); 503 when not wired.",
+    },
 ]
 
 

@@ -1,0 +1,214 @@
+"""The MCP provider, over stdio with the official SDK client: against orcamem's own MCP server
+(a real subprocess) and against ``broken_mcp_server.py``, which misbehaves on purpose."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orcamem.services.capability import Capability, doctor_report, render_block
+from orcamem.services.capability_settings import set_workspace_override
+from orcamem.services.providers import (
+    HEADROOM,
+    NOT_AVAILABLE,
+    NOT_SET_UP,
+    OPERATION_TIMEOUT_S,
+    ORCAMEM,
+    READY,
+    McpProvider,
+    ProviderError,
+    Scope,
+    headroom_provider,
+)
+from orcamem.services.providers.mcp import parse_orcamem_block, parse_ranked_lines
+
+BROKEN = str(Path(__file__).with_name("broken_mcp_server.py"))
+
+
+def broken(mode: str, timeout_s: float = 10.0) -> McpProvider:
+    return McpProvider([sys.executable, BROKEN, mode], timeout_s=timeout_s)
+
+
+@pytest.fixture(scope="module")
+def orcamem_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProvider]:
+    """orcamem's own MCP server as a provider (one subprocess for the module)."""
+    db = tmp_path_factory.mktemp("mcp-provider") / "memory.db"
+    command = [sys.executable, "-m", "orcamem.interfaces.mcp_server", "--db", str(db)]
+    with McpProvider(command, profile=ORCAMEM) as provider:
+        yield provider
+
+
+# -- against orcamem's own MCP server ---------------------------------------------------------
+
+
+def test_orcamem_server_is_ready_by_one_real_call(orcamem_server: McpProvider) -> None:
+    status = orcamem_server.check()
+    assert status.state == READY and status.label == "Ready"
+    assert status.detail == "orma_recall answered"
+    assert {"orma_recall", "orma_remember"} <= orcamem_server._tools
+
+
+def test_orcamem_server_saves_and_reads_back_as_text(orcamem_server: McpProvider) -> None:
+    saved = orcamem_server.save("We deploy the API with Helm on Fridays.", importance=0.9)
+    assert saved is not None and saved.startswith("mem-")
+    found = orcamem_server.search("How do we deploy the API?", top_k=5)
+    assert any("Helm on Fridays" in item.text for item in found)
+    assert all(item.id is None and item.tags == () for item in found)  # text, not records
+
+
+def test_a_scoped_save_collapses_to_the_user_layer(orcamem_server: McpProvider) -> None:
+    orcamem_server.save("Grapefruit builds cache to S3.", scope=Scope(session="a", turn="t1"))
+    found = orcamem_server.search("grapefruit builds cache", top_k=5, scope=Scope(session="zzz"))
+    assert any("Grapefruit builds cache to S3." in item.text for item in found)
+    assert orcamem_server.capabilities.scopes == ("user",)
+
+
+def test_the_capability_splices_what_the_mcp_provider_reads(
+    orcamem_server: McpProvider, tmp_path: Path
+) -> None:
+    orcamem_server.save("Honeydew releases are cut on Mondays.")
+    set_workspace_override(tmp_path, "enabled", True)
+    with Capability(tmp_path, instance_config=tmp_path / "x.json", provider=orcamem_server) as cap:
+        block = cap.before_turn("When are honeydew releases cut?").block
+    assert block.startswith("<memory>") and "Honeydew releases are cut on Mondays." in block
+    assert not (tmp_path / "memory").exists()  # no markdown files: another provider answered
+
+
+def test_the_provider_reports_its_own_limits(orcamem_server: McpProvider) -> None:
+    status = orcamem_server.check()
+    assert status.notes == orcamem_server.notes()
+    notes = " ".join(status.notes)
+    assert "single user layer" in notes
+    assert "Reads come back as text, not records" in notes
+    assert "1. [relevance=0.50] <content>" in notes
+    assert "only the content and a relevance number" in notes
+    assert "longer than 20 seconds is treated as unavailable" in notes
+    capabilities = status.capabilities
+    assert (capabilities.reads, capabilities.decay, capabilities.archive) == ("text", False, False)
+    assert capabilities.retrieval_log is False
+
+
+# -- against a deliberately broken server -----------------------------------------------------
+
+
+def test_started_and_listed_but_every_call_fails_is_installed_not_set_up() -> None:
+    with broken("fail-calls") as provider:
+        status = provider.check()
+        assert provider._tools == {"memory_search", "memory_save"}  # it launched and listed
+        assert status.state == NOT_SET_UP and status.label == "Installed, but not set up"
+        assert "embedding model" in status.detail
+        assert "do not reinstall" in status.action and "headroom memory stats" in status.action
+        with pytest.raises(ProviderError):
+            provider.save("anything")
+
+
+def test_a_server_that_dies_before_the_handshake_is_not_available() -> None:
+    with broken("crash") as provider:
+        status = provider.check()
+    assert status.state == NOT_AVAILABLE and status.label == "Not available"
+    assert "simulated crash" in status.detail  # its stderr is shown
+
+
+def test_a_server_without_the_memory_tools_is_not_available() -> None:
+    with broken("wrong-tools") as provider:
+        status = provider.check()
+    assert status.state == NOT_AVAILABLE and "memory_search" in status.detail
+
+
+def test_missing_software_is_not_available(tmp_path: Path) -> None:
+    provider = headroom_provider(python=tmp_path / "no-such" / "python")
+    status = provider.check()
+    assert status.state == NOT_AVAILABLE
+    assert "uv tool install headroom-ai" in status.action
+    assert "pip install headroom" in status.action  # the name-collision warning
+    assert provider._portal is None  # nothing was spawned
+    with pytest.raises(ProviderError, match="not installed"):
+        provider.search("x", top_k=1)
+    provider.close()
+
+
+def test_an_operation_over_the_limit_is_unavailable_and_never_blocks_the_turn(
+    tmp_path: Path,
+) -> None:
+    assert OPERATION_TIMEOUT_S == 20.0
+    assert headroom_provider().timeout_s == 20.0
+    assert McpProvider(["python"]).timeout_s == 20.0
+    set_workspace_override(tmp_path, "enabled", True)
+    messages = [{"role": "user", "content": "what do we know?"}]
+    with broken("hang", timeout_s=1.0) as provider:
+        started = time.monotonic()
+        status = provider.check()
+        assert status.state == NOT_AVAILABLE and "took longer than 1 s" in status.detail
+        assert time.monotonic() - started < 5
+        started = time.monotonic()
+        with pytest.raises(ProviderError, match="treated as unavailable"):
+            provider.search("anything", top_k=1)  # unavailable for the rest of the session
+        with Capability(tmp_path, instance_config=tmp_path / "x.json", provider=provider) as cap:
+            assert cap.prepare_messages(messages) == messages  # the turn goes on, no memory
+            assert "treated as unavailable" in (cap.before_turn("again").error or "")
+        assert time.monotonic() - started < 1
+
+
+def test_the_headroom_format_reads_as_text_lines() -> None:
+    with broken("works") as provider:
+        assert provider.check().state == READY
+        provider.save("Jackfruit uses uv for packaging.", importance=0.7)
+        found = provider.search("jackfruit packaging", top_k=5)
+    assert [(item.text, item.relevance) for item in found] == [
+        ("Jackfruit uses uv for packaging.", 0.5)
+    ]
+    assert "- Jackfruit uses uv for packaging." in render_block(found)
+
+
+def test_offline_mode_is_set_explicitly_not_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("ORCAMEM_TEST_LEAK", "1")
+    provider = McpProvider([sys.executable, BROKEN, "works"], profile=HEADROOM)
+    assert headroom_provider().env == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    with provider:
+        (seen,) = provider.search("__env__", top_k=1)
+    assert "'HF_HUB_OFFLINE': '1'" in seen.text and "'TRANSFORMERS_OFFLINE': '1'" in seen.text
+    assert "leak=False" in seen.text
+
+
+def test_headroom_is_looked_for_where_uv_installs_it_or_the_env_var(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("ORCAMEM_HEADROOM_PYTHON", raising=False)
+    assert headroom_provider().command[0].endswith("/.local/share/uv/tools/headroom-ai/bin/python")
+    monkeypatch.setenv("ORCAMEM_HEADROOM_PYTHON", str(tmp_path / "py"))
+    assert headroom_provider().command[0] == str(tmp_path / "py")
+
+
+def test_doctor_surfaces_the_mcp_state_and_notes(tmp_path: Path) -> None:
+    set_workspace_override(tmp_path, "provider", "headroom-mcp")
+    with broken("fail-calls") as provider:
+        report = doctor_report(tmp_path, instance_config=tmp_path / "x.json", provider=provider)
+        assert report["provider"]["state"] == NOT_SET_UP
+        assert report["provider"]["notes"] == list(provider.notes())
+        assert report["files"] is None
+
+
+# -- reading the text formats -----------------------------------------------------------------
+
+
+def test_ranked_lines_give_only_content_and_relevance() -> None:
+    text = "1. [relevance=0.87] Uses uv\n   Related: tooling\n2. [relevance=0.50] Tabs\nNo more."
+    assert [(r.text, r.relevance, r.tags, r.id) for r in parse_ranked_lines(text)] == [
+        ("Uses uv", 0.87, (), None),
+        ("Tabs", 0.5, (), None),
+    ]
+    assert parse_ranked_lines("No memories found.") == []
+
+
+def test_orcamem_block_items_are_read_as_text() -> None:
+    block = "## Memory\nFraming. Today is 2026-11-01.\n[user.fact: A][LOG: 2026-10-10 user: B [x]]"
+    assert [r.text for r in parse_orcamem_block(block)] == [
+        "user.fact: A",
+        "LOG: 2026-10-10 user: B [x]",
+    ]
+    assert parse_orcamem_block("Nothing in memory space 'default' matches this query yet.") == []
