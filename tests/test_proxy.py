@@ -802,7 +802,7 @@ def test_a_real_model_behind_the_proxy_gets_memory_and_its_answers_are_recorded(
 
 
 def test_proxy_latency_bench_reports_its_numbers(tmp_path: Path) -> None:
-    from orcamem.services.bench_proxy import proxy_latency
+    from orcamem.interfaces.http.bench_proxy import proxy_latency
 
     result = proxy_latency(records=300, requests=20, workdir=str(tmp_path))
     assert result["records"] == 300 and result["requests"] == 20

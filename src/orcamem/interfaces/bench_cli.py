@@ -282,7 +282,7 @@ def proxy_command(
 ) -> None:
     """Latency the memory proxy adds before the upstream's first byte (p50/p95), against a
     local stub upstream on 127.0.0.1."""
-    from ..services.bench_proxy import proxy_latency
+    from .http.bench_proxy import proxy_latency
 
     result = _run(
         lambda p: proxy_latency(records=records, requests=requests, progress=p), "proxy", as_json

@@ -32,10 +32,13 @@ from typing import Any
 
 import httpx
 
-from ..foundation.config import Config
-from ..foundation.errors import InvalidInputError
-from .bench import Progress, _percentile, _Texts, _vocabulary, machine
-from .memory import Memory
+from ...foundation.config import Config
+from ...foundation.errors import InvalidInputError
+from ...services.bench import Progress, _percentile, _Texts, _vocabulary, machine
+from ...services.memory import Memory
+from .app import create_app
+from .proxy import install
+from .settings import ServerSettings
 
 __all__ = ["proxy_latency"]
 
@@ -155,10 +158,6 @@ def proxy_latency(
         "ttfb_added_p50_ms": …, "build_context_p50_ms": …, "memory_injected": …,
         "machine": {…}, …}``
     """
-    # The one place services reach up into interfaces: this bench times the HTTP proxy itself.
-    from ..interfaces.http import ServerSettings, create_app
-    from ..interfaces.http.proxy import install
-
     if records < 1 or requests < 1 or warmup < 0:
         raise InvalidInputError(
             f"records={records}, requests={requests}, warmup={warmup}: use positive numbers"
