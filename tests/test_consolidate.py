@@ -347,3 +347,11 @@ def test_bench_consolidate_cli_json(tmp_path: Path) -> None:
     broken.write_text("{}")
     failed = CliRunner().invoke(app, ["bench", "consolidate", "--fixtures", str(broken)])
     assert failed.exit_code == 1 and "cannot read consolidation fixtures" in failed.output
+
+
+def test_a_rule_already_forbidden_in_other_words_is_not_stored_twice(sleeper: Memory) -> None:
+    sleeper.forbid("Never chain PowerShell commands with semicolons")
+    say(sleeper, "Please never chain PowerShell commands with semicolons.", "2026-10-17T18:06:00Z")
+    report = sleeper.sleep()
+    assert report.stored == [] and report.duplicates == 1
+    assert len([m for m in sleeper.facts() if m.prohibited]) == 1

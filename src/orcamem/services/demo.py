@@ -1,4 +1,5 @@
-"""The demo behind ``scripts/up``: a bundled conversation, ingested once, then a few recalls."""
+"""The demo behind ``scripts/up``: a bundled conversation, ingested and consolidated once,
+then a few recalls."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ def run_demo(mem: Memory) -> Iterator[tuple[str, str]]:
         mem.add_many(items)
         mem.remember("Prefers dark mode in every editor and terminal", category="preference")
         mem.forbid("Never chain PowerShell commands with semicolons")
-        yield "ingested", f"{len(items)} turns, 1 preference and 1 forbidden rule"
+        report = mem.sleep()  # rule-based consolidation: no model needed
+        yield (
+            "ingested",
+            (
+                f"{len(items)} turns, 1 preference and 1 forbidden rule; sleep kept "
+                f"{len(report.stored)} states, events and rules ({len(report.superseded)} superseded)"
+            ),
+        )
     for question in sample["questions"]:
         yield f"recall: {question}", mem.recall(question) or "(nothing recalled)"

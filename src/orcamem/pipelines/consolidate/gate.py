@@ -73,6 +73,23 @@ def _same(a: str | None, b: str | None) -> bool:
     return normal_words(a or "") == normal_words(b or "")
 
 
+_NEGATIONS = {"never", "don", "dont", "do", "not", "t", "stop", "please", "ever", "avoid"}
+
+
+def _same_rule(memory: MemoryRecord, claim: Claim) -> bool:
+    """A forbidden rule already held in other words: ``forbid("Never chain X")`` and the
+    consolidated ``chain X`` are one rule."""
+
+    def core(text: str) -> list[str]:
+        return [w for w in normal_words(text) if w not in _NEGATIONS]
+
+    return (
+        memory.prohibited
+        and claim.prohibited
+        and core(memory.value or memory.content) == core(claim.value)
+    )
+
+
 def _attribute(claim: Claim, active: Sequence[MemoryRecord]) -> str:
     """The attribute the claim is stored under (namespaced rules, linked exceptions)."""
     if claim.prohibited:
@@ -116,11 +133,12 @@ def apply_claims(
             (
                 m
                 for m in active
-                if m.category == category
+                if _same_rule(m, claim)
+                or (m.category == category
                 and m.entity == claim.entity
                 and m.attribute == attribute
                 and _same(m.value, claim.value)
-                and _same(m.condition, claim.condition)
+                and _same(m.condition, claim.condition))
             ),
             None,
         )
