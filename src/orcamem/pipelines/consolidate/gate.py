@@ -134,11 +134,13 @@ def apply_claims(
                 m
                 for m in active
                 if _same_rule(m, claim)
-                or (m.category == category
-                and m.entity == claim.entity
-                and m.attribute == attribute
-                and _same(m.value, claim.value)
-                and _same(m.condition, claim.condition))
+                or (
+                    m.category == category
+                    and m.entity == claim.entity
+                    and m.attribute == attribute
+                    and _same(m.value, claim.value)
+                    and _same(m.condition, claim.condition)
+                )
             ),
             None,
         )
