@@ -179,3 +179,18 @@ def test_occurred_at_is_kept_and_created_at_is_now(mem: Memory, clock: FrozenClo
     assert episode.occurred_at == "2023-05-08T11:56:00.000000Z"
     assert episode.created_at == "2026-11-01T10:00:00.000000Z"
     assert mem.add("now").occurred_at == "2026-11-01T10:00:00.000000Z"
+
+
+def test_single_reads_stay_inside_their_space(mem: Memory) -> None:
+    first = mem.add("first note", space="a")
+    second = mem.observe("user", "second", space="a", session_id="s")
+    fact = mem.remember("a fact", space="a")
+    assert mem.episode(first.id, space="a").text == "first note"
+    assert [e.id for e in mem.episodes_page(space="a", after=first.id)] == [second.id]
+    assert [e.id for e in mem.episodes_page(space="a", session_id="s")] == [second.id]
+    assert mem.memory(fact.id, space="a").content == "a fact"
+    assert mem.space_info("a").episodes == 2 and mem.space_info("b") is None
+    assert [i.name for i in mem.space_infos()] == ["a"]
+    for read in (lambda: mem.episode(first.id, space="b"), lambda: mem.memory(fact.id, space="b")):
+        with pytest.raises(NotFoundError):
+            read()

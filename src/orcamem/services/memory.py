@@ -41,7 +41,7 @@ from ..foundation.text import split_document
 from ..pipelines.consolidate.sleep import SleepReport
 from ..pipelines.ingest import prepare_writes
 from ..pipelines.recall import RecallResult, pack_context, recall
-from ..stores.base import Store
+from ..stores.base import SpaceInfo, Store
 from ..stores.sqlite import SQLiteStore
 from .sleeper import Sleeper
 
@@ -485,6 +485,35 @@ class Memory:
             "path": getattr(self.store, "path", None),
             "size_bytes": self.store.size_bytes(),
         }
+
+    def space_info(self, space: str | None = None) -> SpaceInfo | None:
+        """The space's counts and embedder, or ``None`` before its first write."""
+        return self.store.space_info(self._space(space))
+
+    def space_infos(self) -> list[SpaceInfo]:
+        """Every space with its counts."""
+        return self.store.list_spaces()
+
+    def episode(self, episode_id: int, *, space: str | None = None) -> Episode:
+        """One episode of the space (``NotFoundError`` if it is not there)."""
+        return self.store.get_episode(self._space(space), episode_id)
+
+    def episodes_page(
+        self,
+        *,
+        space: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+        session_id: str | None = None,
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
+        return self.store.page_episodes(
+            self._space(space), after=after, limit=limit, session_id=session_id
+        )
+
+    def memory(self, memory_id: str, *, space: str | None = None) -> MemoryRecord:
+        """One memory of the space (``NotFoundError`` if it is not there)."""
+        return self.store.get_memory(self._space(space), memory_id)
 
     def spaces(self) -> list[str]:
         return [info.name for info in self.store.list_spaces()]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 from dataclasses import dataclass
 
@@ -76,32 +75,15 @@ class KeyStore:
             raise InvalidInputError("a key needs at least one space (--space NAME), or --admin")
         secret = "om_" + secrets.token_urlsafe(32)
         key_id = "key-" + secrets.token_hex(4)
-        with self.store.writing() as conn:
-            conn.execute(
-                "INSERT INTO api_keys (id, hash, name, spaces, admin, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key_id, _hash(secret), name, json.dumps(sorted(spaces)), int(admin), now),
-            )
+        self.store.add_api_key(key_id, _hash(secret), name, spaces, admin, now)
         return key_id, secret
 
     def list(self) -> list[dict]:
-        with self.store.reading() as conn:
-            rows = conn.execute(
-                "SELECT id, name, spaces, admin, created_at, revoked_at FROM api_keys ORDER BY created_at"
-            ).fetchall()
-        return [
-            {"id": r[0], "name": r[1], "spaces": json.loads(r[2]), "admin": bool(r[3]),
-             "created_at": r[4], "revoked_at": r[5]}
-            for r in rows
-        ]  # fmt: skip
+        return self.store.api_keys()
 
     def revoke(self, key_id: str, now: str) -> None:
-        with self.store.writing() as conn:
-            if not conn.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (now, key_id),
-            ).rowcount:
-                raise NotFoundError(f"no active key {key_id!r}: list them with `orcamem keys list`")
+        if not self.store.revoke_api_key(key_id, now):
+            raise NotFoundError(f"no active key {key_id!r}: list them with `orcamem keys list`")
 
     def check(self, secret: str | None) -> Principal:
         """The principal of a presented secret, or ``AuthError``."""
@@ -111,11 +93,8 @@ class KeyStore:
                 "'x-api-key: <key>'); create one with `orcamem keys create --space NAME`"
             )
         digest = _hash(secret)
-        with self.store.reading() as conn:
-            row = conn.execute(
-                "SELECT id, hash, spaces, admin FROM api_keys WHERE hash = ? AND revoked_at IS NULL",
-                (digest,),
-            ).fetchone()
-        if row is None or not hmac.compare_digest(row[1], digest):
+        found = self.store.active_api_key(digest)
+        if found is None or not hmac.compare_digest(found[1], digest):
             raise AuthError("unknown or revoked API key: check the key, or create a new one")
-        return Principal(row[0], bool(row[3]), frozenset(json.loads(row[2])))
+        key_id, _, spaces, admin = found
+        return Principal(key_id, admin, frozenset(spaces))

@@ -843,6 +843,50 @@ class SQLiteStore:
             ).fetchall()
         return {line: newer for line, newer in rows}
 
+    # -- API keys (hashes only; the rules live in interfaces/http/auth.py) ---------------------
+
+    def add_api_key(
+        self, key_id: str, digest: str, name: str, spaces: Sequence[str], admin: bool, now: str
+    ) -> None:
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, hash, name, spaces, admin, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key_id, digest, name, json.dumps(sorted(spaces)), int(admin), now),
+            )
+
+    def api_keys(self) -> list[dict]:
+        """Every key's record (never a secret: only hashes are stored)."""
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT id, name, spaces, admin, created_at, revoked_at FROM api_keys "
+                "ORDER BY created_at"
+            ).fetchall()
+        return [
+            {"id": r[0], "name": r[1], "spaces": json.loads(r[2]), "admin": bool(r[3]),
+             "created_at": r[4], "revoked_at": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def revoke_api_key(self, key_id: str, now: str) -> bool:
+        """Revoke an active key; False when there is none with that id."""
+        with self.writing() as conn:
+            return bool(
+                conn.execute(
+                    "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                    (now, key_id),
+                ).rowcount
+            )
+
+    def active_api_key(self, digest: str) -> tuple[str, str, list[str], bool] | None:
+        """``(id, hash, spaces, admin)`` of the active key with that hash, if any."""
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT id, hash, spaces, admin FROM api_keys WHERE hash = ? AND revoked_at IS NULL",
+                (digest,),
+            ).fetchone()
+        return (row[0], row[1], json.loads(row[2]), bool(row[3])) if row else None
+
     # -- maintenance -----------------------------------------------------------------------
 
     def noise_floor(self, space: str, percentile: float) -> float:

@@ -68,7 +68,7 @@ def list_episodes(
     An id cursor, not an offset: appends never shift a page, and a deleted episode never
     makes one skip a row.
     """
-    rows = memory.store.page_episodes(space, after=after, limit=limit + 1, session_id=session_id)
+    rows = memory.episodes_page(space=space, after=after, limit=limit + 1, session_id=session_id)
     page = rows[:limit]
     return EpisodePage(
         episodes=[_out(e) for e in page], next_after=page[-1].id if len(rows) > limit else None
@@ -78,7 +78,7 @@ def list_episodes(
 @router.get("/{episode_id}", summary="Get an episode", responses=errors(404))
 def get_episode(memory: MemoryDep, space: SpaceDep, episode_id: EpisodeId) -> EpisodeOut:
     """One episode of the space (404 if the id is in another space)."""
-    return _out(memory.store.get_episode(space, episode_id))
+    return _out(memory.episode(episode_id, space=space))
 
 
 @router.delete("/{episode_id}", status_code=204, summary="Delete an episode", responses=errors(404))

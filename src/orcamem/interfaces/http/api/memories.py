@@ -80,7 +80,7 @@ def list_memories(
 @router.get("/{memory_id}", summary="Get a memory", responses=errors(404))
 def get_memory(memory: MemoryDep, space: SpaceDep, memory_id: MemoryId) -> MemoryOut:
     """One memory of the space, active or not (404 if the id is in another space)."""
-    return memory_out(memory.store.get_memory(space, memory_id))
+    return memory_out(memory.memory(memory_id, space=space))
 
 
 @router.delete("/{memory_id}", status_code=204, summary="Forget a memory", responses=errors(404))

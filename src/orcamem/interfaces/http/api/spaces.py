@@ -21,7 +21,7 @@ def _space(info: SpaceInfo) -> SpaceOut:
 @router.get("", summary="List spaces")
 def list_spaces(memory: MemoryDep, principal: PrincipalDep) -> SpacesOut:
     """Spaces that exist and that this key may use (an admin key sees all), by name."""
-    infos = memory.store.list_spaces()
+    infos = memory.space_infos()
     return SpacesOut(
         spaces=[_space(i) for i in infos if principal.admin or i.name in principal.spaces]
     )
@@ -35,7 +35,7 @@ def get_space(
 ) -> SpaceOut:
     """A space's counts (episodes, lines, memories) and embedder; 404 before its first write."""
     space = principal.space(space)
-    info = memory.store.space_info(space)
+    info = memory.space_info(space)
     if info is None:
         raise NotFoundError(f"no space {space!r} yet: it is created by its first write")
     return _space(info)
