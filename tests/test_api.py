@@ -19,22 +19,20 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from orcamem import Memory
-from orcamem.foundation.clock import FrozenClock
-from orcamem.interfaces.http import ServerSettings, create_app
-from orcamem.interfaces.http.api import install
-from orcamem.interfaces.http.api import sleep as sleep_route
-from orcamem.interfaces.http.auth import KeyStore
-from orcamem.services.automations import (
+from orcamem._kernel.clock import FrozenClock
+from orcamem.bank.bank import MemoryBank
+from orcamem.engine.automations import (
     NOTE_FOOTER,
     NOTE_HEADER,
     NOTE_MAX_BYTES,
     NOTE_PREAMBLE,
-    AutomationNotes,
     render_note,
 )
-from orcamem.services.memory_bank import MemoryBank
-from orcamem.stores.base import MemoryUpdate
-from orcamem.stores.sqlite import SQLiteStore
+from orcamem.engine.store import SQLiteStore
+from orcamem.engine.store.base import MemoryUpdate
+from orcamem.interfaces.http import ServerSettings, create_app
+from orcamem.interfaces.http.api import install
+from orcamem.interfaces.http.api import sleep as sleep_route
 from servers import serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -402,7 +400,7 @@ class Keyed:
 
 @pytest.fixture
 def keyed(mem: Memory, clock: FrozenClock) -> Iterator[Keyed]:
-    keys = KeyStore(mem.store)
+    keys = mem.keys
     _, admin = keys.create(spaces=[], admin=True, name="admin", now=NOW)
     # profile:<name> is the space of a Memory Bank profile (issue 5)
     _, alice = keys.create(spaces=["alice", "profile:alice"], admin=False, name="alice", now=NOW)
@@ -416,7 +414,7 @@ def keyed(mem: Memory, clock: FrozenClock) -> Iterator[Keyed]:
             "bank": bank.save(space, content=f"{space} is allergic to cats.", category="fact").id,
         }
     ids["export"] = export_text(mem, "alice").replace("alice", "carol").encode()
-    AutomationNotes(mem.store).put("nightly", "Stopped at issue 41.")
+    mem.notes.put("nightly", "Stopped at issue 41.")
     app = make_app(mem, require_keys=True)
     app.state.bank = bank
     with bank, TestClient(app) as client:
@@ -516,8 +514,8 @@ def snapshot(mem: Memory, bank: MemoryBank | None = None) -> tuple:
         export_text(mem, "bob"),
         export_text(mem, "alice"),
         mem.store.counts(),
-        mem.store.get_automation_note("nightly"),
-        KeyStore(mem.store).list(),
+        mem.store.notes.get("nightly"),
+        mem.keys.list(),
         [] if bank is None else [(i.key, i.etag) for i in bank.objects.list("")],
     )
 
@@ -612,7 +610,7 @@ def test_a_key_is_shown_once_works_and_is_revoked(keyed: Keyed, mem: Memory) -> 
 
 def test_a_keyless_loopback_server_manages_keys_for_later(client: TestClient, mem: Memory) -> None:
     created = client.post("/api/keys", json={"spaces": ["alice"]}).json()
-    assert KeyStore(mem.store).check(created["secret"]).spaces == frozenset({"alice"})
+    assert mem.keys.check(created["secret"]).spaces == frozenset({"alice"})
 
 
 # -- automation notes -----------------------------------------------------------------------------
@@ -648,7 +646,7 @@ def test_an_automation_note_is_read_replaced_and_cleared(client: TestClient, mem
     as_json = client.put(url, json={"note": "Stopped at 42."}).json()
     assert as_json["note"] == "Stopped at 42." and as_json["block"].startswith(NOTE_HEADER)
     assert client.put(url, content=b"").json()["note"] == ""
-    assert mem.store.get_automation_note("nightly-digest") is None
+    assert mem.store.notes.get("nightly-digest") is None
     client.put(url, content=b"again")
     assert client.put(url, content=b"  \n ").json()["note"] == ""
     client.put(url, json={"note": "again"})
@@ -665,7 +663,7 @@ def test_an_automation_note_is_read_replaced_and_cleared(client: TestClient, mem
     assert_error(bad, 422, "InvalidRequest", "body.note")
     assert_error(client.put(url, json={"text": "x"}), 422)
     assert_error(client.get("/api/automations/has space/memory"), 422, says="automation_id")
-    assert mem.store.get_automation_note("nightly-digest") is None
+    assert mem.store.notes.get("nightly-digest") is None
 
 
 def test_a_run_gets_the_note_block_before_the_memory_block(keyed: Keyed, mem: Memory) -> None:
@@ -693,11 +691,11 @@ def test_a_run_gets_the_note_block_before_the_memory_block(keyed: Keyed, mem: Me
 
 
 def test_store_notes_and_episode_pages(store: SQLiteStore) -> None:
-    assert store.get_automation_note("a") is None
-    store.put_automation_note("a", "one", NOW)
-    store.put_automation_note("a", "two", "2026-11-02T10:00:00Z")
-    assert store.get_automation_note("a").note == "two"
-    assert store.delete_automation_note("a") and not store.delete_automation_note("a")
+    assert store.notes.get("a") is None
+    store.notes.put("a", "one", NOW)
+    store.notes.put("a", "two", "2026-11-02T10:00:00Z")
+    assert store.notes.get("a").note == "two"
+    assert store.notes.delete("a") and not store.notes.delete("a")
     with Memory(store=store, clock=FrozenClock(NOW)) as mem:
         ids = [mem.add(f"e{i}", space="s", session_id="x" if i % 2 else None).id for i in range(4)]
         mem.add("elsewhere", space="t")
@@ -805,13 +803,13 @@ def test_the_docs_curl_snippets_run_and_print_what_the_docs_show(tmp_path: Path)
             assert not any('"error"' in line for line in out), (code, out)
             if shown is not None:
                 assert out == shown, code
-        assert mem.store.get_automation_note("nightly-digest") is None
+        assert mem.store.notes.get("nightly-digest") is None
         assert mem.stats(space="alice_copy")["episodes"] == 2
 
     with Memory(tmp_path / "keyed.db") as mem:
-        _, admin = KeyStore(mem.store).create(spaces=[], admin=True, name="ops", now=NOW)
+        _, admin = mem.keys.create(spaces=[], admin=True, name="ops", now=NOW)
         with serve(make_app(mem, require_keys=True)) as url:
             [(code, shown)] = keyed
             assert run_bash(code, url, tmp_path, ADMIN_KEY=admin) == shown
-        revoked = [key["name"] for key in KeyStore(mem.store).list() if key["revoked_at"]]
+        revoked = [key["name"] for key in mem.keys.list() if key["revoked_at"]]
         assert revoked == ["alice-app"]

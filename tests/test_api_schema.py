@@ -17,10 +17,10 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from orcamem import Memory
-from orcamem.foundation.clock import FrozenClock
+from orcamem._kernel.clock import FrozenClock
+from orcamem.bank.bank import MemoryBank
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
-from orcamem.services.memory_bank import MemoryBank
 
 EXAMPLES = 25
 

@@ -221,7 +221,7 @@ class LyingEmbedder:
     """Declares the default model's id and dim but returns shorter vectors."""
 
     def __init__(self) -> None:
-        from orcamem.foundation.embed import make_embedder
+        from orcamem._kernel.embed import make_embedder
 
         self.inner = make_embedder()
         self.id, self.dim = self.inner.id, self.inner.dim

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from orcamem import InvalidInputError
-from orcamem.interfaces.cli import app
-from orcamem.services.bench import locomo
+from orcamem.bench.runs import locomo
+from orcamem.interfaces.cli.main import app
 
 KS = (1, 5, 10, 20)
 METRICS = {
@@ -211,7 +211,7 @@ def test_bad_locomo_file_is_a_clear_error(
     with pytest.raises(InvalidInputError, match=message):
         locomo(path)
     result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(path), "--json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.stdout == ""
     assert message in " ".join(result.stderr.split())
@@ -229,7 +229,7 @@ def test_locomo_file_without_scorable_questions_is_a_clear_error(tmp_path: Path)
     sample["qa"] = [qa for qa in sample["qa"] if qa["category"] == 5]
     result = _cli_error(tmp_path, [sample])
     assert isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 1 and "error:" in result.stderr
+    assert result.exit_code == 2 and "error:" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -244,4 +244,4 @@ def test_locomo_malformed_turns_are_a_clear_error(tmp_path: Path, session: Any) 
     }
     result = _cli_error(tmp_path, [sample])
     assert isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 1 and "error:" in result.stderr
+    assert result.exit_code == 2 and "error:" in result.stderr

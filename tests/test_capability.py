@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from orcamem import ModelTimeoutError
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.llm import NOTHING, OpenAIChat
-from orcamem.services.capability import (
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.llm import NOTHING, OpenAIChat
+from orcamem.capability.capability import (
     BLOCK_CHARS,
     COLD_WARNING,
     EXTRACTION_PROMPT,
@@ -29,8 +29,8 @@ from orcamem.services.capability import (
     MemoryOffError,
     render_block,
 )
-from orcamem.services.capability_settings import set_workspace_override
-from orcamem.services.providers import (
+from orcamem.capability.markdown.store import BANNER_HEADLINE
+from orcamem.capability.providers import (
     HEADROOM,
     MarkdownProvider,
     McpProvider,
@@ -38,7 +38,7 @@ from orcamem.services.providers import (
     Recalled,
     Scope,
 )
-from orcamem.stores.markdown import BANNER_HEADLINE
+from orcamem.capability.settings import set_workspace_override
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
 
@@ -490,8 +490,9 @@ def test_extraction_with_a_real_small_model(on: Path, base: Path, llama_server: 
 def test_module_doctests() -> None:
     import doctest
 
-    from orcamem.services import capability, capability_settings
-    from orcamem.services.providers import base, mcp
+    from orcamem.capability import capability
+    from orcamem.capability import settings as capability_settings
+    from orcamem.capability.providers import base, mcp
 
     for module in (capability, capability_settings, base, mcp):
         result = doctest.testmod(module)

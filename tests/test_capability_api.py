@@ -8,9 +8,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from orcamem import Memory
+from orcamem.capability.settings import set_workspace_override
 from orcamem.interfaces.http import create_app
 from orcamem.interfaces.http.api.capability import router
-from orcamem.services.capability_settings import set_workspace_override
 
 
 def make_app(memory: Memory) -> object:

@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from orcamem.interfaces.capability_cli import register
-from orcamem.services.capability_settings import load_settings
+from orcamem.capability.settings import load_settings
+from orcamem.interfaces.cli.capability import register
 
 runner = CliRunner()
 

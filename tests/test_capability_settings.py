@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from orcamem import InvalidInputError
-from orcamem.foundation.config import headroom_python, instance_config_path
-from orcamem.services.capability import Capability
-from orcamem.services.capability_settings import (
+from orcamem._kernel.config import headroom_python, instance_config_path
+from orcamem.capability.capability import Capability
+from orcamem.capability.settings import (
     DEFAULTS,
     FIELDS,
     SettingsFileError,

@@ -12,9 +12,9 @@ import typer
 from typer.testing import CliRunner, Result
 
 from orcamem import Config, Memory
-from orcamem.foundation.model import NewMemory
-from orcamem.interfaces.cli import app
-from orcamem.stores.base import MemoryUpdate
+from orcamem._kernel.model import NewMemory
+from orcamem.engine.store.base import MemoryUpdate
+from orcamem.interfaces.cli.main import app
 
 runner = CliRunner()
 
@@ -590,5 +590,5 @@ def test_bench_latency_several_sizes_after_one_option() -> None:
 def test_bench_latency_table_and_bad_size() -> None:
     table = run("bench", "latency", "--records", 20, "--queries", 3, "--adds", 3).stdout
     assert "records" in table and "add p50" in table and "│ 20 " in table
-    bad = run("bench", "latency", "--records", 0, "--queries", 3, "--adds", 3, code=1)
+    bad = run("bench", "latency", "--records", 0, "--queries", 3, "--adds", 3, code=2)
     assert "records=0" in flat(bad.stderr)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from orcamem import Memory
-from orcamem.foundation.clock import FrozenClock
-from orcamem.pipelines.consolidate.anchor import anchor, find_when, zone
-from orcamem.pipelines.consolidate.claims import Claim, SourceLine, claim_from_json
-from orcamem.pipelines.consolidate.rules import rule_claims
-from orcamem.pipelines.consolidate.sleep import verify_claims
-from orcamem.pipelines.consolidate.verify import (
+from orcamem._kernel.clock import FrozenClock
+from orcamem.engine.consolidate.anchor import anchor, find_when, zone
+from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
+from orcamem.engine.consolidate.rules import rule_claims
+from orcamem.engine.consolidate.sleep import verify_claims
+from orcamem.engine.consolidate.verify import (
     carry_pronouns,
     check_citations,
     check_grounding,
@@ -305,7 +305,7 @@ def test_spaces_sleep_apart(sleeper: Memory) -> None:
 def test_cli_sleep_and_facts_history(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from orcamem.interfaces.cli import app
+    from orcamem.interfaces.cli.main import app
 
     db = str(tmp_path / "cli.db")
     runner = CliRunner()
@@ -324,7 +324,7 @@ def test_cli_sleep_and_facts_history(tmp_path: Path) -> None:
 
 
 def test_bench_consolidate_rules_meets_its_bar() -> None:
-    from orcamem.services.bench import consolidate
+    from orcamem.bench.runs import consolidate
 
     result = consolidate()
     assert result["extractor"] == "rules"
@@ -338,7 +338,7 @@ def test_bench_consolidate_cli_json(tmp_path: Path) -> None:
 
     from typer.testing import CliRunner
 
-    from orcamem.interfaces.cli import app
+    from orcamem.interfaces.cli.main import app
 
     done = CliRunner().invoke(app, ["bench", "consolidate", "--json"])
     assert done.exit_code == 0, done.output
@@ -346,7 +346,7 @@ def test_bench_consolidate_cli_json(tmp_path: Path) -> None:
     broken = tmp_path / "f.json"
     broken.write_text("{}")
     failed = CliRunner().invoke(app, ["bench", "consolidate", "--fixtures", str(broken)])
-    assert failed.exit_code == 1 and "cannot read consolidation fixtures" in failed.output
+    assert failed.exit_code == 2 and "cannot read consolidation fixtures" in failed.output
 
 
 def test_a_rule_already_forbidden_in_other_words_is_not_stored_twice(sleeper: Memory) -> None:

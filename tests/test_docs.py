@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.interfaces.cli import app
+from orcamem.interfaces.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

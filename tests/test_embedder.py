@@ -19,13 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from orcamem import EmbedderError, EmbedderMismatchError, InvalidInputError, Memory
-from orcamem.foundation.embed import (
-    DEFAULT_MODEL_DIR,
-    OpenAIEmbedder,
-    StaticEmbedder,
-    make_embedder,
-)
-from orcamem.interfaces.cli import app
+from orcamem._kernel.embed import DEFAULT_MODEL_DIR, OpenAIEmbedder, StaticEmbedder, make_embedder
+from orcamem.interfaces.cli.main import app
 
 DIM = 64
 

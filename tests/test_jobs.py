@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.foundation.clock import FrozenClock, format_time, parse_time
-from orcamem.foundation.errors import InvalidInputError, InvalidSpaceError, NotFoundError
-from orcamem.pipelines.jobs import (
+from orcamem._kernel.clock import FrozenClock, format_time, parse_time
+from orcamem._kernel.jobs.queue import (
     NOTHING,
     AttemptFailed,
     Job,
@@ -36,8 +35,9 @@ from orcamem.pipelines.jobs import (
     check_items,
     classify_output,
 )
-from orcamem.stores.sqlite import SQLiteStore
-from orcamem.stores.sqlite.jobs import SQLiteJobStore
+from orcamem.engine.store import SQLiteStore
+from orcamem.engine.store.jobs import SQLiteJobStore
+from orcamem.errors import InvalidInputError, InvalidSpaceError, NotFoundError
 
 T0 = "2026-11-01T10:00:00Z"
 
@@ -428,7 +428,7 @@ def test_a_transient_failure_reschedules_after_30_seconds(
 
     def store_busy_in_apply(job: Job) -> JobResult:
         def apply() -> None:
-            from orcamem.foundation.errors import StoreError
+            from orcamem.errors import StoreError
 
             raise StoreError("database is locked")
 
@@ -558,9 +558,9 @@ def test_a_worker_thread_runs_jobs_until_stopped(
 
 RACER = textwrap.dedent("""
     import os, sys, time
-    from orcamem.pipelines.jobs import JobQueue
-    from orcamem.stores.sqlite import SQLiteStore
-    from orcamem.stores.sqlite.jobs import SQLiteJobStore
+    from orcamem._kernel.jobs.queue import JobQueue
+    from orcamem.engine.store import SQLiteStore
+    from orcamem.engine.store.jobs import SQLiteJobStore
     path, name, now, go = sys.argv[1:5]
     queue = JobQueue(SQLiteJobStore(SQLiteStore(path, synchronous="NORMAL")))
     print("ready", flush=True)
@@ -606,10 +606,10 @@ def test_racing_processes_never_claim_the_same_job(
 
 VICTIM = textwrap.dedent("""
     import sys, time
-    from orcamem.foundation.clock import FrozenClock
-    from orcamem.pipelines.jobs import JobQueue, JobResult, JobWorker
-    from orcamem.stores.sqlite import SQLiteStore
-    from orcamem.stores.sqlite.jobs import SQLiteJobStore
+    from orcamem._kernel.clock import FrozenClock
+    from orcamem._kernel.jobs.queue import JobQueue, JobResult, JobWorker
+    from orcamem.engine.store import SQLiteStore
+    from orcamem.engine.store.jobs import SQLiteJobStore
     path, now, where = sys.argv[1:4]
     store = SQLiteStore(path, synchronous="NORMAL")
     queue = JobQueue(SQLiteJobStore(store))

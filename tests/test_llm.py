@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 
 from orcamem import ClosedError, InvalidInputError, ModelError, ModelOutputError, ModelTimeoutError
-from orcamem.foundation.config import (
+from orcamem._kernel.config import (
     DEFAULT_ANTHROPIC_BASE_URL,
     DEFAULT_ANTHROPIC_MODEL,
     anthropic_api_key,
     anthropic_base_url,
     anthropic_model,
 )
-from orcamem.foundation.llm import (
+from orcamem._kernel.llm import (
     NOTHING,
     AnthropicChat,
     ChatModel,

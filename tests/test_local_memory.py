@@ -13,23 +13,13 @@ from pathlib import Path
 import pytest
 
 from local_memory_helpers import KeyedModel, ScriptedModel, items, tree, turn, wait_until
-from orcamem.foundation.clock import FrozenClock, format_time
-from orcamem.foundation.config import memory_dir
-from orcamem.foundation.errors import (
-    InvalidInputError,
-    NotFoundError,
-    QueueFullError,
-    RevisionConflictError,
-)
-from orcamem.pipelines.jobs import JobQueue, job_id
-from orcamem.pipelines.local_memory import (
-    MAX_RECALL_BYTES,
-    MAX_SOURCE_BYTES,
-    build_source,
-    pack_recall,
-)
-from orcamem.services.local_memory import BARRIER_S, LocalMemory
-from orcamem.stores.ledger import (
+from orcamem._kernel.clock import FrozenClock, format_time
+from orcamem._kernel.config import memory_dir
+from orcamem._kernel.jobs.queue import JobQueue, job_id
+from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
+from orcamem.local.extract import MAX_RECALL_BYTES, MAX_SOURCE_BYTES, build_source, pack_recall
+from orcamem.local.jobs import FileJobStore
+from orcamem.local.ledger import (
     KEEP_CANDIDATES,
     MARKDOWN_NEWEST,
     MAX_EXPLICIT_BYTES,
@@ -39,8 +29,8 @@ from orcamem.stores.ledger import (
     project_identity,
     publish_project_json,
 )
-from orcamem.stores.ledger_jobs import FileJobStore
-from orcamem.stores.transcript import JsonlTranscript
+from orcamem.local.memory import BARRIER_S, LocalMemory
+from orcamem.local.transcript import JsonlTranscript
 
 T0 = "2026-11-01T10:00:00Z"
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from orcamem.foundation.clock import FrozenClock, format_time
-from orcamem.interfaces.cli import app
-from orcamem.services.local_memory import LocalMemory
-from orcamem.stores.ledger import Candidate
+from orcamem._kernel.clock import FrozenClock, format_time
+from orcamem.interfaces.cli.main import app
+from orcamem.local.ledger import Candidate
+from orcamem.local.memory import LocalMemory
 
 runner = CliRunner()
 

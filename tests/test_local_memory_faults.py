@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from local_memory_helpers import ScriptedModel, items, turn, wait_until
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.errors import TransientError
-from orcamem.pipelines.jobs import JobWorker
-from orcamem.services.local_memory import LocalMemory
-from orcamem.stores import ledger_index
-from orcamem.stores.transcript import JsonlTranscript
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.jobs.queue import JobWorker
+from orcamem.errors import TransientError
+from orcamem.local import index as ledger_index
+from orcamem.local.memory import LocalMemory
+from orcamem.local.transcript import JsonlTranscript
 
 T0 = "2026-11-01T10:00:00Z"
 
@@ -65,9 +65,9 @@ def spawn(code: str, *args: str) -> subprocess.Popen:
 
 VICTIM = textwrap.dedent("""
     import sys, time
-    from orcamem.foundation.clock import FrozenClock
-    from orcamem.services.local_memory import LocalMemory
-    from orcamem.stores import ledger
+    from orcamem._kernel.clock import FrozenClock
+    from orcamem.local.memory import LocalMemory
+    from orcamem.local import ledger
 
     project, now = sys.argv[1:3]
 
@@ -248,7 +248,7 @@ def test_a_lock_held_by_another_process_delays_writes_never_reads_and_loses_noth
 def test_the_session_worker_retries_a_capture_that_met_a_busy_lock_after_30_seconds(
     project: Path, transcript: JsonlTranscript, clock: FrozenClock, monkeypatch
 ) -> None:
-    from orcamem.services import local_memory as service
+    from orcamem.local import memory as service
 
     monkeypatch.setattr(service, "RETRY_S", 0.2)  # the 30 s of the spec, shortened for the test
     model = ScriptedModel(items(("project", "Feature flags live in LaunchDarkly.")))
@@ -381,7 +381,7 @@ def test_cancellation_releases_the_lease_without_using_an_attempt(
 
 
 def test_the_worker_looks_again_30_seconds_after_a_store_failure() -> None:
-    from orcamem.services import local_memory as service
+    from orcamem.local import memory as service
 
     assert service.RETRY_S == 30.0
     calls: list[float] = []

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from local_memory_helpers import turn
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.llm import OpenAIChat
-from orcamem.foundation.redact import find_secrets
-from orcamem.pipelines.local_memory import MAX_SOURCE_BYTES
-from orcamem.services.local_memory import LocalMemory
-from orcamem.stores.ledger import CATEGORIES, MAX_CANDIDATE_CHARS
-from orcamem.stores.transcript import JsonlTranscript
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.llm import OpenAIChat
+from orcamem._kernel.redact import find_secrets
+from orcamem.local.extract import MAX_SOURCE_BYTES
+from orcamem.local.ledger import CATEGORIES, MAX_CANDIDATE_CHARS
+from orcamem.local.memory import LocalMemory
+from orcamem.local.transcript import JsonlTranscript
 
 pytest_plugins = ["llm_server"]
 

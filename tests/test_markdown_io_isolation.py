@@ -13,11 +13,11 @@ import pytest
 import orcamem
 
 SRC = Path(orcamem.__file__).resolve().parent
-IO_MODULE = SRC / "stores" / "markdown_io.py"
+IO_MODULE = SRC / "capability" / "markdown" / "io.py"
 PROVIDER_MODULES = [
-    SRC / "stores" / "markdown.py",
-    SRC / "pipelines" / "recall" / "markdown_score.py",
-    SRC / "services" / "providers" / "markdown.py",
+    SRC / "capability" / "markdown" / "store.py",
+    SRC / "recall" / "markdown.py",
+    SRC / "capability" / "providers" / "markdown.py",
 ]
 
 ALLOWED_IMPORTS = {"__future__": None, "pathlib": {"Path"}, "os": {"fsync"}}

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.foundation.clock import FrozenClock
-from orcamem.pipelines.recall import markdown_score
-from orcamem.pipelines.recall.presets import PRESETS, get_preset
-from orcamem.stores import markdown as markdown_module
-from orcamem.stores.markdown import (
+from orcamem._kernel.clock import FrozenClock
+from orcamem.capability.markdown import store as markdown_module
+from orcamem.capability.markdown.store import (
     BANNER_HEADLINE,
     MarkdownEntry,
     MarkdownStore,
     parse_entry,
     render_entry,
 )
+from orcamem.recall import markdown as markdown_score
+from orcamem.recall.presets import PRESETS, get_preset
 
 SPEC_FILE = """---
 id: 20260828T193000-a1b2c3d4

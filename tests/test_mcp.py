@@ -21,15 +21,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from orcamem import Memory
+from orcamem.bench.mcp import mcp_recall_latency
+from orcamem.engine.store.base import MemoryUpdate
 from orcamem.interfaces.http import ServerSettings, create_app
-from orcamem.interfaces.mcp_server import TOOLS, install
-from orcamem.services.bench_mcp import mcp_recall_latency
-from orcamem.stores.base import MemoryUpdate
+from orcamem.interfaces.mcp.server import TOOLS, install
 from servers import serve as serving
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "mcp.md"
-SERVER = [sys.executable, "-m", "orcamem.interfaces.mcp_server"]
+SERVER = [sys.executable, "-m", "orcamem", "mcp"]
 NOW = "2026-11-01T10:00:00.000000Z"
 
 
@@ -100,7 +100,7 @@ def runnable(command: str, args: list[str]) -> list[str]:
     assert args[:1] == ["mcp"], f"unexpected orcamem command in the doc: {args}"
     import typer.main
 
-    from orcamem.interfaces.cli import app
+    from orcamem.interfaces.cli.main import app
 
     script = Path(sys.executable).with_name("orcamem")
     if script.exists() and "mcp" in typer.main.get_command(app).commands:  # type: ignore[attr-defined]

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.services.capability import Capability, doctor_report, render_block
-from orcamem.services.capability_settings import set_workspace_override
-from orcamem.services.providers import (
+from orcamem.capability.capability import Capability, doctor_report, render_block
+from orcamem.capability.providers import (
     HEADROOM,
     NOT_AVAILABLE,
     NOT_SET_UP,
@@ -24,7 +23,8 @@ from orcamem.services.providers import (
     Scope,
     headroom_provider,
 )
-from orcamem.services.providers.mcp import parse_orcamem_block, parse_ranked_lines
+from orcamem.capability.providers.mcp import parse_orcamem_block, parse_ranked_lines
+from orcamem.capability.settings import set_workspace_override
 
 BROKEN = str(Path(__file__).with_name("broken_mcp_server.py"))
 
@@ -37,7 +37,7 @@ def broken(mode: str, timeout_s: float = 10.0) -> McpProvider:
 def orcamem_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProvider]:
     """orcamem's own MCP server as a provider (one subprocess for the module)."""
     db = tmp_path_factory.mktemp("mcp-provider") / "memory.db"
-    command = [sys.executable, "-m", "orcamem.interfaces.mcp_server", "--db", str(db)]
+    command = [sys.executable, "-m", "orcamem", "mcp", "--db", str(db)]
     with McpProvider(command, profile=ORCAMEM) as provider:
         yield provider
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
-from orcamem.foundation.clock import FrozenClock
+from orcamem._kernel.clock import FrozenClock
 
 
 def test_walkthrough_from_the_issue(mem: Memory, tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from orcamem import InvalidInputError, NotFoundError
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.llm import OpenAIChat
-from orcamem.services.memory_bank import (
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.llm import OpenAIChat
+from orcamem.bank.bank import (
     MAX_RAW_INPUT_BYTES,
     PROCESSOR_DEADLINE_S,
     REFRESH_TTL_S,
@@ -34,7 +34,7 @@ from orcamem.services.memory_bank import (
     MemoryProcessor,
     space_for,
 )
-from orcamem.stores.objects import (
+from orcamem.bank.objects import (
     FileObjectStore,
     MemoryObjectStore,
     ObjectStore,
@@ -314,7 +314,7 @@ def test_a_call_past_the_deadline_counts_as_failed(
 
 
 def bank_model(fake: FakeAnthropic) -> Any:
-    from orcamem.foundation.llm import AnthropicChat
+    from orcamem._kernel.llm import AnthropicChat
 
     return AnthropicChat(api_key="sk-test", base_url=fake.url, model="claude-haiku-4-5-20251001")
 
@@ -753,8 +753,8 @@ def test_two_runners_in_memory_lose_no_update(clock: FrozenClock) -> None:
 
 RUNNER = """
 import sys
-from orcamem.services.memory_bank import MemoryBank
-from orcamem.stores.objects import FileObjectStore
+from orcamem.bank.bank import MemoryBank
+from orcamem.bank.objects import FileObjectStore
 bank = MemoryBank(FileObjectStore(sys.argv[1]), profiles={"p": []})
 for _ in range(15):
     bank.mark_accessed("p", [sys.argv[2]])
@@ -799,7 +799,7 @@ def test_the_bank_commands_over_a_directory(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from orcamem.interfaces.bank_cli import register
+    from orcamem.interfaces.cli.bank import register
 
     orca_home = Path(os.environ["ORCA_HOME"])
     orca_home.mkdir(parents=True, exist_ok=True)
@@ -830,6 +830,6 @@ def test_the_bank_commands_over_a_directory(tmp_path: Path) -> None:
     assert listed["memories"][0]["accessCount"] == 2  # the recall and the injection
     too_big = run("save", "cli", "x" * 4097)
     assert too_big.exit_code == 2 and "4 KiB" in too_big.output
-    assert run("list", "nobody").exit_code == 2
+    assert run("list", "nobody").exit_code == 1
     assert run("delete", "cli", memory_id).exit_code == 0
-    assert run("delete", "cli", memory_id).exit_code == 2
+    assert run("delete", "cli", memory_id).exit_code == 1

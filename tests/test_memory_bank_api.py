@@ -13,12 +13,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from orcamem import Memory
-from orcamem.foundation.clock import FrozenClock
+from orcamem._kernel.clock import FrozenClock
+from orcamem.bank.bank import MemoryBank
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install as install_api
-from orcamem.interfaces.mcp_server import BANK_TOOLS, TOOLS
-from orcamem.interfaces.mcp_server import install as install_mcp
-from orcamem.services.memory_bank import MemoryBank
+from orcamem.interfaces.mcp.server import BANK_TOOLS, TOOLS
+from orcamem.interfaces.mcp.server import install as install_mcp
 from servers import serve
 from test_api import assert_error, make_app
 from test_mcp import http_session, ok, refused
@@ -308,7 +308,7 @@ async def test_the_memory_tools_over_mcp_with_profile_keys(
 def test_without_a_bank_mcp_serves_only_the_core_tools(mem: Memory) -> None:
     import anyio
 
-    from orcamem.interfaces.mcp_server import build_server
+    from orcamem.interfaces.mcp.server import build_server
 
     async def names(**kwargs: Any) -> list[str]:
         return sorted(t.name for t in await build_server(mem, **kwargs).list_tools())

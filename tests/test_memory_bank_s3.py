@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.config import S3Settings, memory_bank_s3
-from orcamem.services.memory_bank import BankMemory, MemoryBank
-from orcamem.stores.objects import LIST_PAGE_SIZE, PreconditionFailedError, S3ObjectStore
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.config import S3Settings, memory_bank_s3
+from orcamem.bank.bank import BankMemory, MemoryBank
+from orcamem.bank.objects import LIST_PAGE_SIZE, PreconditionFailedError, S3ObjectStore
 from test_memory_bank import _two_writers
 
 pytest_plugins = ["s3_server"]

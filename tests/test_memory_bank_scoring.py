@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from orcamem.pipelines.recall import bank as scoring
-from orcamem.pipelines.recall.presets import get_preset
+from orcamem.recall import bank as scoring
+from orcamem.recall.presets import get_preset
 
 
 def test_the_bank_preset_holds_the_documented_weights() -> None:

@@ -35,7 +35,6 @@ from openai import OpenAI
 
 from orcamem import Memory
 from orcamem.interfaces.http import ServerSettings, create_app
-from orcamem.interfaces.http.auth import KeyStore
 from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install
 from servers import serve
 
@@ -596,7 +595,7 @@ def test_models_and_other_v1_paths_pass_through_faithfully(stub: Stub, proxy: st
 def test_a_key_for_one_space_cannot_use_another_and_is_never_forwarded(
     mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    keys = KeyStore(mem.store)
+    keys = mem.keys
     _, alice = keys.create(spaces=["user_alice"], admin=False, name="alice", now=NOW)
     app = proxy_app(mem, upstream=f"{stub.url}/v1", require_keys=True)
     question = {"messages": [{"role": "user", "content": "Who am I?"}]}
@@ -630,7 +629,7 @@ def test_a_key_for_one_space_cannot_use_another_and_is_never_forwarded(
 
 
 def test_the_space_is_checked_before_the_missing_upstream(mem: Memory) -> None:
-    _, alice = KeyStore(mem.store).create(spaces=["user_alice"], admin=False, name="a", now=NOW)
+    _, alice = mem.keys.create(spaces=["user_alice"], admin=False, name="a", now=NOW)
     client = TestClient(proxy_app(mem, require_keys=True))
     chat = {"messages": [{"role": "user", "content": "Hi"}]}
     headers = {"authorization": f"Bearer {alice}"}
@@ -802,7 +801,7 @@ def test_a_real_model_behind_the_proxy_gets_memory_and_its_answers_are_recorded(
 
 
 def test_proxy_latency_bench_reports_its_numbers(tmp_path: Path) -> None:
-    from orcamem.interfaces.http.bench_proxy import proxy_latency
+    from orcamem.bench.proxy import proxy_latency
 
     result = proxy_latency(records=300, requests=20, workdir=str(tmp_path))
     assert result["records"] == 300 and result["requests"] == 20

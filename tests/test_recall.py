@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, Memory
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.text import date_ranges, fts_query
-from orcamem.pipelines.recall import signals
-from orcamem.pipelines.recall.pipeline import _asks
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.text import date_ranges, fts_query
+from orcamem.recall import signals
+from orcamem.recall.hybrid import _asks
 
 # -- pure functions ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orcamem.foundation.redact import KINDS, Finding, find_secrets, has_secrets, marker, redact
+from orcamem._kernel.redact import KINDS, Finding, find_secrets, has_secrets, marker, redact
 
 RNG = random.Random(20261101)
 ALNUM = string.ascii_letters + string.digits
@@ -339,6 +339,6 @@ def test_redaction_is_idempotent_and_leaves_no_finding(text: str) -> None:
 @given(texts)
 def test_one_pass_is_enough(text: str) -> None:
     """Replacing the findings of the input exposes no new secret (the safety net never runs)."""
-    from orcamem.foundation.redact import _replace
+    from orcamem._kernel.redact import _replace
 
     assert find_secrets(_replace(text, find_secrets(text))) == []

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from orcamem.pipelines.recall.signals import (
+from orcamem.recall.signals import (
     above_floor,
     ebbinghaus_retention,
     hawkes_intensity,

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, Memory
-from orcamem.foundation.clock import FrozenClock
-from orcamem.foundation.errors import LeaseLostError
-from orcamem.foundation.llm import OpenAIChat
-from orcamem.foundation.text import STOPWORDS
-from orcamem.pipelines.consolidate.jobs import CONSOLIDATE
-from orcamem.pipelines.consolidate.verify import normal_words
-from orcamem.pipelines.jobs import JobWorker
-from orcamem.services.sleeper import Sleeper
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.jobs.queue import JobWorker
+from orcamem._kernel.llm import OpenAIChat
+from orcamem._kernel.text import STOPWORDS
+from orcamem.engine.consolidate.jobs import CONSOLIDATE
+from orcamem.engine.consolidate.verify import normal_words
+from orcamem.engine.sleeper import Sleeper
+from orcamem.errors import LeaseLostError
 
 pytest_plugins = ["llm_server"]
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from orcamem import EmbedderMismatchError, NotFoundError, StoreError
-from orcamem.foundation.model import NewEpisode, NewMemory
-from orcamem.stores.base import EpisodeWrite, MemoryUpdate, Store
+from orcamem._kernel.model import NewEpisode, NewMemory
+from orcamem.engine.store.base import EpisodeWrite, MemoryUpdate, Store
 
 NOW = "2026-11-01T10:00:00.000000Z"
 DIM = 8
@@ -197,8 +197,8 @@ def test_episodes_cannot_be_updated(ready: Store) -> None:
 
 
 def test_sqlite_migrations_apply_once(tmp_path) -> None:
-    from orcamem.stores.sqlite import SQLiteStore
-    from orcamem.stores.sqlite.migrations import LATEST, MIGRATIONS
+    from orcamem.engine.store import SQLiteStore
+    from orcamem.engine.store.migrations import LATEST, MIGRATIONS
 
     path = tmp_path / "m.db"
     for _ in range(2):
@@ -209,7 +209,7 @@ def test_sqlite_migrations_apply_once(tmp_path) -> None:
 
 
 def test_sqlite_nested_writes_are_savepoints(tmp_path) -> None:
-    from orcamem.stores.sqlite import SQLiteStore
+    from orcamem.engine.store import SQLiteStore
 
     with SQLiteStore(tmp_path / "n.db") as sqlite_store:
         sqlite_store.ensure_space("a", "test", DIM, NOW)

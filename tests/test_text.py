@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orcamem import InvalidInputError, Memory
-from orcamem.foundation.text import (
+from orcamem._kernel.text import (
     STOPWORDS,
     estimate_tokens,
     fts_query,

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.testclient import TestClient
 
 from orcamem import InvalidInputError, Memory
-from orcamem.interfaces.http.loadtest import load_test
+from orcamem.bench.load import load_test
 from orcamem.interfaces.http.server import build_app
 from orcamem.interfaces.http.settings import ServerSettings
 from servers import serve

@@ -1,5 +1,5 @@
 """``python -m orcamem`` is the ``orcamem`` command."""
 
-from .interfaces.cli import main
+from .interfaces.cli.main import main
 
 main()

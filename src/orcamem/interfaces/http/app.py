@@ -12,8 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ... import __version__
-from ...services.memory import Memory
-from .auth import KeyStore
+from ...engine.memory import Memory
 from .errors import error_body, install_error_handlers
 from .settings import ServerSettings
 
@@ -53,7 +52,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     )
     app.state.memory = memory
     app.state.settings = settings
-    app.state.keys = KeyStore(memory.store) if settings.require_keys else None
+    app.state.keys = memory.keys if settings.require_keys else None
     app.state.capability_workspace = settings.workspace
     install_error_handlers(app)
 

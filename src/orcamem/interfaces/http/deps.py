@@ -11,8 +11,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from ...services.memory import Memory
-from .auth import ADMIN, KeyStore, Principal
+from ...engine.keys import ADMIN, ApiKeys, Principal
+from ...engine.memory import Memory
 from .settings import ServerSettings
 
 __all__ = [
@@ -46,7 +46,7 @@ def presented_key(headers: dict[str, str] | object) -> str | None:
 
 def get_principal(request: Request) -> Principal:
     """Admin on a keyless loopback server; otherwise the presented key's principal."""
-    keys: KeyStore | None = request.app.state.keys
+    keys: ApiKeys | None = request.app.state.keys
     if keys is None:
         return ADMIN
     return keys.check(presented_key(request.headers))

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ...foundation.errors import OrcamemError
+from ...errors import OrcamemError
 
 __all__ = ["error_body", "install_error_handlers"]
 

@@ -45,16 +45,19 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ...foundation.config import openai_api_key
-from ...foundation.errors import (
+from ..._kernel.config import openai_api_key
+from ..._kernel.model import DEFAULT_SPACE
+from ..._kernel.text import message_text
+from ...engine.keys import Principal
+from ...engine.memory import Memory
+from ...errors import (
     InvalidInputError,
     InvalidSpaceError,
     ModelError,
-    ModelTimeoutError,
+    UpstreamNotConfiguredError,
+    UpstreamTimeoutError,
+    UpstreamUnreachableError,
 )
-from ...foundation.model import DEFAULT_SPACE
-from ...services.memory import Memory
-from .auth import Principal
 from .deps import get_principal
 from .errors import error_body
 from .settings import ServerSettings
@@ -84,24 +87,6 @@ _PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _MAX_REPLY_BYTES = 8 * 1024 * 1024
 _STATE = "upstream_http"
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"  # RFC 3986 pchar: the decoded path param is re-encoded
-
-
-class UpstreamNotConfiguredError(ModelError):
-    """The proxy has no upstream model server to forward to."""
-
-    status = 503
-
-
-class UpstreamUnreachableError(ModelError):
-    """The upstream model server refused or dropped the connection."""
-
-    status = 502
-
-
-class UpstreamTimeoutError(ModelTimeoutError):
-    """The upstream model server sent no answer within ``upstream_timeout_s``."""
-
-    status = 504
 
 
 # Proxy routes speak OpenAI's wire format (OpenAI publishes that schema); they stay out of
@@ -348,19 +333,6 @@ def _upstream_request(
     return httpx.Request(method, url, headers=headers, content=body)
 
 
-def _text(content: Any) -> str:
-    """The text of an OpenAI message content: a string, or a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in (None, "text")
-        )
-    return ""
-
-
 def _unanswered_user_text(messages: list[dict[str, Any]]) -> str:
     """The latest user message if no assistant message follows it, else ``""``.
 
@@ -371,8 +343,8 @@ def _unanswered_user_text(messages: list[dict[str, Any]]) -> str:
         role = message.get("role")
         if role == "assistant":
             return ""
-        if role == "user" and _text(message.get("content")).strip():
-            return _text(message.get("content"))
+        if role == "user" and message_text(message.get("content")).strip():
+            return message_text(message.get("content"))
     return ""
 
 
@@ -433,7 +405,7 @@ class _Reply:
             message = _first_choice(json.loads(self._buffer)).get("message")
         except ValueError:
             return ""
-        return _text(message.get("content")) if isinstance(message, dict) else ""
+        return message_text(message.get("content")) if isinstance(message, dict) else ""
 
 
 def _first_choice(event: Any) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from fastapi import FastAPI
 
-from ...services.memory import Memory
-from ...services.memory_bank import MemoryBank
+from ...bank.bank import MemoryBank
+from ...engine.memory import Memory
 from .app import create_app
 from .settings import ServerSettings
 
@@ -44,7 +44,7 @@ def build_app(
 
         install_proxy(app)
     if "mcp" in wanted:
-        from ..mcp_server import install as install_mcp
+        from ..mcp.server import install as install_mcp
 
         install_mcp(app)
     if "ui" in wanted:

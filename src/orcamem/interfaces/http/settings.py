@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from ...foundation.errors import InvalidInputError
+from ...errors import InvalidInputError
 
 __all__ = ["ServerSettings"]
 

@@ -3,7 +3,7 @@
 Admin keys only: automations belong to the host that schedules them, not to a space. ``PUT``
 replaces the note (``text/plain``: the body is the note; ``application/json``:
 ``{"note": "..."}``); an empty or blank body clears it. ``GET`` returns the note and the
-context block a run receives (``services.automations.render_note``).
+context block a run receives (``engine.automations.render_note``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from ....services.automations import AutomationNotes, render_note
-from ....stores.base import AutomationNote
+from ....engine.automations import render_note
+from ....engine.store.base import AutomationNote
 from ..deps import MemoryDep
 from .common import RawBodyDep, require_admin
 from .schemas import ID_PATTERN, NoteIn, NoteOut, errors
@@ -44,8 +44,7 @@ def _out(automation_id: str, note: AutomationNote | None) -> NoteOut:
 @router.get("/{automation_id}/memory", summary="Read an automation's note")
 def get_note(memory: MemoryDep, automation_id: AutomationId) -> NoteOut:
     """The note and the block the next run receives; an empty note when there is none."""
-    notes = AutomationNotes(memory.store, memory.clock)
-    return _out(automation_id, notes.get(automation_id))
+    return _out(automation_id, memory.notes.get(automation_id))
 
 
 @router.put(
@@ -77,12 +76,11 @@ def put_note(
             raise RequestValidationError(
                 [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]
             ) from None
-    notes = AutomationNotes(memory.store, memory.clock)
-    return _out(automation_id, notes.put(automation_id, text))
+    return _out(automation_id, memory.notes.put(automation_id, text))
 
 
 @router.delete("/{automation_id}/memory", status_code=204, summary="Delete an automation's note")
 def delete_note(memory: MemoryDep, automation_id: AutomationId) -> Response:
     """Clear the note (when its schedule is deleted: the note dies with it). Idempotent."""
-    AutomationNotes(memory.store, memory.clock).clear(automation_id)
+    memory.notes.clear(automation_id)
     return Response(status_code=204)

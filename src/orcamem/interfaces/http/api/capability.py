@@ -13,8 +13,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from ....foundation.errors import OrcamemError
-from ....services.capability import doctor_report
+from ....capability.capability import doctor_report
+from ....errors import CapabilityNotConfigured
 from .common import require_admin
 from .schemas import errors
 
@@ -24,12 +24,6 @@ router = APIRouter(
     dependencies=[Depends(require_admin)],
     responses=errors(401, 403, 503),
 )
-
-
-class CapabilityNotConfigured(OrcamemError):
-    """The server was started without a workspace for the memory capability."""
-
-    status = 503
 
 
 @router.get("", summary="Memory capability: settings, provider state and notes")

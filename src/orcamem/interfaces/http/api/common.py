@@ -11,10 +11,10 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
-from ....foundation.clock import format_time
-from ....foundation.model import DEFAULT_SPACE
-from ....services.memory import Memory
-from ..auth import KeyStore, Principal
+from ...._kernel.clock import format_time
+from ...._kernel.model import DEFAULT_SPACE
+from ....engine.keys import ApiKeys, Principal
+from ....engine.memory import Memory
 from ..deps import MemoryDep, PrincipalDep
 from .schemas import SPACE_PATTERN
 
@@ -49,10 +49,10 @@ AdminDep = Annotated[Principal, Depends(require_admin)]
 RawBodyDep = Annotated[bytes, Depends(raw_body)]
 
 
-def key_store(request: Request, memory: MemoryDep) -> KeyStore:
+def key_store(request: Request, memory: MemoryDep) -> ApiKeys:
     """The server's key store; a keyless loopback server still manages keys for later."""
-    keys: KeyStore | None = request.app.state.keys
-    return keys if keys is not None else KeyStore(memory.store)
+    keys: ApiKeys | None = request.app.state.keys
+    return keys if keys is not None else memory.keys
 
 
 def now(memory: Memory) -> str:

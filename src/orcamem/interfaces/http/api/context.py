@@ -11,7 +11,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from ....services.automations import AutomationNotes
 from ..deps import MemoryDep, PrincipalDep
 from .common import SpaceDep
 from .schemas import ContextIn, ContextOut, RecallOut, errors
@@ -31,16 +30,11 @@ def build_context(
     unchanged and ``block`` is null. ``automation_id`` (admin keys: automations belong to the
     host) also prepends that automation's note, first, as its own system message.
     """
-    note_block = None
     if body.automation_id is not None:
         principal.require_admin()
-        note_block = AutomationNotes(memory.store, memory.clock).block(body.automation_id) or None
     messages = [m.model_dump(exclude_unset=True) for m in body.messages]
-    built = memory.build_context(messages, space=space)
-    block = built[0]["content"] if len(built) > len(messages) else None
-    if note_block:
-        built = [{"role": "system", "content": note_block}, *built]
-    return ContextOut(messages=built, block=block, note_block=note_block)
+    built = memory.context(messages, space=space, automation_id=body.automation_id)
+    return ContextOut(messages=built.messages, block=built.block, note_block=built.note_block)
 
 
 @router.get("", summary="Recall block")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from ....foundation.model import Episode
+from ...._kernel.model import Episode
 from ..deps import MemoryDep
 from .common import SpaceDep
 from .schemas import (

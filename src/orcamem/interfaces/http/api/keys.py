@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from ....foundation.errors import InvalidInputError
-from ..auth import KeyStore
+from ....engine.keys import ApiKeys
+from ....errors import InvalidInputError
 from ..deps import MemoryDep
 from .common import key_store, now, require_admin
 from .schemas import KEY_ID_PATTERN, KeyCreated, KeyIn, KeyOut, KeysOut, errors
@@ -19,7 +19,7 @@ router = APIRouter(
     responses=errors(401, 403, 422, 503),
 )
 
-KeysDep = Annotated[KeyStore, Depends(key_store)]
+KeysDep = Annotated[ApiKeys, Depends(key_store)]
 
 
 @router.post("", status_code=201, summary="Create a key", responses=errors(400, 413))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from ....foundation.model import MemoryRecord
+from ...._kernel.model import MemoryRecord
 from ..deps import MemoryDep
 from .common import SpaceDep
 from .schemas import MEMORY_ID_PATTERN, Category, MemoryIn, MemoryOut, MemoryPage, errors

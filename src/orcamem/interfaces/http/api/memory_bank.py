@@ -1,7 +1,7 @@
 """The Memory Bank over REST: per-profile ``/api/profiles/{name}/memories`` and the global
 ``/api/memory-bank`` (admin keys only).
 
-The bank lives on ``app.state.bank`` (a ``services.memory_bank.MemoryBank``, usually built with
+The bank lives on ``app.state.bank`` (a ``bank.bank.MemoryBank``, usually built with
 ``MemoryBank.from_env(role="conductor")``); without one every route answers 503. A profile's
 routes resolve the space ``profile:<name>`` through the caller's key, so a key scoped to
 ``profile:researcher`` reaches that profile only. Reads first call ``refresh_if_stale`` (a
@@ -24,19 +24,8 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.convertors import Convertor, register_url_convertor
 
-from ....pipelines.recall.bank import (
-    BANK_CATEGORIES,
-    INJECTION_MAX_RESULTS,
-    INJECTION_MIN_SCORE,
-)
-from ....services.memory_bank import (
-    BankHit,
-    BankMemory,
-    BankPage,
-    BankUnavailableError,
-    MemoryBank,
-    space_for,
-)
+from ....bank.bank import BankHit, BankMemory, BankPage, BankUnavailableError, MemoryBank, space_for
+from ....recall.bank import BANK_CATEGORIES, INJECTION_MAX_RESULTS, INJECTION_MIN_SCORE
 from ..deps import PrincipalDep
 from .common import require_admin
 from .schemas import MEMORY_ID_PATTERN, ErrorBody, errors

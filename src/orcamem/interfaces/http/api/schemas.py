@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from ....foundation.model import CATEGORIES, EPISODE_KINDS
+from ...._kernel.model import CATEGORIES, EPISODE_KINDS
 
 SPACE_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
 ID_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"

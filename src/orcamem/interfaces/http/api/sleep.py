@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from ....foundation.llm import ChatModel, make_chat_model
+from ...._kernel.llm import ChatModel, make_chat_model
 from ..deps import MemoryDep, SettingsDep
 from ..settings import ServerSettings
 from .common import SpaceDep

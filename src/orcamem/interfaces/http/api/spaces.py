@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from ....foundation.errors import NotFoundError
-from ....stores.base import SpaceInfo
+from ....engine.store.base import SpaceInfo
+from ....errors import NotFoundError
 from ..deps import MemoryDep, PrincipalDep
 from .schemas import SPACE_PATTERN, SpaceOut, SpacesOut, errors
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from ....foundation.errors import InvalidInputError
+from ....errors import InvalidInputError
 from ..deps import MemoryDep
 from .common import RawBodyDep, SpaceDep
 from .schemas import ImportOut, errors

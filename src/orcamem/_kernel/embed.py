@@ -1,0 +1,259 @@
+"""Embedders: text to unit-length float32 vectors.
+
+The default is a static (model2vec) distillation of all-MiniLM-L6-v2 shipped inside the
+package (``assets/m2v-minilm-l6-v2``, built by ``scripts/build_embedder.py``): no download,
+a query costs microseconds. It is loaded with ``tokenizers`` + ``safetensors`` + numpy,
+exactly as model2vec's ``StaticModel.encode`` does it, so the query path carries no hub
+client. Others plug in by ``embedder=`` spec strings:
+
+- ``static`` / ``static:<folder>`` — a model2vec folder (the default ships with orcamem)
+- ``openai:<model>@<base_url>`` — any OpenAI-compatible ``/v1/embeddings`` (Ollama,
+  llama.cpp, vLLM); key from ``OPENAI_API_KEY`` if set
+- ``st:<name or path>`` — sentence-transformers (``pip install 'orcamem[st]'``)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import DimensionMismatchError, EmbedderError, InvalidInputError
+from .config import openai_api_key
+
+__all__ = [
+    "DEFAULT_MODEL_DIR",
+    "Embedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "StaticEmbedder",
+    "embed_texts",
+    "make_embedder",
+]
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "assets" / "m2v-minilm-l6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into an ``(n, dim)`` float32 array of unit vectors."""
+
+    @property
+    def id(self) -> str:
+        """A stable name for the model and its weights; recorded per space."""
+        ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+class StaticEmbedder:
+    """A model2vec static embedding model: token vectors, mean-pooled, L2-normalised."""
+
+    def __init__(self, folder: str | Path = DEFAULT_MODEL_DIR, *, max_tokens: int = 512) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        weights = folder / "model.safetensors"
+        if not weights.is_file() or not (folder / "tokenizer.json").is_file():
+            raise EmbedderError(
+                f"no model2vec model in {folder}: it needs model.safetensors and tokenizer.json "
+                "(reinstall orcamem, or rebuild the default with scripts/build_embedder.py)"
+            )
+        tensors = load_file(str(weights))
+        self._vectors = np.asarray(
+            tensors.get("embeddings", next(iter(tensors.values()))), dtype=np.float32
+        )
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        config = (
+            json.loads((folder / "config.json").read_text())
+            if (folder / "config.json").is_file()
+            else {}
+        )
+        self._normalize_tokens = bool(config.get("normalize", True))
+        unk = self._tokenizer.token_to_id("[UNK]")
+        self._unk = -1 if unk is None else unk
+        self._max_tokens = max_tokens
+        checksum = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+        self._id = f"static:{folder.name}@{checksum}"
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def dim(self) -> int:
+        return int(self._vectors.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        for row, encoding in enumerate(encodings):
+            ids = [i for i in encoding.ids[: self._max_tokens] if i != self._unk]
+            if ids:
+                out[row] = self._vectors[ids].mean(axis=0)
+        return _normalise(out)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``POST {base_url}/embeddings`` server (Ollama, llama.cpp, vLLM)."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        batch_size: int = 64,
+    ) -> None:
+        import httpx
+
+        self._model = model
+        self._url = base_url.rstrip("/") + "/embeddings"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._batch = batch_size
+        self._dim: int | None = None
+
+    @property
+    def id(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import httpx
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch):
+            chunk = list(texts[start : start + self._batch])
+            try:
+                response = self._client.post(self._url, json={"model": self._model, "input": chunk})
+            except httpx.HTTPError as exc:
+                raise EmbedderError(
+                    f"embedding server {self._url} unreachable ({exc}): start it or fix the URL"
+                ) from exc
+            if response.status_code != 200:
+                raise EmbedderError(
+                    f"embedding server {self._url} answered {response.status_code}: "
+                    f"{response.text[:300]}"
+                )
+            try:
+                data = sorted(response.json()["data"], key=lambda item: item.get("index", 0))
+                rows.extend(item["embedding"] for item in data)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise EmbedderError(
+                    f"embedding server {self._url} sent no OpenAI-style 'data' list: "
+                    f"{response.text[:300]}"
+                ) from exc
+        if len(rows) != len(texts):
+            raise EmbedderError(
+                f"embedding server returned {len(rows)} vectors for {len(texts)} texts"
+            )
+        matrix = (
+            _normalise(np.asarray(rows, dtype=np.float32))
+            if rows
+            else np.zeros((0, self._dim or 0), dtype=np.float32)
+        )
+        if rows:
+            self._dim = matrix.shape[1]
+        return matrix
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local path or the local cache (optional extra)."""
+
+    def __init__(self, name: str) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise EmbedderError(
+                "sentence-transformers is not installed: pip install 'orcamem[st]'"
+            ) from None
+        self._name = name
+        self._model = SentenceTransformer(name, device="cpu")
+        self._dim_value = int(self._model.get_sentence_embedding_dimension())
+
+    @property
+    def id(self) -> str:
+        return f"st:{self._name}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim_value
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return _normalise(self._model.encode(list(texts), normalize_embeddings=True))
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embedder.embed(texts)``, checked: one row per text, each of the declared dimension.
+
+    Raises:
+        DimensionMismatchError: the embedder returned vectors of another length than ``dim``
+            (nothing is written with them).
+    """
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] != embedder.dim:
+        raise DimensionMismatchError(
+            f"embedder {embedder.id} declares dim {embedder.dim} but returned an array of shape "
+            f"{matrix.shape} for {len(texts)} texts: fix the embedder (or its dim) and retry"
+        )
+    return matrix
+
+
+def make_embedder(spec: str | Embedder | None = None) -> Embedder:
+    """Build an embedder from a spec string (see module docs) or pass one through."""
+    if spec is None or spec == "static":
+        return _default_static()
+    if not isinstance(spec, str):
+        if isinstance(spec, Embedder):
+            return spec
+        raise InvalidInputError(f"embedder must be a spec string or an Embedder, got {spec!r}")
+    kind, _, rest = spec.partition(":")
+    if kind == "static":
+        return StaticEmbedder(rest)
+    if kind == "openai" and "@" in rest:
+        model, _, url = rest.partition("@")
+        return OpenAIEmbedder(model, url, api_key=openai_api_key())
+    if kind == "st" and rest:
+        return SentenceTransformerEmbedder(rest)
+    raise InvalidInputError(
+        f"unknown embedder spec {spec!r}: use 'static', 'static:<folder>', "
+        "'openai:<model>@<base_url>' or 'st:<model>'"
+    )
+
+
+_DEFAULT: StaticEmbedder | None = None
+
+
+def _default_static() -> StaticEmbedder:
+    """The shipped model, loaded once per process (it is read-only and thread-safe)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = StaticEmbedder()
+    return _DEFAULT

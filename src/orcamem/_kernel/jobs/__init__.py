@@ -1,0 +1,1 @@
+"""Durable background jobs with leases and fencing tokens, over any row backend."""

@@ -1,0 +1,280 @@
+"""The data model: records every layer shares, and the validation run before anything is written."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from ..errors import InvalidInputError, InvalidSpaceError
+from .clock import format_time, parse_time
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_SPACE",
+    "EPISODE_KINDS",
+    "MAX_TEXT_BYTES",
+    "Episode",
+    "Hit",
+    "Line",
+    "MemoryRecord",
+    "NewEpisode",
+    "NewMemory",
+    "digest",
+    "new_memory_id",
+    "validate_space",
+    "validate_text",
+    "validate_time",
+]
+
+DEFAULT_SPACE = "default"
+MAX_TEXT_BYTES = 1024 * 1024
+EPISODE_KINDS = ("turn", "note", "document", "tool")
+SOURCES = ("explicit", "inferred", "automatic")
+CATEGORIES = ("fact", "preference", "state", "event", "rule", "decision", "note")
+
+_SPACE_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+_MEMORY_ID_RE = re.compile(r"mem-[0-9a-f]{8}")
+
+
+def validate_space(space: str) -> str:
+    """Return ``space`` if it is a valid space name.
+
+    Raises:
+        InvalidSpaceError: not 1–128 chars of ``[A-Za-z0-9._:@-]``, or a ``.``/``..`` path part.
+    """
+    if not isinstance(space, str) or not _SPACE_RE.fullmatch(space) or space in (".", ".."):
+        shown = repr(space)[:60]
+        raise InvalidSpaceError(
+            f"invalid space name {shown}: use 1-128 characters from A-Z a-z 0-9 . _ : @ - "
+            "(no slashes, spaces, control characters, and not '.' or '..'), e.g. 'user_alice'"
+        )
+    return space
+
+
+def validate_text(text: Any, *, what: str = "text") -> str:
+    """Return clean text: valid UTF-8, not blank, at most 1 MiB.
+
+    Bytes are decoded strictly as UTF-8; NUL and other C0 control characters except tab and
+    newlines are refused rather than silently dropped.
+
+    Raises:
+        InvalidInputError: for anything else.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"{what} is not valid UTF-8 (bad byte at offset {exc.start}): "
+                "decode it first or re-save the file as UTF-8"
+            ) from None
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInputError(f"{what} is empty: pass some non-blank text to store")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInputError(
+            f"{what} is {size:,} bytes, over the 1 MiB limit: split it (add_file splits documents "
+            "for you) or store a summary"
+        )
+    for index, char in enumerate(text):
+        if char in "\t\n\r":
+            continue
+        category = unicodedata.category(char)
+        if category == "Cc" or category == "Cs":
+            raise InvalidInputError(
+                f"{what} contains a control character {char!r} at index {index}: remove it "
+                "(binary data cannot be stored as text)"
+            )
+    return text
+
+
+def validate_time(value: str | datetime | None, *, what: str = "occurred_at") -> str | None:
+    """Normalise a time to stored form, or ``None`` when absent.
+
+    Raises:
+        InvalidInputError: when the value is not an ISO-8601 time.
+    """
+    if value is None:
+        return None
+    try:
+        return format_time(parse_time(value))
+    except (ValueError, TypeError):
+        raise InvalidInputError(
+            f"{what}={value!r} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z'"
+        ) from None
+
+
+def digest(text: str) -> str:
+    """A stable content digest (sha256 hex) used for idempotency and provenance."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_memory_id() -> str:
+    """A fresh ``mem-<8hex>`` id."""
+    import secrets
+
+    return f"mem-{secrets.token_hex(4)}"
+
+
+def is_memory_id(value: str) -> bool:
+    return bool(_MEMORY_ID_RE.fullmatch(value))
+
+
+@dataclass(frozen=True)
+class NewEpisode:
+    """An episode to append (validated by the service before it reaches a store)."""
+
+    space: str
+    kind: str
+    text: str
+    role: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+    occurred_at: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    context: str = ""
+    """Extra words indexed with every line of this episode for lexical search only
+    (speaker, session date, caption, neighbouring turns). Never shown as memory text."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One appended record, never changed after it is written."""
+
+    id: int
+    space: str
+    kind: str
+    role: str | None
+    text: str
+    session_id: str | None
+    turn_id: str | None
+    occurred_at: str
+    created_at: str
+    digest: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A sentence of an episode with its stable id ``s<seq>`` within the episode."""
+
+    id: int
+    episode_id: int
+    seq: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        return f"s{self.seq}"
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A distilled memory to store."""
+
+    space: str
+    content: str
+    category: str = "fact"
+    source: str = "explicit"
+    summary: str | None = None
+    confidence: float = 1.0
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    entity: str | None = None
+    attribute: str | None = None
+    value: str | None = None
+    condition: str | None = None
+    prohibited: bool = False
+    event_date: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+    cited_lines: tuple[int, ...] = ()
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A stored memory: facts, preferences, states, events and rules share this shape."""
+
+    id: str
+    space: str
+    category: str
+    content: str
+    summary: str | None
+    confidence: float
+    importance: float
+    tags: tuple[str, ...]
+    source: str
+    entity: str | None
+    attribute: str | None
+    value: str | None
+    condition: str | None
+    prohibited: bool
+    event_date: str | None
+    session_id: str | None
+    turn_id: str | None
+    cited_lines: tuple[int, ...]
+    created_at: str
+    updated_at: str
+    last_accessed_at: str | None
+    access_count: int
+    staleness: float
+    archived_at: str | None
+    active: bool
+    superseded_by: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        data["cited_lines"] = list(self.cited_lines)
+        return data
+
+
+HitKind = Literal["passage", "memory", "rule"]
+
+
+@dataclass
+class Hit:
+    """One recalled item with the per-signal breakdown that explains its score."""
+
+    kind: HitKind
+    id: str
+    text: str
+    score: float
+    space: str
+    breakdown: dict[str, float] = field(default_factory=dict)
+    occurred_at: str | None = None
+    role: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+    episode_id: int | None = None
+    line: str | None = None
+    memory: MemoryRecord | None = None
+    outdated_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "kind": self.kind,
+            "id": self.id,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "space": self.space,
+            "breakdown": {k: round(v, 6) for k, v in self.breakdown.items()},
+            "occurred_at": self.occurred_at,
+            "role": self.role,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "episode_id": self.episode_id,
+            "line": self.line,
+        }
+        if self.memory is not None:
+            data["memory"] = self.memory.to_dict()
+        return data

@@ -1,0 +1,1 @@
+"""Benchmarks and the load tester; the CLI imports these lazily."""

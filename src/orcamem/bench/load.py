@@ -1,0 +1,228 @@
+"""A bounded load test on loopback: many concurrent clients, mixed add / search / proxy.
+
+The server (``orcamem up``: REST API + proxy + MCP) and a stub upstream that answers chat
+completions at once (it measures orcamem, not a model) run as their own processes on
+127.0.0.1, so the load generator's threads do not share their interpreter. Every
+acknowledged add is checked to be in the database afterwards. Traffic goes to 127.0.0.1 only
+and stops by itself after ``seconds``.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from fastapi import FastAPI
+
+from ..engine.memory import Memory
+from ..errors import StoreError
+from .runs import machine
+
+__all__ = ["load_test", "stub_app"]
+
+
+def _stub_upstream() -> FastAPI:
+    stub = FastAPI()
+
+    @stub.post("/v1/chat/completions")
+    def complete(body: dict) -> dict:
+        return {
+            "id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Noted."}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }  # fmt: skip
+
+    return stub
+
+
+stub_app = _stub_upstream()
+"""The stub upstream, importable by ``uvicorn orcamem.bench.load:stub_app``."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def _process(args: list[str], health: str) -> Iterator[None]:
+    """A child process on loopback, up once ``health`` answers; terminated afterwards."""
+    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(health, timeout=1).status_code < 500:
+                    break
+            except httpx.HTTPError:
+                pass
+            if child.poll() is not None or time.monotonic() > deadline:
+                detail = child.stderr.read().decode()[-800:] if child.stderr else ""
+                raise StoreError(f"could not start {' '.join(args[:4])}: {detail}")
+            time.sleep(0.1)
+        yield
+    finally:
+        child.terminate()
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
+def load_test(
+    *,
+    clients: int = 32,
+    seconds: float = 10.0,
+    spaces: int = 4,
+    preload: int = 1000,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the mixed load and return throughput, p50/p99 per operation, errors, and the
+    check that every acknowledged write is present."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "load.db"
+        with Memory(path) as seed:
+            for n in range(spaces):
+                seed.add_many(
+                    [f"seed note {i} for space {n} about project planning" for i in range(preload)],
+                    space=f"load-{n}",
+                )
+        stub_port, port = _free_port(), _free_port()
+        stub = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "orcamem.bench.load:stub_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(stub_port),
+            "--log-level",
+            "warning",
+        ]
+        server = [
+            sys.executable,
+            "-m",
+            "orcamem",
+            "up",
+            "--no-browser",
+            "--db",
+            str(path),
+            "--port",
+            str(port),
+            "--upstream",
+            f"http://127.0.0.1:{stub_port}/v1",
+            "--model",
+            "stub",
+        ]
+        base = f"http://127.0.0.1:{port}"
+        with (
+            _process(stub, f"http://127.0.0.1:{stub_port}/docs"),
+            _process(server, f"{base}/healthz"),
+        ):
+            result = _drive(base, clients, seconds, spaces, progress)
+            time.sleep(0.5)  # the proxy records exchanges after its responses
+        with Memory(path) as check:
+            present = {
+                e.text for n in range(spaces) for e in check.iter_episodes(space=f"load-{n}")
+            }
+    missing = [text for text in result.pop("acknowledged_texts") if text not in present]
+    result["missing_acknowledged"] = len(missing)
+    result["machine"] = machine()
+    return result
+
+
+def _drive(
+    base: str,
+    clients: int,
+    seconds: float,
+    spaces: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> dict[str, Any]:
+    timings: dict[str, list[float]] = {"add": [], "search": [], "proxy": []}
+    errors: dict[str, int] = {"add": 0, "search": 0, "proxy": 0}
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def client(number: int) -> None:
+        rng = random.Random(number)
+        with httpx.Client(base_url=base, timeout=30) as http:
+            count = 0
+            while time.monotonic() < stop_at:
+                space = f"load-{rng.randrange(spaces)}"
+                pick = rng.random()
+                begin = time.perf_counter()
+                try:
+                    if pick < 0.5:
+                        op, text = "add", f"client {number} note {count} on the quarterly plan"
+                        reply = http.post(
+                            "/api/episodes",
+                            params={"space": space},
+                            json={"text": text, "role": "user", "session_id": f"c{number}"},
+                        )
+                    elif pick < 0.8:
+                        op, text = "search", ""
+                        reply = http.get(
+                            "/api/search", params={"space": space, "q": "project plan"}
+                        )
+                    else:
+                        op, text = "proxy", ""
+                        reply = http.post(
+                            "/v1/chat/completions",
+                            headers={"x-orma-space": space},
+                            json={"messages": [{"role": "user", "content": "What is the plan?"}]},
+                        )
+                    ok = 200 <= reply.status_code < 300
+                except httpx.HTTPError:
+                    ok = False
+                elapsed = (time.perf_counter() - begin) * 1000
+                with lock:
+                    timings[op].append(elapsed)
+                    if not ok:
+                        errors[op] += 1
+                    elif op == "add":
+                        acknowledged.append(text)
+                count += 1
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.25)
+        if progress:
+            progress("load", min(int(time.perf_counter() - started), int(seconds)), int(seconds))
+    wall = time.perf_counter() - started
+    total = sum(len(v) for v in timings.values())
+    return {
+        "clients": clients,
+        "seconds": round(wall, 2),
+        "requests": total,
+        "throughput_rps": round(total / wall, 1),
+        "errors": sum(errors.values()),
+        "ops": {
+            op: {
+                "count": len(values),
+                "errors": errors[op],
+                "p50_ms": round(statistics.median(values), 2) if values else None,
+                "p99_ms": round(float(np.percentile(values, 99)), 2) if values else None,
+            }
+            for op, values in timings.items()
+        },
+        "acknowledged_texts": acknowledged,
+    }

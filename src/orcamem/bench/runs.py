@@ -1,0 +1,431 @@
+"""Benchmarks: latency at several sizes, and retrieval quality on the LoCoMo format.
+
+Numbers are medians and percentiles of many calls in one process, reported with the
+machine's load; compare ratios within one run (2 noisy cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._kernel.config import Config
+from .._kernel.embed import DEFAULT_MODEL_DIR
+from .._kernel.text import STOPWORDS, estimate_tokens
+from ..engine.memory import Memory
+from ..errors import InvalidInputError
+
+__all__ = ["latency", "load_locomo", "locomo", "machine"]
+
+Progress = Callable[[str, int, int], None]
+KS = (1, 5, 10, 20)
+
+
+def machine() -> dict[str, Any]:
+    """Where a number was measured: cores, load, Python, platform."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return {
+        "cores": os.cpu_count(),
+        "load_1m": round(load[0], 2),
+        "load_5m": round(load[1], 2),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+    }
+
+
+def _percentile(samples: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(samples), q)) if samples else 0.0
+
+
+def _vocabulary() -> list[str]:
+    """Whole English words from the shipped model's WordPiece vocabulary, for synthetic text."""
+    tokenizer = json.loads((DEFAULT_MODEL_DIR / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = tokenizer["model"]["vocab"]
+    return sorted(w for w in vocab if w.isalpha() and w.isascii() and len(w) > 2)[:20000]
+
+
+class _Texts:
+    """Deterministic synthetic English-like text.
+
+    Words follow Zipf's law over the whole language: stop words take about half the tokens
+    (as in real chat), and content words continue the Zipf curve *after* the stop words
+    (rank r gets weight 1/(r + len(STOPWORDS))). Without that shift the most common
+    "content" word would occur in every tenth token and every OR query would match most
+    of the corpus, which no real memory looks like.
+    """
+
+    def __init__(self, vocab: list[str], seed: int = 7) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._vocab = [word for word in vocab if word not in STOPWORDS]
+        self._stopwords = sorted(word for word in STOPWORDS if "'" not in word and len(word) > 1)
+        ranks = np.arange(1, len(self._vocab) + 1)
+        weights = 1.0 / (ranks + len(STOPWORDS))
+        self._p = weights / weights.sum()
+        self._order = self._rng.permutation(len(self._vocab))
+
+    def _content(self, count: int) -> list[str]:
+        picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
+        return [self._vocab[i] for i in picks]
+
+    def sentence(self, n: int | None = None) -> str:
+        """A statement of ``n`` words (default 8–24), about half of them stop words."""
+        count = n or int(self._rng.integers(8, 24))
+        content = iter(self._content(count))
+        words = [
+            next(content) if self._rng.random() < 0.5 else str(self._rng.choice(self._stopwords))
+            for _ in range(count)
+        ]
+        return " ".join(words).capitalize() + "."
+
+    def question(self) -> str:
+        """A question with 2–5 content words, the way a user asks about the past."""
+        opener = str(self._rng.choice(["what did", "when did", "where is", "who was", "how do"]))
+        content = " ".join(self._content(int(self._rng.integers(2, 6))))
+        return f"{opener.capitalize()} {content}?"
+
+
+def latency(
+    records: Sequence[int],
+    *,
+    queries: int = 200,
+    adds: int = 200,
+    config: Config | None = None,
+    progress: Progress | None = None,
+    workdir: str | None = None,
+) -> dict[str, Any]:
+    """Bulk-load N synthetic turns per size, then time single adds, searches and contexts.
+
+    Returns:
+        ``{"records": {"10000": {"add_p50_ms": …, …}}, "machine": {…}}``
+    """
+    results: dict[str, Any] = {}
+    for size in records:
+        if size < 1:
+            raise InvalidInputError(f"records={size}: use a positive number")
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            path = Path(tmp) / "bench.db"
+            with Memory(path, space="bench", config=config) as mem:
+                texts = _Texts(_vocabulary())
+                items = [
+                    {
+                        "text": texts.sentence(),
+                        "kind": "turn",
+                        "role": "user" if i % 2 else "assistant",
+                        "session_id": f"s{i // 20}",
+                    }
+                    for i in range(size)
+                ]
+                started = time.perf_counter()
+                done = 0
+                for start in range(0, size, 5000):
+                    mem.add_many(items[start : start + 5000])
+                    done = min(size, start + 5000)
+                    if progress:
+                        progress(f"{size:,} records: loading", done, size)
+                ingest_seconds = time.perf_counter() - started
+                add_ms = []
+                for i in range(adds):
+                    text = texts.sentence()
+                    begin = time.perf_counter()
+                    mem.observe("user", text, session_id=f"live{i // 20}")
+                    add_ms.append((time.perf_counter() - begin) * 1000)
+                search_ms, context_ms = [], []
+                questions = [texts.question() for _ in range(queries)]
+                mem.search(questions[0])  # warm the vector index once, as a server would
+                for i, question in enumerate(questions):
+                    begin = time.perf_counter()
+                    mem.search(question)
+                    search_ms.append((time.perf_counter() - begin) * 1000)
+                    begin = time.perf_counter()
+                    mem.build_context([{"role": "user", "content": question}])
+                    context_ms.append((time.perf_counter() - begin) * 1000)
+                    if progress and i % 20 == 0:
+                        progress(f"{size:,} records: querying", i, queries)
+                size_bytes = mem.stats()["size_bytes"]
+            results[str(size)] = {
+                "add_p50_ms": round(_percentile(add_ms, 50), 3),
+                "add_p95_ms": round(_percentile(add_ms, 95), 3),
+                "search_p50_ms": round(_percentile(search_ms, 50), 3),
+                "search_p95_ms": round(_percentile(search_ms, 95), 3),
+                "build_context_p50_ms": round(_percentile(context_ms, 50), 3),
+                "build_context_p95_ms": round(_percentile(context_ms, 95), 3),
+                "ingest_turns_per_s": round(size / ingest_seconds, 1),
+                "db_mb": round(size_bytes / 1e6, 2),
+            }
+    return {"records": results, "machine": machine()}
+
+
+# -- LoCoMo -------------------------------------------------------------------------------
+
+_SESSION_RE = re.compile(r"session_(\d+)$")
+
+
+def _session_time(text: str) -> str | None:
+    """``1:56 pm on 8 May, 2023`` → ISO time (None when unparseable)."""
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc).isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+def load_locomo(path: str | Path) -> list[dict[str, Any]]:
+    """Read a LoCoMo JSON file and check its shape, with a clear error if it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read LoCoMo data from {path}: {exc}") from None
+    if not isinstance(data, list) or not all(
+        isinstance(s, dict) and "conversation" in s and "qa" in s for s in data
+    ):
+        raise InvalidInputError(
+            f"{path} is not in the LoCoMo format: expected a list of samples "
+            "with 'conversation' and 'qa'"
+        )
+    for number, sample in enumerate(data):
+        for key, turns in sample["conversation"].items():
+            if not _SESSION_RE.match(key):
+                continue
+            if not isinstance(turns, list) or not all(
+                isinstance(t, dict) and isinstance(t.get("text"), str) and t.get("dia_id")
+                for t in turns
+            ):
+                raise InvalidInputError(
+                    f"{path}: sample {number} {key} must be a list of turns with 'speaker', "
+                    "'dia_id' and 'text'"
+                )
+    if not any(q.get("category") != 5 and _evidence(q) for s in data for q in s["qa"]):
+        raise InvalidInputError(
+            f"{path} has no question to score (all are category 5 or lack evidence)"
+        )
+    return data
+
+
+def _turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    conversation = sample["conversation"]
+    items = []
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conversation if (m := _SESSION_RE.match(key))
+    )
+    for number, key in sessions:
+        when = _session_time(str(conversation.get(f"{key}_date_time", "")))
+        for turn in conversation[key]:
+            meta = {}
+            if turn.get("blip_caption"):
+                meta["caption"] = turn["blip_caption"]
+            text = turn["text"]
+            if not text.strip() and meta:
+                text = f"[shares an image: {meta['caption']}]"
+            items.append(
+                {
+                    "text": text,
+                    "kind": "turn",
+                    "role": turn["speaker"],
+                    "session_id": f"session_{number}",
+                    "turn_id": turn["dia_id"],
+                    "occurred_at": when,
+                    "meta": meta or None,
+                }
+            )
+    return items
+
+
+def _evidence(qa: dict[str, Any]) -> list[str]:
+    ids: list[str] = []
+    for item in qa.get("evidence", []):
+        ids.extend(part for part in re.split(r"[;,\s]+", str(item)) if part.startswith("D"))
+    return ids
+
+
+def _session_of(dia_id: str) -> str:
+    return dia_id.split(":", 1)[0]
+
+
+def locomo(
+    path: str | Path,
+    *,
+    config: Config | None = None,
+    progress: Progress | None = None,
+    limit_samples: int | None = None,
+    workdir: str | None = None,
+) -> dict[str, Any]:
+    """Turn- and session-level recall on LoCoMo (category 5, adversarial, excluded).
+
+    Returns:
+        ``{"overall": {"recall_any@10": …, …}, "by_category": {"1": {…}}, "machine": {…}}``
+    """
+    samples = load_locomo(path)[:limit_samples]
+    rows: list[dict[str, Any]] = []
+    search_ms: list[float] = []
+    with (
+        tempfile.TemporaryDirectory(dir=workdir) as tmp,
+        Memory(Path(tmp) / "locomo.db", config=config) as mem,
+    ):
+        for index, sample in enumerate(samples):
+            space = f"locomo-{index}"
+            mem.add_many(_turns(sample), space=space)
+            questions = [qa for qa in sample["qa"] if qa.get("category") != 5 and _evidence(qa)]
+            for number, qa in enumerate(questions):
+                begin = time.perf_counter()
+                result = mem.search(str(qa["question"]), space=space, top_k=max(KS))
+                search_ms.append((time.perf_counter() - begin) * 1000)
+                ranked = [hit.turn_id for hit in result.hits if hit.turn_id]
+                block = mem.recall(str(qa["question"]), space=space)
+                rows.append(_score(qa, ranked, estimate_tokens(block) if block else 0))
+                if progress and number % 25 == 0:
+                    progress(f"sample {index + 1}/{len(samples)}", number, len(questions))
+    by_category: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_category.setdefault(str(row["category"]), []).append(row)
+    return {
+        "overall": _aggregate(rows),
+        "by_category": {key: _aggregate(value) for key, value in sorted(by_category.items())},
+        "search_p50_ms": round(_percentile(search_ms, 50), 3),
+        "machine": machine(),
+    }
+
+
+def _score(qa: dict[str, Any], ranked: list[str], tokens: int) -> dict[str, Any]:
+    evidence = set(_evidence(qa))
+    row: dict[str, Any] = {"category": qa.get("category"), "tokens": tokens}
+    for k in KS:
+        top = set(ranked[:k])
+        row[f"recall_any@{k}"] = float(bool(evidence & top))
+        row[f"recall_all@{k}"] = float(evidence <= top)
+    sessions = {_session_of(t) for t in ranked[:5]}
+    row["session_recall_any@5"] = float(bool({_session_of(e) for e in evidence} & sessions))
+    return row
+
+
+def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = [f"recall_{kind}@{k}" for kind in ("any", "all") for k in KS]
+    keys.append("session_recall_any@5")
+    summary: dict[str, Any] = {
+        key: round(statistics.fmean(r[key] for r in rows), 4) for key in keys
+    }
+    summary["context_tokens"] = round(statistics.fmean(r["tokens"] for r in rows), 1)
+    summary["questions"] = len(rows)
+    return summary
+
+
+# -- consolidation ------------------------------------------------------------------------
+
+
+def load_fixtures(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The consolidation fixtures (default: the set shipped in ``orcamem/samples``)."""
+    from importlib import resources
+
+    try:
+        if path is None:
+            text = resources.files("orcamem").joinpath("samples/consolidation.json").read_text()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        conversations = json.loads(text)["conversations"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"cannot read consolidation fixtures from {path}: {exc}") from None
+    return conversations
+
+
+def _key(kind: str, attribute: str | None, value: str | None, condition: str | None) -> tuple:
+    from ..engine.consolidate.verify import normal_words
+
+    return (
+        kind,
+        attribute or "",
+        tuple(normal_words(value or "")),
+        tuple(normal_words(condition or "")),
+    )
+
+
+def consolidate(
+    *, model: Any = None, fixtures: str | Path | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Precision and recall of the memories a consolidator keeps on the fixture set.
+
+    Each conversation goes into a fresh in-memory database; ``sleep`` runs after every
+    session (so later sessions can supersede earlier ones). Precision: active memories that
+    match an expected one / all active memories; recall: expected memories found / expected;
+    supersession: expected outdated values that ended inactive with ``superseded_by`` set.
+
+    Returns:
+        ``{"extractor": …, "precision": …, "recall": …, "supersession": …,
+        "p50_s_per_episode": …, "conversations": [{…}], "machine": {…}}``
+    """
+    from .._kernel.clock import FrozenClock, parse_time
+
+    conversations = load_fixtures(fixtures)
+    kept = matched = expected_total = superseded_ok = superseded_total = 0
+    per_episode: list[float] = []
+    rows = []
+    extractor = ""
+    for number, conversation in enumerate(conversations):
+        clock = FrozenClock(conversation["sessions"][0]["at"])
+        with Memory(":memory:", clock=clock, model=model) as mem:
+            for index, session in enumerate(conversation["sessions"]):
+                start = parse_time(session["at"])
+                for offset, (role, text) in enumerate(session["turns"]):
+                    mem.observe(
+                        role,
+                        text,
+                        session_id=f"s{index + 1}",
+                        occurred_at=(start + timedelta(minutes=offset)).isoformat(),
+                    )
+                clock.advance(days=1)
+                begin = time.perf_counter()
+                report = mem.sleep()
+                if report.episodes:
+                    per_episode.append((time.perf_counter() - begin) / report.episodes)
+                extractor = extractor or ",".join(report.extractors)
+            active = mem.facts()
+            history = mem.facts(include_history=True)
+        want = {_key(*item) for item in conversation["active"]}
+        got = {_key(m.category, m.attribute, m.value, m.condition) for m in active}
+        hits = want & got
+        outdated = {
+            (m.attribute, tuple(_key("", "", m.value, "")[2]))
+            for m in history
+            if not m.active and m.superseded_by
+        }
+        wanted_outdated = {(a, _key("", "", v, "")[2]) for a, v in conversation["superseded"]}
+        kept += len(got)
+        matched += len(hits)
+        expected_total += len(want)
+        superseded_ok += len(wanted_outdated & outdated)
+        superseded_total += len(wanted_outdated)
+        rows.append(
+            {
+                "name": conversation["name"],
+                "expected": len(want),
+                "kept": len(got),
+                "matched": len(hits),
+                "missing": sorted(" ".join(map(str, k[:2])) for k in want - got),
+                "unexpected": sorted(
+                    f"{m.category} {m.attribute}: {m.value}"
+                    for m in active
+                    if _key(m.category, m.attribute, m.value, m.condition) not in want
+                ),
+            }
+        )
+        if progress:
+            progress("consolidate", number + 1, len(conversations))
+    return {
+        "extractor": extractor,
+        "precision": round(matched / kept, 4) if kept else 1.0,
+        "recall": round(matched / expected_total, 4) if expected_total else 1.0,
+        "supersession": round(superseded_ok / superseded_total, 4) if superseded_total else 1.0,
+        "p50_s_per_episode": round(_percentile(per_episode, 50), 6),
+        "conversations": rows,
+        "machine": machine(),
+    }

@@ -1,0 +1,1 @@
+"""The built-in Markdown memory store: plain files with frontmatter, decay and archive."""

@@ -1,0 +1,1 @@
+"""Sleep consolidation: episodes in, verified states, events and rules out."""

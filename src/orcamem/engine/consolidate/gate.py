@@ -1,0 +1,191 @@
+"""The gate: how a verified claim relates to what is already known, and the writes it makes.
+
+- a prohibited claim → a rule memory with the namespaced attribute ``forbidden_<attr>``,
+  hoisted to the top of every recall;
+- a claim with a non-empty ``condition`` → a conditional exception; the baseline state of the
+  same attribute stays active (defeasible logic: "when I have a sore throat, ginger tea" does
+  not overwrite "black coffee every morning");
+- otherwise a state supersedes the active unconditional state of the same entity and
+  attribute (``active = 0``, ``superseded_by`` = the new id); events, facts and preferences
+  add up;
+- an exact duplicate of an active memory (same kind, entity, attribute, value, condition) is
+  not stored again.
+
+Episodes are never touched; every write goes through the store in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..._kernel.model import MemoryRecord, NewMemory
+from ..store.base import MemoryUpdate, Store
+from .claims import Claim
+from .verify import normal_words
+
+__all__ = ["GateResult", "Verified", "apply_claims", "memory_content"]
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A claim that passed every check, with its citations resolved to line ids."""
+
+    claim: Claim
+    line_ids: tuple[int, ...]
+    date: str | None
+    """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
+    session_id: str | None = None
+    turn_id: str | None = None
+
+
+@dataclass
+class GateResult:
+    stored: list[MemoryRecord] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    duplicates: list[Claim] = field(default_factory=list)
+
+
+_CATEGORY = {"state": "state", "event": "event", "preference": "preference", "fact": "fact",
+             "rule": "rule"}  # fmt: skip
+
+
+def _slug(text: str) -> str:
+    return "_".join(re.findall(r"[a-z0-9]+", text.lower()))[:60] or "rule"
+
+
+def memory_content(claim: Claim) -> str:
+    """The sentence a memory shows for a claim (what search matches and facts list)."""
+    if claim.kind == "rule":
+        return claim.value if claim.prohibited else f"always {claim.value}"
+    if claim.kind == "preference":
+        return f"prefers {claim.value}"
+    if claim.kind == "fact":
+        return f"{claim.attribute} {claim.value}"
+    when = f" when {claim.condition}" if claim.condition else ""
+    return f"{claim.attribute}{when}: {claim.value}"
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return normal_words(a or "") == normal_words(b or "")
+
+
+_NEGATIONS = {"never", "don", "dont", "do", "not", "t", "stop", "please", "ever", "avoid"}
+
+
+def _same_rule(memory: MemoryRecord, claim: Claim) -> bool:
+    """A forbidden rule already held in other words: ``forbid("Never chain X")`` and the
+    consolidated ``chain X`` are one rule."""
+
+    def core(text: str) -> list[str]:
+        return [w for w in normal_words(text) if w not in _NEGATIONS]
+
+    return (
+        memory.prohibited
+        and claim.prohibited
+        and core(memory.value or memory.content) == core(claim.value)
+    )
+
+
+def _attribute(claim: Claim, active: Sequence[MemoryRecord]) -> str:
+    """The attribute the claim is stored under (namespaced rules, linked exceptions)."""
+    if claim.prohibited:
+        bare = claim.attribute.removeprefix("forbidden_").removeprefix("forbidden ")
+        return f"forbidden_{_slug(bare)}"
+    instead_of = claim.extra.get("instead_of")
+    if claim.condition and instead_of:
+        wanted = set(normal_words(instead_of))
+        for memory in active:
+            if (
+                memory.category == "state"
+                and not memory.condition
+                and memory.entity == claim.entity
+                and wanted & set(normal_words(memory.value or ""))
+            ):
+                return memory.attribute or claim.attribute
+    return claim.attribute
+
+
+def apply_claims(
+    store: Store,
+    space: str,
+    items: Sequence[Verified],
+    sources: Mapping[int, str],
+    embed: Callable[[list[str]], np.ndarray],
+    embedder_id: str,
+    now: str,
+) -> GateResult:
+    """Store verified claims by the rules above; returns what was stored and superseded.
+
+    ``sources`` maps line ids to their text: a memory keeps what it was distilled from as its
+    summary, and is found (lexically and by its vector) by those words too.
+    """
+    result = GateResult()
+    active = store.list_memories(space)
+    for item in items:
+        claim = item.claim
+        attribute = _attribute(claim, active)
+        category = "rule" if claim.prohibited else _CATEGORY[claim.kind]
+        duplicate = next(
+            (
+                m
+                for m in active
+                if _same_rule(m, claim)
+                or (
+                    m.category == category
+                    and m.entity == claim.entity
+                    and m.attribute == attribute
+                    and _same(m.value, claim.value)
+                    and _same(m.condition, claim.condition)
+                )
+            ),
+            None,
+        )
+        if duplicate is not None:
+            result.duplicates.append(claim)
+            continue
+        content = memory_content(replace(claim, attribute=attribute))
+        said = " ".join(sources[line] for line in item.line_ids if line in sources)
+        memory = store.put_memory(
+            NewMemory(
+                space=space,
+                content=content,
+                category=category,
+                source="inferred" if claim.extractor != "rules" else "automatic",
+                summary=said or None,
+                confidence=claim.confidence,
+                importance=1.0 if claim.prohibited else 0.6,
+                entity=claim.entity,
+                attribute=attribute,
+                value=claim.value,
+                condition=claim.condition or None,
+                prohibited=claim.prohibited,
+                event_date=item.date,
+                session_id=item.session_id,
+                turn_id=item.turn_id,
+                cited_lines=item.line_ids,
+            ),
+            embed([f"{content}. {said}" if said else content])[0],
+            embedder_id,
+            now,
+        )
+        if category == "state" and not claim.condition:
+            for old in active:
+                if (
+                    old.category == "state"
+                    and old.active
+                    and not old.condition
+                    and old.entity == claim.entity
+                    and old.attribute == attribute
+                ):
+                    store.update_memory(
+                        space, old.id, MemoryUpdate(active=False, superseded_by=memory.id), now
+                    )
+                    result.superseded.append(old.id)
+            active = [m for m in active if m.id not in result.superseded]
+        active.append(memory)
+        result.stored.append(memory)
+    return result

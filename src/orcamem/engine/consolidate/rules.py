@@ -1,0 +1,214 @@
+"""The consolidator that needs no model: declarative patterns a person uses about themself.
+
+Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
+prefer silence to invention: a sentence that does not match cleanly yields nothing, and the
+claims still go through the same verification and gate as a model's.
+
+Supported (case-insensitive; X, Y are the captured words):
+
+======================================  ===============================================
+said                                    claim
+======================================  ===============================================
+I live in X / I'm based in X            state  user · home city: X
+I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
+I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
+I work at/for Y                         state  user · employer: Y
+my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
+                                        such as favourite …, birthday, job, team)
+I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
+when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
+(… instead of Y)                        the attribute of the active state whose value has Y
+I prefer X (over Y) / I love X          preference  user · prefers: X
+I'm allergic to X                       fact   user · allergic to: X
+my name is X / I'm X / call me X        state  user · name: X
+never X / don't X / do not X / stop X   rule   forbidden_<X>: the sentence
+always X                                rule   always: X
+I went to / visited / attended X,
+I got / received / bought X, ... gave
+me X  (with a time expression)          event  user · <verb>: X, dated by the expression
+======================================  ===============================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from ..._kernel.text import STOPWORDS
+from .anchor import find_when
+from .claims import Claim, SourceLine
+
+__all__ = ["rule_claims"]
+
+_STOP = (
+    r"(?=\s+(?:last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|"
+    r"when|while|after|before|ago|on|in \d{4}|these days|now|anymore|again)\b|[,.;:!?)]|$)"
+)
+_PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
+_PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
+_A = r"(?:an?\s+|the\s+)?"
+_VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
+_HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
+_CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
+_NOT_RULES = re.compile(
+    r"^(?:worry|mind|know|bother|hesitate|be\b|apologi[sz]e|get me wrong|think|feel|panic|"
+    r"stress|care|forget to)",
+    re.IGNORECASE,
+)
+# "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
+# "my head is spinning" and "my point is that ..." are not.
+_SLOT_RE = re.compile(
+    r"\b(?:favou?rite|birthday|hometown|job|role|title|team|company|employer|age|pronouns|"
+    r"nickname|diet|blood type|shoe size|height|native language|first language)\b"
+)
+_ABBREVIATION_RE = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.")
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("name", re.compile(r"\b(?:[Mm]y name is|I'm|I am|[Cc]all me)\s+([A-Z][a-z]+)"
+                        r"(?=\s*[.,!?]|\s+and\b|$)")),
+    ("move", re.compile(r"\bI(?:'ve| have)?\s+(?:just\s+)?(?:moved|relocated|shifted)\s+"
+                        r"(?:from\s+" + _PLACE + r"\s+)?to\s+" + _PLACE)),
+    ("live", re.compile(r"\bI(?:'m| am)?\s+(?:now\s+)?(?:live|living|based|settled)\s+in\s+" + _PLACE)),
+    ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _A + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+"
+                          + _PLACE)),
+    ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
+    ("employer", re.compile(r"\bI work (?:at|for)\s+" + _PLACE)),
+    ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
+                         r"(?:called|named))\s+" + _PHRASE)),
+    ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
+                         r"really\b|not\b|also\b|called\b|named\b)" + _PHRASE)),
+    ("conditional", re.compile(r"\b(?:[Ww]hen|[Ii]f|[Ww]henever)\s+(?:I(?:\s+(?:have|get|am)|'m)\s+)?"
+                               r"([^,]{3,60}?),?\s+I\s+(?:usually\s+|always\s+)?"
+                               r"(?:switch to\s+|(drink|eat|use|take)\s+)([^,.;:!?]{1,80}?)"
+                               + _CLAUSE_END + r"(?:\s+instead of\s+([a-z][\w -]{1,30}?)(?=[,.;!?]|$))?")),
+    ("habit", re.compile(r"\bI\s+(?:usually\s+|always\s+)?(drink|eat|use|take)\s+"
+                         r"([^,.;:!?]{1,60}?)\s+" + _HABIT)),
+    ("allergy", re.compile(r"\bI(?:'m| am)\s+(?:also\s+)?(?:severely\s+|very\s+)?allergic to\s+"
+                           + _PHRASE)),
+    ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
+    ("never", re.compile(r"(?:^|[.!?]\s+|,\s*)(?:please\s+)?(?:never|don't|do not|stop)\s+"
+                         r"(?:ever\s+)?([a-z][^,.;!?]{3,150}?)" + _CLAUSE_END, re.IGNORECASE)),
+    ("always", re.compile(r"(?:^|[.!?]\s+)(?:please\s+)?always\s+([a-z][^,.;!?]{3,150}?)"
+                          + _CLAUSE_END, re.IGNORECASE)),
+    ("event", re.compile(r"\bI\s+(went to|visited|attended|got|received|bought|adopted|started|"
+                         r"finished|won|lost)\s+" + _PHRASE)),
+    ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
+]  # fmt: skip
+
+
+def _clean(value: str) -> str:
+    return " ".join(value.strip(" '\"").split())
+
+
+def _slug(text: str, words: int = 4) -> str:
+    kept = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS]
+    return "_".join(kept[:words])
+
+
+def _from_line(line: SourceLine) -> Iterator[Claim]:
+    text, cite = _ABBREVIATION_RE.sub(r"\1", line.text), (line.ref,)
+    when = find_when(text)
+    taken: set[str] = set()
+    for name, pattern in _PATTERNS:
+        for match in pattern.finditer(text):
+            if name in taken and name not in ("never", "event"):
+                continue
+            claims = list(_claims(name, match, when, cite, text))
+            if claims:
+                taken.add(name)
+                if name in ("move", "live"):
+                    taken.update(("move", "live"))
+                if name in ("job_at", "job"):
+                    taken.update(("job_at", "job", "employer"))
+                if name in ("named", "my_is"):
+                    taken.update(("named", "my_is"))
+                if name in ("conditional",):
+                    taken.update(("habit", "prefer"))
+            yield from claims
+
+
+def _claims(
+    name: str, m: re.Match[str], when: str, cite: tuple[str, ...], text: str
+) -> Iterator[Claim]:
+    state = {"kind": "state", "cites": cite}
+    if name == "name":
+        yield Claim(attribute="name", value=m.group(1), **state)
+    elif name == "move":
+        yield Claim(attribute="home city", value=_clean(m.group(2)), when=when, **state)
+    elif name == "live":
+        yield Claim(attribute="home city", value=_clean(m.group(1)), **state)
+    elif name == "job_at":
+        yield Claim(attribute="role", value=_clean(m.group(1)), **state)
+        yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
+    elif name == "job":
+        yield Claim(attribute="role", value=_clean(m.group(1)), **state)
+    elif name == "employer":
+        yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
+    elif name in ("named", "my_is"):
+        attribute, value = _clean(m.group(1)).lower(), _clean(m.group(2))
+        slot = name == "named" or value[:1].isupper() or _SLOT_RE.search(attribute)
+        if attribute and value and len(value.split()) <= 8 and slot:
+            yield Claim(attribute=attribute, value=value, **state)
+    elif name == "habit":
+        attribute = _VERB_ATTRIBUTE[m.group(1).lower()]
+        period = m.group(3)
+        yield Claim(
+            attribute=f"{period} {attribute}".strip() if period else attribute,
+            value=_clean(m.group(2)),
+            **state,
+        )
+    elif name == "conditional":
+        verb = m.group(2)
+        attribute = _VERB_ATTRIBUTE[verb.lower()] if verb else "switches to"
+        extra = {"instead_of": _clean(m.group(4))} if m.group(4) else {}
+        yield Claim(
+            attribute=attribute,
+            value=_clean(m.group(3)),
+            condition=_clean(m.group(1)),
+            extra=extra,
+            **state,
+        )
+    elif name == "allergy":
+        yield Claim(kind="fact", attribute="allergic to", value=_clean(m.group(1)), cites=cite)
+    elif name == "prefer":
+        yield Claim(kind="preference", attribute="prefers", value=_clean(m.group(1)), cites=cite)
+    elif name == "never":
+        action = _clean(m.group(1))
+        if _NOT_RULES.match(action):
+            return
+        yield Claim(
+            kind="rule",
+            attribute=f"forbidden_{_slug(action)}",
+            value=action,
+            prohibited=True,
+            cites=cite,
+        )
+    elif name == "always":
+        action = _clean(m.group(1))
+        yield Claim(kind="rule", attribute=f"always_{_slug(action)}", value=action, cites=cite)
+    elif name == "event" and when:
+        yield Claim(
+            kind="event",
+            attribute=m.group(1).lower(),
+            value=_clean(m.group(2)),
+            when=when,
+            cites=cite,
+        )
+    elif name == "given" and when:
+        yield Claim(
+            kind="event",
+            attribute=f"gift from {m.group(1).lower()}",
+            value=_clean(m.group(2)),
+            when=when,
+            cites=cite,
+        )
+
+
+def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
+    """Claims from the lines the user said (or wrote as notes); assistant lines are skipped."""
+    claims: list[Claim] = []
+    for line in lines:
+        if line.role not in (None, "user"):
+            continue
+        claims.extend(_from_line(line))
+    return claims

@@ -1,0 +1,168 @@
+"""Sleep: pending episodes → claims → verification → gate, one batch at a time.
+
+``verify_claims`` runs every deterministic check in order and splits claims into verified
+ones and rejections with reasons; ``apply_batch`` adds the gate and the space's watermark, all
+in one store transaction, so a batch is applied whole or not at all. ``jobs`` runs batches as
+durable leased jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from ..._kernel.model import Episode
+from ..store.base import Store
+from .anchor import anchor, local_day
+from .claims import Claim, SourceLine
+from .gate import GateResult, Verified, apply_claims
+from .verify import (
+    carry_pronouns,
+    check_citations,
+    check_grounding,
+    check_secrets,
+    resolve_pronoun_value,
+)
+
+__all__ = ["BatchReport", "SleepReport", "apply_batch", "source_lines", "verify_claims"]
+
+
+@dataclass
+class BatchReport:
+    """What one batch did (``rejected`` pairs a claim with the reason it was refused)."""
+
+    episodes: int = 0
+    claims: int = 0
+    stored: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    rejected: list[tuple[Claim, str]] = field(default_factory=list)
+    extractor: str = ""
+
+
+@dataclass
+class SleepReport:
+    """The sum of a sleep's batches (``failures``: extractor attempts that were unusable)."""
+
+    episodes: int = 0
+    claims: int = 0
+    stored: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    rejected: list[tuple[Claim, str]] = field(default_factory=list)
+    extractors: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, batch: BatchReport) -> None:
+        self.episodes += batch.episodes
+        self.claims += batch.claims
+        self.stored += batch.stored
+        self.superseded += batch.superseded
+        self.duplicates += batch.duplicates
+        self.rejected += batch.rejected
+        if batch.extractor not in self.extractors:
+            self.extractors.append(batch.extractor)
+
+    def to_dict(self) -> dict:
+        return {
+            "episodes": self.episodes,
+            "claims": self.claims,
+            "stored": self.stored,
+            "superseded": self.superseded,
+            "duplicates": self.duplicates,
+            "rejected": [{"item": c.to_json(), "reason": r} for c, r in self.rejected],
+            "extractors": self.extractors,
+            "failures": self.failures,
+        }
+
+
+def source_lines(store: Store, space: str, episodes: Sequence[Episode]) -> list[SourceLine]:
+    """The batch's lines with the ids claims cite (``ep-<id>:s<seq>``), in order."""
+    by_id = {episode.id: episode for episode in episodes}
+    return [
+        SourceLine(
+            ref=f"ep-{row.episode_id}:s{row.seq}",
+            line_id=row.id,
+            episode_id=row.episode_id,
+            session_id=row.session_id,
+            role=row.role,
+            text=row.text,
+            occurred_at=by_id[row.episode_id].occurred_at,
+        )
+        for row in store.episode_lines(space, list(by_id))
+    ]
+
+
+def verify_claims(
+    claims: Sequence[Claim], lines: Sequence[SourceLine], tz: ZoneInfo
+) -> tuple[list[Verified], list[tuple[Claim, str]]]:
+    """Citations, pronoun carry-over, grounding, secrets, then dates anchored in code."""
+    by_ref = {line.ref: line for line in lines}
+    carried = carry_pronouns(lines)
+    verified: list[Verified] = []
+    rejected: list[tuple[Claim, str]] = []
+    for claim in claims:
+        reason = check_citations(claim, by_ref)
+        if reason is None:
+            claim = resolve_pronoun_value(claim, carried)
+            reason = check_grounding(claim, by_ref, carried) or check_secrets(claim)
+        if reason is not None:
+            rejected.append((claim, reason))
+            continue
+        first = by_ref[claim.cites[0]]
+        day = anchor(claim.when, first.occurred_at, tz) if claim.when else None
+        if claim.when and day is None:
+            rejected.append((claim, f"date: cannot resolve {claim.when!r}"))
+            continue
+        if day is None and claim.kind in ("state", "event"):
+            day = local_day(first.occurred_at, tz)
+        turn = first.ref.split(":")[0]
+        verified.append(
+            Verified(
+                claim=replace(claim, cites=tuple(dict.fromkeys(claim.cites))),
+                line_ids=tuple(by_ref[ref].line_id for ref in dict.fromkeys(claim.cites)),
+                date=day.isoformat() if day else None,
+                session_id=first.session_id,
+                turn_id=turn,
+            )
+        )
+    return verified, rejected
+
+
+def apply_batch(
+    store: Store,
+    space: str,
+    episodes: Sequence[Episode],
+    lines: Sequence[SourceLine],
+    claims: Sequence[Claim],
+    verified: Sequence[Verified],
+    rejected: Sequence[tuple[Claim, str]],
+    extractor: str,
+    embed: Callable[[list[str]], np.ndarray],
+    embedder_id: str,
+    now: str,
+    *,
+    job_id: str | None = None,
+) -> BatchReport:
+    """The gate, the audit entries and the new watermark, in one store transaction."""
+    with store.writing():
+        sources = {line.line_id: line.text for line in lines}
+        gate: GateResult = apply_claims(store, space, verified, sources, embed, embedder_id, now)
+        for claim, reason in rejected:
+            store.add_audit(space, job_id, claim.to_json(), reason, now)
+        for claim in gate.duplicates:
+            store.add_audit(space, job_id, claim.to_json(), "duplicate of an active memory", now)
+        if episodes:
+            store.mark_consolidated(space, max(e.id for e in episodes), now)
+    return BatchReport(
+        episodes=len(episodes),
+        claims=len(claims),
+        stored=[m.id for m in gate.stored],
+        superseded=gate.superseded,
+        duplicates=len(gate.duplicates),
+        rejected=list(rejected),
+        extractor=extractor,
+    )

@@ -1,0 +1,116 @@
+"""Deterministic checks a claim must pass before it may become a memory.
+
+Each check is a pure function that returns ``None`` when the claim passes, or the reason it is
+rejected (kept in the audit table):
+
+- ``check_citations``: every cited line exists among the lines the extractor was shown.
+- ``check_grounding``: the value is said in the cited lines. The rule: after light
+  normalisation (lower case, punctuation dropped, a plural ``s`` dropped), every content word
+  of the value appears in the cited lines *or* in the antecedents their pronouns carry over;
+  values of four or more content words may miss one word in four (a paraphrase such as
+  "ginger tea with honey" for "warm ginger tea with raw honey" passes, "Mumbai" for a line
+  about Bangalore does not).
+- ``carry_pronouns``: a line's "it/there/she/he/they" resolved to the most recent name in the
+  earlier lines of the same session, so "I moved to Bangalore. I love it there." grounds a
+  claim citing only the second line.
+- ``check_secrets``: nothing that still looks like a secret is stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from ..._kernel.redact import find_secrets
+from ..._kernel.text import STOPWORDS
+from .claims import Claim, SourceLine
+
+__all__ = [
+    "carry_pronouns",
+    "check_citations",
+    "check_grounding",
+    "check_secrets",
+    "normal_words",
+    "resolve_pronoun_value",
+]
+
+_PRONOUNS = {"it", "there", "she", "he", "they", "her", "him", "them", "that", "this"}
+_NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)")
+_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def normal_words(text: str) -> list[str]:
+    """Lower-cased words with a trailing plural ``s`` dropped (``teas`` → ``tea``)."""
+    out = []
+    for word in _TOKEN_RE.findall(text.lower()):
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        out.append(word)
+    return out
+
+
+def _content(text: str) -> list[str]:
+    return [w for w in normal_words(text) if w not in STOPWORDS]
+
+
+def check_citations(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:
+    missing = [ref for ref in claim.cites if ref not in lines]
+    if not claim.cites:
+        return "citation: the claim cites no line"
+    if missing:
+        return f"citation: cited line(s) {', '.join(missing)} not in the batch"
+    return None
+
+
+def carry_pronouns(lines: Sequence[SourceLine]) -> dict[str, list[str]]:
+    """For each line (by ref), the names its pronouns may stand for (most recent first).
+
+    Lines are taken in order; a pronoun in a line borrows the names of up to three earlier
+    lines of the same session (and of its own earlier words).
+    """
+    carried: dict[str, list[str]] = {}
+    recent: dict[str | None, list[str]] = {}
+    for line in lines:
+        names = [m.group(1) for m in _NAME_RE.finditer(line.text) if m.group(1) != "I"]
+        history = recent.setdefault(line.session_id, [])
+        words = set(normal_words(line.text))
+        carried[line.ref] = list(reversed(history[-3:])) if words & _PRONOUNS else []
+        if names:
+            history.extend(names)
+    return carried
+
+
+def check_grounding(
+    claim: Claim, lines: Mapping[str, SourceLine], carried: Mapping[str, list[str]]
+) -> str | None:
+    wanted = _content(claim.value)
+    if not wanted:
+        return "grounding: the value has no content words"
+    said: set[str] = set()
+    for ref in claim.cites:
+        if ref in lines:
+            said.update(normal_words(lines[ref].text))
+            for name in carried.get(ref, []):
+                said.update(normal_words(name))
+    missing = [w for w in wanted if w not in said]
+    allowed = len(wanted) // 4 if len(wanted) >= 4 else 0
+    if len(missing) > allowed:
+        return f"grounding: {', '.join(missing)!s} not said in {', '.join(claim.cites)}"
+    return None
+
+
+def check_secrets(claim: Claim) -> str | None:
+    for text in (claim.value, claim.attribute, claim.condition):
+        if find_secrets(text):
+            return "secret: the claim still contains something that looks like a secret"
+    return None
+
+
+def resolve_pronoun_value(claim: Claim, carried: Mapping[str, list[str]]) -> Claim:
+    """A claim whose whole value is a pronoun ("there") takes the name it stands for."""
+    if normal_words(claim.value) and set(normal_words(claim.value)) <= _PRONOUNS:
+        for ref in claim.cites:
+            if carried.get(ref):
+                return replace(claim, value=carried[ref][0])
+    return claim

@@ -1,0 +1,90 @@
+"""Ingest: turn validated episodes into store writes (lines, lexical context, vectors).
+
+Each episode is split into sentence lines. Every line is indexed with its own words plus a
+lexical *context* that is never shown: the speaker, the date in words, an image caption,
+and the previous turn of the same session. On LoCoMo dev that context moved turn
+recall@10 from 0.74 to 0.83 (DESIGN.md); it is derived and can be rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from .._kernel.clock import format_time, parse_time
+from .._kernel.embed import Embedder, embed_texts
+from .._kernel.model import NewEpisode
+from .._kernel.text import split_sentences
+from .store.base import EpisodeWrite
+
+__all__ = ["date_words", "lexical_context", "prepare_writes"]
+
+_CONTEXT_CHARS = 600
+
+
+def date_words(stamp: str) -> str:
+    """``2023-05-07T…`` → ``7 May 2023`` so a question's date words can match."""
+    moment = parse_time(stamp)
+    return f"{moment.day} {moment.strftime('%B')} {moment.year}"
+
+
+def lexical_context(
+    episode: NewEpisode, occurred_at: str, previous_text: str | None, *, include_own: bool
+) -> str:
+    """The words an episode's lines are also found by (weighted below the line's own)."""
+    parts = [episode.role or "", date_words(occurred_at)]
+    caption = episode.meta.get("caption")
+    if isinstance(caption, str):
+        parts.append(caption)
+    if include_own:  # the episode's other sentences; a one-line episode would repeat itself
+        parts.append(episode.text[:_CONTEXT_CHARS])
+    if previous_text:
+        parts.append(previous_text[:_CONTEXT_CHARS])
+    if episode.context:
+        parts.append(episode.context[:_CONTEXT_CHARS])
+    return "\n".join(part for part in parts if part)
+
+
+def prepare_writes(
+    episodes: Sequence[NewEpisode],
+    embedder: Embedder,
+    now: datetime,
+    previous: dict[tuple[str, str], str],
+) -> list[EpisodeWrite]:
+    """Split, contextualise and embed a batch (one embedder call for all lines).
+
+    Args:
+        previous: the latest text per ``(space, session_id)`` before this batch; updated in
+            place so each turn of the batch sees the one before it.
+    """
+    created = format_time(now)
+    split = [split_sentences(ep.text) for ep in episodes]
+    flat = [line for lines in split for line in lines]
+    matrix = embed_texts(embedder, flat) if flat else np.zeros((0, embedder.dim), np.float32)
+    writes: list[EpisodeWrite] = []
+    offset = 0
+    for ep, lines in zip(episodes, split, strict=False):
+        occurred = ep.occurred_at or created
+        key = (ep.space, ep.session_id or "")
+        context = lexical_context(
+            ep,
+            occurred,
+            previous.get(key) if ep.session_id else None,
+            include_own=len(lines) > 1,
+        )
+        if ep.session_id:
+            previous[key] = ep.text
+        writes.append(
+            EpisodeWrite(
+                episode=NewEpisode(**{**ep.__dict__, "context": context}),
+                lines=lines,
+                vectors=matrix[offset : offset + len(lines)],
+                embedder_id=embedder.id,
+                occurred_at=occurred,
+                created_at=created,
+            )
+        )
+        offset += len(lines)
+    return writes

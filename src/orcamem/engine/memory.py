@@ -1,0 +1,785 @@
+"""``Memory``: the SDK facade. Validates, then calls the pipelines and the store.
+
+Every method takes ``space=`` (the isolation unit; default from the constructor). Nothing is
+written unless the whole input is valid; a method returns only after its write committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any
+
+from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.config import Config, default_db_path
+from .._kernel.embed import Embedder, embed_texts, make_embedder
+from .._kernel.model import (
+    CATEGORIES,
+    DEFAULT_SPACE,
+    EPISODE_KINDS,
+    Episode,
+    MemoryRecord,
+    NewEpisode,
+    NewMemory,
+    digest,
+    is_memory_id,
+    validate_space,
+    validate_text,
+    validate_time,
+)
+from .._kernel.text import message_text, split_document
+from ..errors import ClosedError, InvalidInputError, NotFoundError
+from ..recall import RecallResult, pack_context, recall
+from .automations import AutomationNotes
+from .consolidate.sleep import SleepReport
+from .ingest import prepare_writes
+from .keys import ApiKeys
+from .sleeper import Sleeper
+from .store import SQLiteStore
+from .store.base import SpaceInfo, Store
+
+__all__ = ["BuiltContext", "Memory"]
+
+log = logging.getLogger("orcamem")
+
+Progress = Callable[[int, int], None]
+EXPORT_FORMAT = "orcamem-export"
+EXPORT_VERSION = 1
+_BATCH = 512
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """What :meth:`Memory.context` prepends before a turn, and the resulting messages."""
+
+    messages: list[dict[str, Any]]
+    block: str | None
+    """The memory block (``None``: nothing to recall)."""
+    note_block: str | None
+    """The automation's note block, first of all (``None``: no automation, or no note)."""
+
+
+class Memory:
+    """Durable long-term memory for an agent, on one SQLite file by default.
+
+    Args:
+        path: database file; default ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``.
+        space: the default space of every call.
+        config: engine switches (see ``Config``).
+        embedder: an ``Embedder`` or a spec string (``static``, ``openai:<model>@<url>``,
+            ``st:<model>``); default: the offline model shipped with orcamem.
+        clock: where "now" comes from (tests pass a ``FrozenClock``).
+        store: a ready store instead of ``path`` (another engine, or a shared one).
+        model: a chat model (``orcamem._kernel.llm``) for ``sleep``; none means the
+            rule-based consolidator.
+
+    Example:
+        >>> mem = Memory(path=":memory:")
+        >>> _ = mem.add("I work as a backend engineer and I live in Pune.")
+        >>> mem.search("Where do I live?").hits[0].text
+        'I work as a backend engineer and I live in Pune.'
+        >>> mem.close()
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        space: str = DEFAULT_SPACE,
+        config: Config | None = None,
+        embedder: Embedder | str | None = None,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        model: Any = None,
+    ) -> None:
+        self.config = config or Config()
+        self.model = model
+        self.space = validate_space(space)
+        self.clock = clock or SystemClock()
+        self.embedder = make_embedder(embedder)
+        self.store: Store = store or SQLiteStore(
+            path if path is not None else default_db_path(),
+            synchronous=self.config.synchronous,
+            busy_timeout_ms=self.config.busy_timeout_ms,
+            blas_threads=self.config.blas_threads,
+        )
+        self._checked: set[str] = set()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orcamem-side")
+        self._sleeper = Sleeper(self, model).start() if self.config.auto_sleep else None
+
+    # -- the role stores of this memory's database ------------------------------------------
+
+    @cached_property
+    def keys(self) -> ApiKeys:
+        """The API keys kept in this memory's database (the REST API, proxy and MCP use them)."""
+        return ApiKeys(self.store.keys)
+
+    @cached_property
+    def notes(self) -> AutomationNotes:
+        """The one short note each scheduled automation keeps between firings."""
+        return AutomationNotes(self.store.notes, self.clock)
+
+    @property
+    def path(self) -> str | None:
+        """The database file (``None`` for a store that has no file)."""
+        return getattr(self.store, "path", None)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _space(self, space: str | None) -> str:
+        if self._closed:
+            raise ClosedError("this Memory is closed: create a new Memory()")
+        return self.space if space is None else validate_space(space)
+
+    def _now(self) -> str:
+        return format_time(self.clock.now())
+
+    def _ready_for_write(self, space: str) -> None:
+        if space not in self._checked:
+            self.store.ensure_space(space, self.embedder.id, self.embedder.dim, self._now())
+            self._checked.add(space)
+
+    def _ready_for_read(self, space: str) -> bool:
+        """True if the space exists (and matches the embedder); reads never create spaces."""
+        if space in self._checked:
+            return True
+        if self.store.space_info(space) is None:
+            return False
+        self._ready_for_write(space)
+        return True
+
+    def _after_read(self, work: Callable[[], None]) -> None:
+        """Run a side effect (mark accessed) off the hot path; its failure is only logged."""
+
+        def run() -> None:
+            try:
+                work()
+            except Exception as exc:
+                log.warning("orcamem side effect failed: %s", exc)
+
+        with self._lock:
+            if not self._closed:
+                self._background.submit(run)
+
+    # -- writing episodes ------------------------------------------------------------------
+
+    def _episode(
+        self,
+        text: Any,
+        *,
+        space: str,
+        kind: str,
+        role: str | None,
+        session_id: str | None,
+        turn_id: str | None,
+        occurred_at: Any,
+        meta: dict[str, Any] | None,
+    ) -> NewEpisode:
+        if kind not in EPISODE_KINDS:
+            raise InvalidInputError(f"kind={kind!r}: use one of {', '.join(EPISODE_KINDS)}")
+        for name, value in (("role", role), ("session_id", session_id), ("turn_id", turn_id)):
+            if value is not None and (
+                not isinstance(value, str) or not value.strip() or len(value) > 256
+            ):
+                raise InvalidInputError(
+                    f"{name} must be a non-blank string of at most 256 characters, got {value!r}"
+                )
+        if meta is not None:
+            try:
+                json.dumps(meta)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"meta must be JSON-serialisable: {exc}") from None
+        return NewEpisode(
+            space=space,
+            kind=kind,
+            text=validate_text(text),
+            role=role,
+            session_id=session_id,
+            turn_id=turn_id,
+            occurred_at=validate_time(occurred_at),
+            meta=dict(meta or {}),
+        )
+
+    def _append(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
+        for space in {ep.space for ep in episodes}:
+            self._ready_for_write(space)
+        previous: dict[tuple[str, str], str] = {}
+        for ep in episodes:
+            key = (ep.space, ep.session_id or "")
+            if ep.session_id and key not in previous:
+                last = self.store.last_episode(ep.space, ep.session_id)
+                if last is not None:
+                    previous[key] = last.text
+        writes = prepare_writes(episodes, self.embedder, self.clock.now(), previous)
+        return self.store.append_episodes(writes)
+
+    def add(
+        self,
+        text: str | bytes,
+        *,
+        space: str | None = None,
+        kind: str = "note",
+        role: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        occurred_at: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Episode:
+        """Append a note (or any episode) and index it at once.
+
+        Raises:
+            InvalidInputError: blank, over 1 MiB, not UTF-8, or a bad field; nothing is written.
+        """
+        episode = self._episode(
+            text,
+            space=self._space(space),
+            kind=kind,
+            role=role,
+            session_id=session_id,
+            turn_id=turn_id,
+            occurred_at=occurred_at,
+            meta=meta,
+        )
+        return self._append([episode])[0]
+
+    def observe(
+        self,
+        role: str,
+        text: str | bytes,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        occurred_at: str | None = None,
+        space: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Episode:
+        """Append one conversation turn (``role`` is ``user``, ``assistant`` or a name)."""
+        return self.add(
+            text,
+            space=space,
+            kind="turn",
+            role=role,
+            session_id=session_id,
+            turn_id=turn_id,
+            occurred_at=occurred_at,
+            meta=meta,
+        )
+
+    def add_many(
+        self,
+        items: Iterable[dict[str, Any] | str],
+        *,
+        space: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[Episode]:
+        """Bulk-append episodes, a batch per transaction (validated batch by batch).
+
+        Each item is a text or a dict of ``add`` arguments (``text``, ``kind``, ``role``, …).
+        A batch is validated whole before it is written, so a bad item leaves the earlier
+        batches committed and names its position.
+        """
+        default_space = self._space(space)
+        items = list(items)
+        done: list[Episode] = []
+        for start in range(0, len(items), _BATCH):
+            batch = []
+            for offset, item in enumerate(items[start : start + _BATCH]):
+                fields = {"text": item} if isinstance(item, str) else dict(item)
+                try:
+                    text = fields.pop("text")
+                    item_space = self._space(fields.pop("space", default_space))
+                    batch.append(
+                        self._episode(
+                            text,
+                            space=item_space,
+                            kind=fields.pop("kind", "note"),
+                            role=fields.pop("role", None),
+                            session_id=fields.pop("session_id", None),
+                            turn_id=fields.pop("turn_id", None),
+                            occurred_at=fields.pop("occurred_at", None),
+                            meta=fields.pop("meta", None),
+                        )
+                    )
+                    if fields:
+                        raise InvalidInputError(f"unknown field(s) {sorted(fields)}")
+                except (InvalidInputError, KeyError) as exc:
+                    raise InvalidInputError(
+                        f"item {start + offset} is invalid ({exc}); the {len(done)} items before "
+                        "its batch are stored"
+                    ) from None
+            done.extend(self._append(batch))
+            if progress:
+                progress(len(done), len(items))
+        return done
+
+    def add_file(self, path: str | Path, *, space: str | None = None) -> list[Episode]:
+        """Store a text/Markdown document as passages (one episode each, kind ``document``)."""
+        space = self._space(space)
+        file = Path(path)
+        try:
+            raw = file.read_bytes()
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read {file}: {exc.strerror}") from None
+        text = validate_text(raw, what=str(file))
+        passages = split_document(text)
+        now = self._now()
+        return self.add_many(
+            [
+                {
+                    "text": passage,
+                    "kind": "document",
+                    "occurred_at": now,
+                    "meta": {"source": str(file), "part": i + 1, "parts": len(passages)},
+                }
+                for i, passage in enumerate(passages)
+            ],
+            space=space,
+        )
+
+    # -- explicit memories -----------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        *,
+        category: str = "fact",
+        space: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        tags: Sequence[str] = (),
+        prohibited: bool = False,
+        entity: str | None = None,
+        attribute: str | None = None,
+        value: str | None = None,
+        condition: str | None = None,
+        event_date: str | None = None,
+        source: str = "explicit",
+    ) -> MemoryRecord:
+        """Store an explicit memory (no model involved) and index it at once."""
+        space = self._space(space)
+        content = validate_text(text, what="memory text")
+        if category not in CATEGORIES:
+            raise InvalidInputError(f"category={category!r}: use one of {', '.join(CATEGORIES)}")
+        for name, number in (("importance", importance), ("confidence", confidence)):
+            if not isinstance(number, (int, float)) or not 0.0 <= float(number) <= 1.0:
+                raise InvalidInputError(f"{name}={number!r}: use a number from 0 to 1")
+        if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
+            raise InvalidInputError("tags must be a list of non-blank strings")
+        memory = NewMemory(
+            space=space,
+            content=content,
+            category=category,
+            source=source,
+            confidence=float(confidence),
+            importance=float(importance),
+            tags=tuple(tags),
+            entity=entity,
+            attribute=attribute,
+            value=value,
+            condition=condition,
+            prohibited=prohibited,
+            event_date=validate_time(event_date, what="event_date"),
+        )
+        self._ready_for_write(space)
+        vector = embed_texts(self.embedder, [content])[0]
+        return self.store.put_memory(memory, vector, self.embedder.id, self._now())
+
+    def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
+        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``."""
+        return self.remember(rule, category="rule", space=space, prohibited=True, importance=1.0)
+
+    def facts(
+        self, *, space: str | None = None, include_history: bool = False
+    ) -> list[MemoryRecord]:
+        """Active memories (with ``include_history``, superseded ones too), oldest first."""
+        space = self._space(space)
+        return self.store.list_memories(space, include_inactive=include_history)
+
+    def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
+        """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines.
+
+        Raises:
+            NotFoundError: no such id in the space.
+        """
+        space = self._space(space)
+        key = str(memory_or_episode_id).strip()
+        if is_memory_id(key):
+            self.store.delete_memory(space, key)
+            return
+        number = key[3:] if key.startswith("ep-") else key
+        if not number.isdigit():
+            raise NotFoundError(
+                f"{memory_or_episode_id!r} is neither a memory id (mem-xxxxxxxx) "
+                "nor an episode id (ep-12 or 12)"
+            )
+        self.store.delete_episode(space, int(number))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, space: str | None = None, top_k: int | None = None
+    ) -> RecallResult:
+        """Rank passages and memories for ``query`` with the per-signal breakdown.
+
+        Raises:
+            InvalidInputError: a blank query.
+            EmbedderMismatchError: the space was embedded by another model.
+        """
+        space = self._space(space)
+        query = validate_text(query, what="query")
+        if top_k is not None and not 1 <= top_k <= 1000:
+            raise InvalidInputError(f"top_k={top_k}: use a number from 1 to 1000")
+        if not self._ready_for_read(space):
+            return RecallResult(query, space, [], [])
+        return recall(
+            self.store, self.embedder, space, query, self.config, self.clock.now(), top_k=top_k
+        )
+
+    def recall(self, query: str, *, space: str | None = None) -> str:
+        """The exact memory block that ``build_context`` would inject for ``query``."""
+        result = self.search(query, space=space)
+        block, used = pack_context(result.hits, result.rules, self.config, self.clock.now())
+        accessed = [hit.id for hit in used if hit.memory is not None]
+        if accessed:
+            self._after_read(lambda: self.store.mark_accessed(result.space, accessed, self._now()))
+        return block
+
+    def context(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        space: str | None = None,
+        automation_id: str | None = None,
+    ) -> BuiltContext:
+        """The blocks a chat gets before its next turn, and the messages with them prepended.
+
+        The query is the latest user message; with no user text or nothing to recall there is
+        no memory block. With ``automation_id`` the automation's note block comes first, as its
+        own system message (a scribe's observation; see ``engine.automations``).
+        """
+        if not isinstance(messages, Sequence) or not all(isinstance(m, dict) for m in messages):
+            raise InvalidInputError(
+                "messages must be a list of {'role': ..., 'content': ...} dicts"
+            )
+        note = self.notes.block(automation_id) or None if automation_id is not None else None
+        query = next(
+            (
+                message_text(m.get("content"))
+                for m in reversed(messages)
+                if m.get("role") == "user" and message_text(m.get("content")).strip()
+            ),
+            "",
+        )
+        block = (self.recall(query, space=space) or None) if query else None
+        built = [{"role": "system", "content": text} for text in (note, block) if text]
+        return BuiltContext(messages=[*built, *messages], block=block, note_block=note)
+
+    def build_context(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        space: str | None = None,
+        automation_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return ``messages`` with the memory block prepended as a system message.
+
+        The query is the latest user message; with no user text or nothing to recall the
+        messages come back unchanged (as a new list). With ``automation_id`` that
+        automation's note block comes first (see :meth:`context`).
+        """
+        return self.context(messages, space=space, automation_id=automation_id).messages
+
+    def stats(self, *, space: str | None = None) -> dict[str, Any]:
+        """Counts for the space and the whole database, the embedder and the file size."""
+        space = self._space(space)
+        info = self.store.space_info(space)
+        memories = self.store.list_memories(space, include_inactive=True) if info else []
+        return {
+            "space": space,
+            "episodes": info.episodes if info else 0,
+            "lines": info.lines if info else 0,
+            "memories": sum(1 for m in memories if m.active and not m.prohibited),
+            "rules": sum(1 for m in memories if m.active and m.prohibited),
+            "inactive_memories": sum(1 for m in memories if not m.active),
+            "embedder": self.embedder.id,
+            "space_embedder": info.embedder_id if info else None,
+            "dim": self.embedder.dim,
+            "spaces": [s.name for s in self.store.list_spaces()],
+            "database": self.store.counts(),
+            "path": getattr(self.store, "path", None),
+            "size_bytes": self.store.size_bytes(),
+        }
+
+    def space_info(self, space: str | None = None) -> SpaceInfo | None:
+        """The space's counts and embedder, or ``None`` before its first write."""
+        return self.store.space_info(self._space(space))
+
+    def space_infos(self) -> list[SpaceInfo]:
+        """Every space with its counts."""
+        return self.store.list_spaces()
+
+    def episode(self, episode_id: int, *, space: str | None = None) -> Episode:
+        """One episode of the space (``NotFoundError`` if it is not there)."""
+        return self.store.get_episode(self._space(space), episode_id)
+
+    def episodes_page(
+        self,
+        *,
+        space: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+        session_id: str | None = None,
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
+        return self.store.page_episodes(
+            self._space(space), after=after, limit=limit, session_id=session_id
+        )
+
+    def memory(self, memory_id: str, *, space: str | None = None) -> MemoryRecord:
+        """One memory of the space (``NotFoundError`` if it is not there)."""
+        return self.store.get_memory(self._space(space), memory_id)
+
+    def spaces(self) -> list[str]:
+        return [info.name for info in self.store.list_spaces()]
+
+    # -- export, import, re-embed ----------------------------------------------------------
+
+    def export(self, out: IO[str], *, space: str | None = None) -> int:
+        """Write the space as JSON lines (header, episodes, memories); returns records written."""
+        space = self._space(space)
+        out.write(
+            json.dumps(
+                {
+                    "type": EXPORT_FORMAT,
+                    "version": EXPORT_VERSION,
+                    "space": space,
+                    "embedder": self.embedder.id,
+                }
+            )
+            + "\n"
+        )
+        count = 0
+        for episode in self.store.iter_episodes(space):
+            record = {"type": "episode", **episode.__dict__}
+            out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+        memories = self.store.list_memories(space, include_inactive=True)
+        positions = self.store.line_positions(
+            sorted({line for m in memories for line in m.cited_lines})
+        )
+        for memory in memories:
+            data = memory.to_dict()
+            data["cited_lines"] = [list(positions[i]) for i in memory.cited_lines if i in positions]
+            out.write(
+                json.dumps({"type": "memory", **data}, ensure_ascii=False, sort_keys=True) + "\n"
+            )
+            count += 1
+        return count
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, space: str | None = None, progress: Progress | None = None
+    ) -> dict[str, int]:
+        """Load an ``export`` file; already present episodes and memories are skipped.
+
+        The whole file is parsed and validated before anything is written.
+
+        Returns:
+            ``{"episodes": added, "memories": added, "skipped": n}``.
+        """
+        target = self._space(space)
+        episodes: list[dict[str, Any]] = []
+        memories: list[dict[str, Any]] = []
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                kind = record.pop("type")
+            except (ValueError, KeyError, AttributeError, TypeError):
+                raise InvalidInputError(
+                    f"line {number} is not an orcamem export record; nothing was imported"
+                ) from None
+            if number == 1 and kind != EXPORT_FORMAT:
+                raise InvalidInputError(
+                    "not an orcamem export: the first line must be the "
+                    f"{EXPORT_FORMAT!r} header; nothing was imported"
+                )
+            if kind == "episode":
+                episodes.append(record)
+            elif kind == "memory":
+                memories.append(record)
+            elif kind != EXPORT_FORMAT:
+                raise InvalidInputError(f"line {number}: unknown record type {kind!r}")
+        prepared = []
+        for record in episodes:
+            try:
+                prepared.append(
+                    (
+                        record,
+                        self._episode(
+                            record["text"],
+                            space=target,
+                            kind=record["kind"],
+                            role=record["role"],
+                            session_id=record["session_id"],
+                            turn_id=record["turn_id"],
+                            occurred_at=record["occurred_at"],
+                            meta=record.get("meta"),
+                        ),
+                    )
+                )
+            except KeyError as exc:
+                raise InvalidInputError(
+                    f"episode {record.get('id')} lacks {exc}; nothing was imported"
+                ) from None
+        records: list[MemoryRecord] = []
+        cited_positions: dict[str, list[tuple[int, int]]] = {}
+        for data in memories:
+            try:
+                record = MemoryRecord(
+                    **{
+                        **data,
+                        "space": target,
+                        "tags": tuple(data.get("tags", [])),
+                        "cited_lines": (),
+                    }
+                )
+                validate_text(record.content, what=f"memory {record.id}")
+                cited_positions[record.id] = [
+                    (int(episode), int(seq)) for episode, seq in data.get("cited_lines", [])
+                ]
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(
+                    f"memory {data.get('id')} is malformed ({exc}); nothing was imported"
+                ) from None
+            records.append(record)
+        self._ready_for_write(target)
+        id_map: dict[int, int] = {}
+        added = skipped = 0
+        fresh: list[tuple[dict[str, Any], NewEpisode]] = []
+        for record, episode in prepared:
+            existing = self.store.find_episode(
+                target,
+                digest(episode.text),
+                episode.occurred_at or "",
+                episode.session_id,
+                episode.turn_id,
+            )
+            if existing is not None:
+                id_map[record["id"]] = existing
+                skipped += 1
+            else:
+                fresh.append((record, episode))
+        for start in range(0, len(fresh), _BATCH):
+            chunk = fresh[start : start + _BATCH]
+            writes = prepare_writes([ep for _, ep in chunk], self.embedder, self.clock.now(), {})
+            writes = [
+                replace(w, created_at=record.get("created_at") or w.created_at)
+                for w, (record, _) in zip(writes, chunk, strict=False)
+            ]
+            for (record, _), stored in zip(chunk, self.store.append_episodes(writes), strict=False):
+                id_map[record["id"]] = stored.id
+            added += len(chunk)
+            if progress:
+                progress(added + skipped, len(prepared) + len(memories))
+        restored = 0
+        renamed: dict[str, str] = {}
+        for record in records:
+            cited = []
+            for old_episode, seq in cited_positions[record.id]:
+                line = self.store.line_ids(target, id_map.get(old_episode, -1)).get(seq)
+                if line is not None:
+                    cited.append(line)
+            superseded = record.superseded_by
+            record = replace(
+                record,
+                cited_lines=tuple(cited),
+                superseded_by=renamed.get(superseded, superseded) if superseded else None,
+            )
+            vector = embed_texts(self.embedder, [record.content])[0]
+            stored_as = self.store.restore_memory(record, vector)
+            if stored_as is None:
+                skipped += 1
+                continue
+            restored += 1
+            if stored_as != record.id:
+                renamed[record.id] = stored_as
+        return {"episodes": added, "memories": restored, "skipped": skipped}
+
+    def sleep(
+        self, *, space: str | None = None, model: Any = None, progress: Progress | None = None
+    ) -> SleepReport:
+        """Consolidate the space's pending episodes into states, events, facts and rules.
+
+        Each batch is a durable leased job. Without a model (``model=`` here or in the
+        constructor) the rule-based consolidator runs: zero model calls. Claims from either
+        pass the same verification and gate; episodes are never changed. A batch whose model
+        output stays unusable is consolidated by the rules on its last attempt, and the
+        failures are reported.
+        """
+        space = self._space(space)
+        if not self._ready_for_read(space):
+            return SleepReport()
+        chat = model if model is not None else self.model
+        return Sleeper(self, chat).run(space, progress)
+
+    def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Claims that consolidation refused or skipped, with the reason, newest first."""
+        return self.store.audit_log(self._space(space), limit)
+
+    def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
+        """Re-embed every line and memory of the space with this Memory's embedder.
+
+        Episodes and memories are untouched; vectors and the space's embedder record are
+        swapped in one transaction, so a crash leaves the old, consistent state.
+
+        Returns:
+            how many vectors were written.
+        """
+        space = self._space(space)
+        if self.store.space_info(space) is None:
+            raise NotFoundError(f"no space {space!r}: nothing to re-embed")
+        lines, memories = self.store.iter_texts_for_embedding(space)
+        texts = [text for _, text in lines] + [text for _, text in memories]
+        vectors = []
+        for start in range(0, len(texts), _BATCH):
+            vectors.extend(embed_texts(self.embedder, texts[start : start + _BATCH]))
+            if progress:
+                progress(min(start + _BATCH, len(texts)), len(texts))
+        line_vectors = {key: vectors[i] for i, (key, _) in enumerate(lines)}
+        memory_vectors = {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)}
+        self.store.replace_vectors(
+            space, self.embedder.id, self.embedder.dim, line_vectors, memory_vectors
+        )
+        self._checked.discard(space)
+        return len(vectors)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish pending side effects and close the store; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._sleeper is not None:
+            self._sleeper.stop()
+        self._background.shutdown(wait=True)
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def iter_episodes(self, *, space: str | None = None) -> Iterator[Episode]:
+        return self.store.iter_episodes(self._space(space))

@@ -1,0 +1,129 @@
+"""Running consolidation: now (``Memory.sleep``) or in the background.
+
+The background sleeper wakes every few seconds and, for each space, queues a consolidation
+batch once the space has been idle for ``sleep_idle_seconds`` (120 s: no new episode) or has
+``sleep_batch_threshold`` episodes pending; a ``JobWorker`` thread runs the queued jobs with
+leases, so another process's worker (or a later one) can take over any job it leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from .._kernel.clock import parse_time
+from .._kernel.embed import embed_texts
+from .._kernel.jobs.queue import JobQueue, JobWorker
+from .consolidate.anchor import zone
+from .consolidate.extract import ModelExtractor
+from .consolidate.jobs import CONSOLIDATE, ConsolidationJobs
+from .consolidate.sleep import SleepReport
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+__all__ = ["Sleeper"]
+
+log = logging.getLogger("orcamem")
+
+
+class Sleeper:
+    """Consolidation jobs for one ``Memory`` (and, with a model, its extractor)."""
+
+    def __init__(self, memory: Memory, model: Any = None) -> None:
+        self.memory = memory
+        self.queue = JobQueue(memory.store.jobs)
+        self.jobs = ConsolidationJobs(
+            store=memory.store,
+            queue=self.queue,
+            embed=partial(embed_texts, memory.embedder),
+            embedder_id=memory.embedder.id,
+            tz=zone(memory.config.timezone),
+            now=memory._now,
+            model_extractor=ModelExtractor(model) if model is not None else None,
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._worker: JobWorker | None = None
+
+    def _worker_for(self, spaces: list[str] | None) -> JobWorker:
+        return JobWorker(
+            self.queue,
+            {CONSOLIDATE: self.jobs.handle},
+            self.memory.clock,
+            lease_s=self.memory.config.sleep_lease_seconds,
+            spaces=spaces,
+        )
+
+    def run(self, space: str, progress: Any = None) -> SleepReport:
+        """Consolidate ``space`` until nothing is pending (or only rescheduled work is left)."""
+        worker = self._worker_for([space])
+        report = SleepReport()
+        batch = self.memory.config.sleep_batch_size
+        while True:
+            queued = self.jobs.enqueue_next(space, batch)
+            ran = worker.run_once()
+            if ran.outcome == "done" and ran.job is not None:
+                done = self.jobs.reports.pop(ran.job.id, None)
+                if done is not None:
+                    report.add(done)
+            if progress:
+                progress(
+                    report.episodes,
+                    report.episodes + len(self.memory.store.pending_episodes(space, 10_000)),
+                )
+            if ran.outcome in ("idle", "store_error", "rescheduled") and queued is None:
+                break
+        report.failures = list(self.jobs.failures)
+        self.jobs.failures.clear()
+        return report
+
+    # -- background --------------------------------------------------------------------------
+
+    def start(self) -> Sleeper:
+        """Start the background sleeper and its job worker (daemon threads)."""
+        if self._thread is None:
+            self._worker = self._worker_for(None).start()
+            self._thread = threading.Thread(target=self._loop, name="orcamem-sleeper", daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        config = self.memory.config
+        every = max(0.05, min(5.0, config.sleep_idle_seconds / 4))
+        while not self._stop.wait(every):
+            try:
+                self.tick()
+            except Exception as exc:
+                log.warning("background sleep check failed: %s", exc)
+
+    def tick(self) -> list[str]:
+        """Queue a batch for every space that is idle or over the threshold; returns them."""
+        config, store = self.memory.config, self.memory.store
+        now = self.memory.clock.now()
+        queued = []
+        for info in store.list_spaces():
+            pending = store.pending_episodes(info.name, config.sleep_batch_threshold)
+            if not pending:
+                continue
+            newest = store.last_episode_created(info.name)
+            idle = newest is None or (now - parse_time(newest)).total_seconds() >= (
+                config.sleep_idle_seconds
+            )
+            if (idle or len(pending) >= config.sleep_batch_threshold) and self.jobs.enqueue_next(
+                info.name, config.sleep_batch_size
+            ):
+                queued.append(info.name)
+        if queued and self._worker is not None:
+            self._worker.wake()
+        return queued
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Stop checking; the worker finishes the job it holds."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._worker is not None:
+            self._worker.stop(timeout)

@@ -1,0 +1,197 @@
+"""The engine's ``Store``: a few small role protocols, and the records they trade in.
+
+A store holds episodes (append-only, split into lines), memories and per-space metadata
+(:class:`EpisodeLog`, :class:`MemoryTable`), answers the recall pipeline's candidate queries
+(``recall.candidates.CandidateSource``: lexical top-N, vector top-N), keeps its maintenance
+chores (:class:`Admin`), and hands out the role stores that share its connection: ``keys``
+(API key rows), ``notes`` (automation notes) and ``jobs`` (the rows of the durable job queue).
+A store never formats prompts or scores beyond its own index. ``tests/test_store_contract.py``
+is the contract every store must pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..._kernel.jobs.queue import JobStore
+from ..._kernel.model import Episode, MemoryRecord, NewEpisode, NewMemory
+from ...recall.candidates import CandidateSource, LineRow
+
+__all__ = [
+    "CAPABILITIES",
+    "Admin",
+    "AutomationNote",
+    "CandidateSource",
+    "EpisodeLog",
+    "EpisodeWrite",
+    "KeyRows",
+    "LineRow",
+    "MemoryTable",
+    "MemoryUpdate",
+    "NoteRows",
+    "SpaceInfo",
+    "Store",
+]
+
+CAPABILITIES = frozenset(
+    {"episodes", "vectors", "lexical", "scopes", "decay", "jobs", "retrieval_log"}
+)
+
+
+@dataclass(frozen=True)
+class EpisodeWrite:
+    """One episode to append, with its lines and their vectors already computed."""
+
+    episode: NewEpisode
+    lines: Sequence[str]
+    """The episode's sentences, in order; their ids become ``s1, s2, …``."""
+    vectors: np.ndarray
+    """``(len(lines), dim)`` float32 unit vectors from the space's embedder."""
+    embedder_id: str
+    occurred_at: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class SpaceInfo:
+    name: str
+    created_at: str
+    embedder_id: str | None
+    dim: int | None
+    episodes: int = 0
+    lines: int = 0
+    memories: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryUpdate:
+    """Fields to change on a stored memory; ``None`` leaves a field as it is."""
+
+    active: bool | None = None
+    superseded_by: str | None = None
+    archived_at: str | None = None
+    staleness: float | None = None
+
+
+@dataclass(frozen=True)
+class AutomationNote:
+    """The one short note an automation keeps between firings (written by its agent)."""
+
+    automation_id: str
+    note: str
+    updated_at: str
+
+
+class EpisodeLog(Protocol):
+    """Spaces and the append-only episode log, with its lines and the consolidation mark."""
+
+    def writing(self) -> AbstractContextManager[Any]:
+        """One atomic write; nested use joins the outer one (a savepoint)."""
+        ...
+
+    def ensure_space(self, space: str, embedder_id: str, dim: int, now: str) -> SpaceInfo: ...
+    def space_info(self, space: str) -> SpaceInfo | None: ...
+    def list_spaces(self) -> list[SpaceInfo]: ...
+    def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]: ...
+    def get_episode(self, space: str, episode_id: int) -> Episode: ...
+    def iter_episodes(self, space: str) -> Iterator[Episode]: ...
+    def page_episodes(
+        self, space: str, *, after: int = 0, limit: int = 100, session_id: str | None = None
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
+        ...
+
+    def delete_episode(self, space: str, episode_id: int) -> None: ...
+    def find_episode(
+        self,
+        space: str,
+        text_digest: str,
+        occurred_at: str,
+        session_id: str | None,
+        turn_id: str | None,
+    ) -> int | None: ...
+    def last_episode(self, space: str, session_id: str) -> Episode | None: ...
+    def line_ids(self, space: str, episode_id: int) -> dict[int, int]: ...
+    def line_positions(self, ids: Sequence[int]) -> dict[int, tuple[int, int]]: ...
+    def pending_episodes(self, space: str, limit: int) -> list[Episode]: ...
+    def mark_consolidated(self, space: str, last_episode_id: int, now: str) -> None: ...
+    def last_episode_created(self, space: str) -> str | None: ...
+
+
+class MemoryTable(Protocol):
+    """Durable memories (facts, states, events, rules) and the consolidation audit."""
+
+    def put_memory(
+        self, memory: NewMemory, vector: np.ndarray, embedder_id: str, now: str
+    ) -> MemoryRecord: ...
+    def restore_memory(self, record: MemoryRecord, vector: np.ndarray) -> str | None: ...
+    def get_memory(self, space: str, memory_id: str) -> MemoryRecord: ...
+    def list_memories(
+        self, space: str, *, include_inactive: bool = False, prohibited: bool | None = None
+    ) -> list[MemoryRecord]: ...
+    def memories_by_id(self, space: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    def update_memory(
+        self, space: str, memory_id: str, update: MemoryUpdate, now: str
+    ) -> MemoryRecord: ...
+    def delete_memory(self, space: str, memory_id: str) -> None: ...
+    def mark_accessed(self, space: str, memory_ids: Sequence[str], now: str) -> None: ...
+    def add_audit(
+        self, space: str, job_id: str | None, item: dict, reason: str, now: str
+    ) -> None: ...
+    def audit_log(self, space: str, limit: int = 100) -> list[dict]: ...
+
+
+class Admin(Protocol):
+    """Re-embedding, sizes and closing."""
+
+    def replace_vectors(
+        self,
+        space: str,
+        embedder_id: str,
+        dim: int,
+        line_vectors: dict[int, np.ndarray],
+        memory_vectors: dict[str, np.ndarray],
+    ) -> None: ...
+    def iter_texts_for_embedding(
+        self, space: str
+    ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]: ...
+    def counts(self) -> dict[str, int]: ...
+    def size_bytes(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class KeyRows(Protocol):
+    """API key rows: hashes only (``engine.keys`` owns the rules)."""
+
+    def add(
+        self, key_id: str, digest: str, name: str, spaces: Sequence[str], admin: bool, now: str
+    ) -> None: ...
+    def list(self) -> list[dict]: ...
+    def revoke(self, key_id: str, now: str) -> bool: ...
+    def active(self, digest: str) -> tuple[str, str, list[str], bool] | None: ...
+
+
+class NoteRows(Protocol):
+    """Automation notes keyed by automation id (``engine.automations`` owns the rules)."""
+
+    def get(self, automation_id: str) -> AutomationNote | None: ...
+    def put(self, automation_id: str, note: str, now: str) -> AutomationNote: ...
+    def delete(self, automation_id: str) -> bool: ...
+
+
+class Store(EpisodeLog, MemoryTable, CandidateSource, Admin, Protocol):
+    """The whole engine store: its roles, plus the role stores on the same connection."""
+
+    capabilities: frozenset[str]
+
+    @property
+    def keys(self) -> KeyRows: ...
+    @property
+    def notes(self) -> NoteRows: ...
+    @property
+    def jobs(self) -> JobStore: ...

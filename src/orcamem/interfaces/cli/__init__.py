@@ -1,0 +1,1 @@
+"""The ``orcamem`` command line: one skin over the four memory systems."""

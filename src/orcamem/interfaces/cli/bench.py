@@ -1,0 +1,287 @@
+"""``orcamem bench``: latency and LoCoMo benchmarks, as tables or one JSON object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..._kernel.config import Config
+from ...errors import OrcamemError
+from .console import (
+    fail,
+    out,
+    progress,
+)
+
+bench_app = typer.Typer(
+    help="Benchmarks: latency and LoCoMo retrieval quality.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _run(work, label: str, quiet: bool):
+    """Run a benchmark with a progress bar on stderr; library errors print one line and exit."""
+    try:
+        with progress(label, quiet=quiet) as update:
+            return work(lambda description, done, total: update(done, total, description))
+    except OrcamemError as exc:
+        raise fail(exc) from None
+
+
+@bench_app.command("latency")
+def latency_command(
+    records: Annotated[
+        list[int],
+        typer.Option("--records", help="Sizes to measure, e.g. --records 2000 10000 100000."),
+    ] = [2000, 10000],  # noqa: B006
+    more: Annotated[list[int] | None, typer.Argument(hidden=True)] = None,
+    queries: Annotated[int, typer.Option(help="Searches timed per size.")] = 200,
+    adds: Annotated[int, typer.Option(help="Single adds timed per size.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Time add, search and build_context at each size on a fresh database (default embedder)."""
+    from ...bench.runs import latency
+
+    sizes = [*records, *(more or [])]
+    result = _run(
+        lambda p: latency(sizes, queries=queries, adds=adds, progress=p), "latency", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records",
+        "add p50",
+        "add p95",
+        "search p50",
+        "search p95",
+        "context p50",
+        "turns/s",
+        "DB MB",
+        title="orcamem bench latency (ms)",
+    )
+    for size, row in result["records"].items():
+        table.add_row(
+            f"{int(size):,}",
+            str(row["add_p50_ms"]),
+            str(row["add_p95_ms"]),
+            str(row["search_p50_ms"]),
+            str(row["search_p95_ms"]),
+            str(row["build_context_p50_ms"]),
+            f"{row['ingest_turns_per_s']:,.0f}",
+            str(row["db_mb"]),
+        )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")
+
+
+@bench_app.command("locomo")
+def locomo_command(
+    data: Annotated[
+        Path, typer.Option(help="A LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")
+    ],
+    preset: Annotated[str, typer.Option(help="Recall preset.")] = "hybrid",
+    fusion: Annotated[str, typer.Option(help="minmax or rrf.")] = "minmax",
+    samples: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
+    from ...bench.runs import locomo
+
+    try:
+        config = Config(preset=preset, fusion=fusion)
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    result = _run(
+        lambda p: locomo(data, config=config, progress=p, limit_samples=samples), "locomo", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    columns = ["any@1", "any@5", "any@10", "any@20", "all@10", "session any@5", "tokens", "n"]
+    table = Table("category", *columns, title=f"orcamem bench locomo ({data.name})")
+    rows = {**result["by_category"], "overall": result["overall"]}
+    for name, row in rows.items():
+        table.add_row(
+            name,
+            *(
+                f"{row[k]:.3f}"
+                for k in (
+                    "recall_any@1",
+                    "recall_any@5",
+                    "recall_any@10",
+                    "recall_any@20",
+                    "recall_all@10",
+                    "session_recall_any@5",
+                )
+            ),
+            f"{row['context_tokens']:.0f}",
+            str(row["questions"]),
+        )
+    out.print(table)
+    out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")
+
+
+@bench_app.command("consolidate")
+def consolidate_command(
+    upstream: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL of a chat model to compare.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
+    fixtures: Annotated[
+        Path | None, typer.Option(help="A fixtures file (default: the shipped set).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Precision/recall of consolidated memories on the fixture conversations (rules, and a
+    model when --upstream/--model are given)."""
+    from ..._kernel.llm import make_chat_model
+    from ...bench.runs import consolidate
+
+    runs = {"rules": _run(lambda p: consolidate(fixtures=fixtures, progress=p), "rules", as_json)}
+    if upstream or model:
+        try:
+            chat = make_chat_model(upstream, model)
+        except OrcamemError as exc:
+            raise fail(exc) from None
+        try:
+            runs["model"] = _run(
+                lambda p: consolidate(model=chat, fixtures=fixtures, progress=p), "model", as_json
+            )
+        finally:
+            chat.close()
+    if as_json:
+        print(json.dumps(runs))
+        return
+    table = Table(
+        "consolidator",
+        "precision",
+        "recall",
+        "supersession",
+        "p50 s/episode",
+        title="orcamem bench consolidate",
+    )
+    for name, row in runs.items():
+        table.add_row(
+            f"{name} ({row['extractor']})",
+            f"{row['precision']:.3f}",
+            f"{row['recall']:.3f}",
+            f"{row['supersession']:.3f}",
+            f"{row['p50_s_per_episode']:.6f}",
+        )
+    out.print(table)
+    for name, row in runs.items():
+        for conversation in row["conversations"]:
+            if conversation["missing"] or conversation["unexpected"]:
+                out.print(
+                    f"{name} · {conversation['name']}: missing {conversation['missing']}, "
+                    f"unexpected {conversation['unexpected']}",
+                    markup=False,
+                )
+
+
+@bench_app.command("mcp")
+def mcp_command(
+    records: Annotated[int, typer.Option(help="Memories in the space.")] = 10000,
+    calls: Annotated[int, typer.Option(help="orma_recall calls timed.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """orma_recall latency over stdio with the MCP SDK's own client (p50/p95)."""
+    from ...bench.mcp import mcp_recall_latency
+
+    result = _run(
+        lambda p: mcp_recall_latency(records=records, calls=calls, progress=p), "mcp", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records",
+        "recall p50",
+        "recall p95",
+        "in-process p50",
+        "MCP overhead p50",
+        title="orcamem bench mcp (ms)",
+    )
+    table.add_row(
+        f"{records:,}",
+        str(result["recall_p50_ms"]),
+        str(result["recall_p95_ms"]),
+        str(result["direct_recall_p50_ms"]),
+        str(result["overhead_p50_ms"]),
+    )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")
+
+
+@bench_app.command("load")
+def load_command(
+    clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 32,
+    seconds: Annotated[
+        float, typer.Option(help="How long the load runs (it stops by itself).")
+    ] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Mixed add/search/proxy load on loopback against a stub upstream; checks that every
+    acknowledged write is present afterwards."""
+    from ...bench.load import load_test
+
+    if not 1 <= clients <= 256 or not 0 < seconds <= 600:
+        raise fail("use 1-256 clients and 0-600 seconds", 2)
+    result = _run(
+        lambda p: load_test(clients=clients, seconds=seconds, progress=p), "load", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "operation",
+        "count",
+        "errors",
+        "p50 ms",
+        "p99 ms",
+        title=f"orcamem bench load ({clients} clients, {result['seconds']} s, "
+        f"{result['throughput_rps']} req/s)",
+    )
+    for op, row in result["ops"].items():
+        table.add_row(
+            op, str(row["count"]), str(row["errors"]), str(row["p50_ms"]), str(row["p99_ms"])
+        )
+    out.print(table)
+    out.print(
+        f"missing acknowledged writes: {result['missing_acknowledged']}; machine: {result['machine']}"
+    )
+
+
+@bench_app.command("proxy")
+def proxy_command(
+    records: Annotated[int, typer.Option(help="Memories in the space.")] = 10000,
+    requests: Annotated[int, typer.Option(help="Chat requests timed.")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Latency the memory proxy adds before the upstream's first byte (p50/p95), against a
+    local stub upstream on 127.0.0.1."""
+    from ...bench.proxy import proxy_latency
+
+    result = _run(
+        lambda p: proxy_latency(records=records, requests=requests, progress=p), "proxy", as_json
+    )
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(
+        "records", "added p50", "added p95", "build_context p50", title="orcamem bench proxy (ms)"
+    )
+    table.add_row(
+        f"{records:,}",
+        str(result["added_p50_ms"]),
+        str(result["added_p95_ms"]),
+        str(result["build_context_p50_ms"]),
+    )
+    out.print(table)
+    out.print(f"machine: {result['machine']}")

@@ -1,0 +1,116 @@
+"""What every ``orcamem`` sub-command shares: the consoles, the common options, the one error
+printer and the one exit-code table, JSON output and a progress bar.
+
+Library errors become one red line on stderr (the message escaped, so a path or a value in
+square brackets prints as it is) and an exit code from :data:`EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ...errors import InvalidInputError, OrcamemError
+
+__all__ = [
+    "EXIT_CODES",
+    "DbOption",
+    "EmbedderOption",
+    "JsonOption",
+    "SpaceOption",
+    "err",
+    "exit_code",
+    "fail",
+    "out",
+    "print_json",
+    "progress",
+    "warn",
+]
+
+# soft_wrap: a long path or id is printed whole on one line, never broken where the terminal
+# happens to end (output must not depend on the terminal's width)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (InvalidInputError, 2),
+    (OrcamemError, 1),
+)
+"""The exit code of a library error, first match wins: 2 for input that breaks a rule (a bad
+name, size, option value or file), 1 for everything else (an unknown id, the store, a model,
+a server). Usage errors that Typer itself finds exit 2 too."""
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        envvar="ORCAMEM_DB",
+        help="Database file (default $ORCA_HOME/memory.db or ~/.orca/memory.db).",
+    ),
+]
+SpaceOption = Annotated[
+    str, typer.Option("--space", "-s", help="The memory space (isolation unit).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder", help="Embedder spec: static (default), openai:<model>@<url>, st:<model>."
+    ),
+]
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code :data:`EXIT_CODES` gives ``exc``."""
+    return next((code for kind, code in EXIT_CODES if isinstance(exc, kind)), 1)
+
+
+def fail(exc: OrcamemError | str, code: int | None = None) -> typer.Exit:
+    """Print ``error: <message>`` on stderr and return the ``typer.Exit`` to raise.
+
+    ``exc`` is a library error (its exit code from :data:`EXIT_CODES`) or a usage message
+    (exit code 2 unless ``code`` says otherwise).
+    """
+    message = str(exc)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    if code is None:
+        code = 2 if isinstance(exc, str) else exit_code(exc)
+    return typer.Exit(code)
+
+
+def warn(message: str, label: str = "note") -> None:
+    """A yellow ``label:`` then the message (escaped) on stderr."""
+    err.print(f"[yellow]{escape(label)}:[/yellow] {escape(message)}", highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """``data`` as JSON on stdout (indented; colour only on a terminal)."""
+    out.print_json(json.dumps(data, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
+    """A transient progress bar on stderr; yields ``update(done, total, description=None)``."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=quiet,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int, description: str | None = None) -> None:
+            bar.update(task, completed=done, total=total, description=description or label)
+
+        yield update

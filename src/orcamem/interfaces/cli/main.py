@@ -1,0 +1,349 @@
+"""The ``orcamem`` command: a thin skin over ``Memory``. Parse, call one method, format.
+
+Errors from the library become one red line on stderr and exit code 1 (2 for bad input).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ... import Memory, __version__
+from ..._kernel.config import Config
+from ...errors import OrcamemError
+from .console import (
+    DbOption,
+    EmbedderOption,
+    JsonOption,
+    SpaceOption,
+    err,
+    fail,
+    out,
+    print_json,
+    progress,
+    warn,
+)
+
+app = typer.Typer(
+    help="orcamem: durable, local-first long-term memory for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+@contextmanager
+def _memory(
+    db: Path | None,
+    space: str = "default",
+    embedder: str | None = None,
+    config: Config | None = None,
+) -> Iterator[Memory]:
+    """Open a Memory and turn library errors into a clear message and exit code."""
+    try:
+        with Memory(db, space=space, embedder=embedder, config=config) as mem:
+            yield mem
+    except OrcamemError as exc:
+        raise fail(exc) from None
+
+
+@app.command()
+def add(
+    text: Annotated[
+        str, typer.Argument(help="Text to remember, or the path of a text/Markdown file.")
+    ],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    role: Annotated[str | None, typer.Option(help="Who said it (user, assistant, a name).")] = None,
+    session: Annotated[str | None, typer.Option(help="Session id.")] = None,
+    occurred_at: Annotated[str | None, typer.Option(help="When it was said (ISO-8601).")] = None,
+) -> None:
+    """Add a note, or a whole file as passages, to memory."""
+    with _memory(db, space) as mem:
+        path = Path(text)
+        if len(text) < 4096 and path.is_file():
+            episodes = mem.add_file(path)
+            out.print(f"added {len(episodes)} passage(s) from {path} to space {space!r}")
+        else:
+            episode = mem.add(
+                text,
+                role=role,
+                session_id=session,
+                occurred_at=occurred_at,
+                kind="turn" if role else "note",
+            )
+            out.print(f"added ep-{episode.id} to space {space!r}")
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    as_json: JsonOption = False,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many hits.")] = 10,
+    explain: Annotated[bool, typer.Option(help="Show each hit's signal breakdown.")] = False,
+) -> None:
+    """Search memory; prints ranked hits (with --explain, why each was chosen)."""
+    with _memory(db, space) as mem:
+        result = mem.search(query, top_k=top_k)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    if not result.hits and not result.rules:
+        out.print(f"no memories match in space {space!r}")
+        return
+    table = Table("score", "id", "when", "who", "text")
+    if explain:
+        table.add_column("why")
+    for hit in [*result.rules, *result.hits]:
+        row = [
+            f"{hit.score:.3f}",
+            hit.id,
+            (hit.occurred_at or "")[:10],
+            hit.role or hit.kind,
+            hit.text[:160],
+        ]
+        if explain:
+            row.append(" ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items() if v))
+        table.add_row(*row)
+    out.print(table)
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="The user's next message.")],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    classic: Annotated[
+        bool, typer.Option(help="Classic sections instead of dense brackets.")
+    ] = False,
+    budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 800,
+) -> None:
+    """Print the exact memory block that would be injected before the next turn."""
+    config = Config(enable_sutra_packing=not classic, context_budget_tokens=budget)
+    with _memory(db, space, config=config) as mem:
+        block = mem.recall(query)
+    if block:
+        sys.stdout.write(block + "\n")  # byte-exact: no wrapping by the console
+    else:
+        err.print(f"(nothing to inject for this query in space {space!r})")
+
+
+@app.command()
+def forbid(
+    rule: Annotated[str, typer.Argument(help="What must never be done.")],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+) -> None:
+    """Store a forbidden rule; recall always hoists it to the top."""
+    with _memory(db, space) as mem:
+        memory = mem.forbid(rule)
+    out.print(f"forbidden rule {memory.id} stored in space {space!r}")
+
+
+@app.command()
+def facts(
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    as_json: JsonOption = False,
+    history: Annotated[bool, typer.Option("--history", help="Include outdated memories.")] = False,
+) -> None:
+    """List the space's memories (facts, preferences, rules; --history adds outdated ones)."""
+    with _memory(db, space) as mem:
+        items = mem.facts(include_history=history)
+    if as_json:
+        print_json([m.to_dict() for m in items])
+        return
+    if not items:
+        out.print(f"no memories in space {space!r} yet (add episodes, then `orcamem sleep`)")
+        return
+    table = Table("id", "category", "content", "created", "status")
+    for m in items:
+        status = (
+            "forbidden"
+            if m.prohibited
+            else ("active" if m.active else f"outdated → {m.superseded_by or '?'}")
+        )
+        table.add_row(m.id, m.category, m.content[:120], m.created_at[:10], status)
+    out.print(table)
+
+
+@app.command()
+def forget(
+    item_id: Annotated[
+        str, typer.Argument(metavar="ID", help="A memory id (mem-…) or episode id (ep-12).")
+    ],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+) -> None:
+    """Delete one memory or one episode (and its indexed lines)."""
+    with _memory(db, space) as mem:
+        mem.forget(item_id)
+    out.print(f"forgot {item_id} in space {space!r}")
+
+
+@app.command()
+def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOption = False) -> None:
+    """Counts, embedder and database size."""
+    with _memory(db, space) as mem:
+        data = mem.stats()
+    if as_json:
+        print_json(data)
+        return
+    table = Table("key", "value", show_header=False)
+    for key, value in data.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+    out.print(table)
+
+
+@app.command()
+def sleep(
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    upstream: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible base URL of a chat model (Ollama, llama.cpp)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Consolidate pending episodes into states, events and rules (no model needed).
+
+    With --upstream/--model (or ANTHROPIC_API_KEY set) a chat model extracts; without, the
+    rule-based consolidator does. Either way every claim is verified by code first.
+    """
+    from ..._kernel.llm import make_chat_model
+
+    try:
+        chat = make_chat_model(upstream, model)
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    with _memory(db, space) as mem, progress("sleeping") as update:
+        report = mem.sleep(model=chat, progress=update)
+    if chat is not None:
+        chat.close()
+    if as_json:
+        print_json(report.to_dict())
+        return
+    out.print(
+        f"consolidated {report.episodes} episode(s) in {space!r} with "
+        f"{', '.join(report.extractors) or 'nothing to do'}: {len(report.stored)} stored, "
+        f"{len(report.superseded)} superseded, {report.duplicates} duplicate(s), "
+        f"{len(report.rejected)} rejected"
+    )
+    for failure in report.failures:
+        warn(str(failure), "model output unusable, rules used instead")
+
+
+@app.command()
+def spaces(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List the spaces in the database."""
+    with _memory(db) as mem:
+        names = mem.spaces()
+    if as_json:
+        print_json(names)
+    else:
+        out.print("\n".join(names) if names else "no spaces yet", markup=False)
+
+
+@app.command("export")
+def export_(
+    output: Annotated[
+        Path | None, typer.Option("--out", "-o", help="File to write (default stdout).")
+    ] = None,
+    db: DbOption = None,
+    space: SpaceOption = "default",
+) -> None:
+    """Export a space as JSON lines (lossless: `orcamem import` restores it)."""
+    with _memory(db, space) as mem:
+        if output is None:
+            count = mem.export(sys.stdout)
+        else:
+            with output.open("w", encoding="utf-8") as handle:
+                count = mem.export(handle)
+    err.print(f"exported {count} records from space {space!r}")
+
+
+@app.command("import")
+def import_(
+    source: Annotated[
+        Path, typer.Argument(help="A file written by `orcamem export` (- for stdin).")
+    ],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+) -> None:
+    """Import an export file into a space (records already present are skipped)."""
+    with _memory(db, space) as mem:
+        if str(source) == "-":
+            lines = sys.stdin.readlines()
+        else:
+            try:
+                lines = source.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise fail(f"cannot read {source}: {exc}", 2) from None
+        with progress("importing") as update:
+            counts = mem.import_jsonl(lines, progress=update)
+    out.print(
+        f"imported {counts['episodes']} episodes and {counts['memories']} memories "
+        f"into {space!r} ({counts['skipped']} already present)"
+    )
+
+
+@app.command()
+def reembed(
+    db: DbOption = None, space: SpaceOption = "default", embedder: EmbedderOption = None
+) -> None:
+    """Re-embed a space with the current embedder (episodes and memories untouched)."""
+    with _memory(db, space, embedder=embedder) as mem:
+        with progress("re-embedding") as update:
+            count = mem.reembed(progress=update)
+        out.print(f"re-embedded {count} vectors in space {space!r} with {mem.embedder.id}")
+
+
+@app.command()
+def demo(
+    db: DbOption = None,
+    space: SpaceOption = "demo",
+) -> None:
+    """Ingest the bundled sample conversation and answer a few recall queries."""
+    from ...engine.demo import run_demo
+
+    with _memory(db, space) as mem:
+        for title, block in run_demo(mem):
+            out.rule(title)
+            sys.stdout.write(block + "\n")
+
+
+@app.command()
+def version() -> None:
+    """Print the orcamem version."""
+    out.print(__version__)
+
+
+from .bank import register as register_bank_commands  # noqa: E402
+from .bench import bench_app  # noqa: E402 - the sub-app needs the helpers above
+from .capability import register as register_capability_commands  # noqa: E402
+from .local import register as register_local_commands  # noqa: E402
+from .server import register as register_server_commands  # noqa: E402
+
+app.add_typer(bench_app, name="bench")
+register_server_commands(app)
+register_bank_commands(app)
+register_capability_commands(app)
+register_local_commands(app)  # `remember` (user.md / project memory.md) and `memory …`
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

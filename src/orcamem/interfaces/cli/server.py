@@ -1,0 +1,234 @@
+"""``orcamem up / serve / proxy / mcp / keys``: run orcamem as a service."""
+
+from __future__ import annotations
+
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ...errors import OrcamemError
+from .console import (
+    DbOption,
+    EmbedderOption,
+    SpaceOption,
+    err,
+    fail,
+    out,
+)
+
+keys_app = typer.Typer(
+    help="API keys for servers that bind beyond loopback.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+HostOption = Annotated[
+    str, typer.Option(help="Address to bind (anything but loopback needs --require-keys).")
+]
+PortOption = Annotated[int, typer.Option(help="Port to listen on.")]
+UpstreamOption = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible base URL to forward chat to, e.g. http://127.0.0.1:11434/v1."
+    ),
+]
+ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option(help="Host workspace whose memory capability GET /api/capability reports."),
+]
+KeysOption = Annotated[
+    bool, typer.Option("--require-keys", help="Require API keys on every request.")
+]
+
+
+def _serve(
+    db: Path | None,
+    parts: tuple[str, ...],
+    host: str,
+    port: int,
+    upstream: str | None,
+    model: str | None,
+    require_keys: bool,
+    browser: bool = False,
+    workspace: Path | None = None,
+) -> None:
+    from ...engine.memory import Memory
+    from ..http.server import build_app, run
+    from ..http.settings import ServerSettings
+
+    try:
+        settings = ServerSettings(
+            host=host,
+            port=port,
+            upstream=upstream,
+            model=model,
+            require_keys=require_keys,
+            workspace=str(workspace) if workspace else None,
+        )
+        memory = Memory(db)
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    from ...bank.bank import MemoryBank
+
+    bank = MemoryBank.from_env(role="conductor") if {"api", "mcp"} & set(parts) else None
+    try:
+        app = build_app(memory, settings, parts, bank=bank)
+        where = f"http://{host}:{port}"
+        err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.path})")
+        if "proxy" in parts and not upstream:
+            err.print(
+                "[yellow]no --upstream: /v1/chat/completions answers 503 until you name "
+                "one (orcamem up --upstream URL --model M)[/yellow]"
+            )
+        if browser:
+            webbrowser.open(f"{where}/#/")
+        run(app, settings)
+    finally:
+        if bank is not None:
+            bank.close()
+        memory.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the service commands to the main CLI."""
+
+    @app.command()
+    def up(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        upstream: UpstreamOption = None,
+        model: ModelOption = None,
+        require_keys: KeysOption = False,
+        browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
+        workspace: WorkspaceOption = None,
+    ) -> None:
+        """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
+        _serve(
+            db,
+            ("api", "proxy", "mcp", "ui"),
+            host,
+            port,
+            upstream,
+            model,
+            require_keys,
+            browser,
+            workspace,
+        )
+
+    @app.command()
+    def serve(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        require_keys: KeysOption = False,
+        workspace: WorkspaceOption = None,
+    ) -> None:
+        """Run the REST API alone (for services that call memory directly)."""
+        _serve(db, ("api",), host, port, None, None, require_keys, False, workspace)
+
+    @app.command()
+    def proxy(
+        db: DbOption = None,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8080,
+        upstream: UpstreamOption = None,
+        model: ModelOption = None,
+        require_keys: KeysOption = False,
+    ) -> None:
+        """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1."""
+        _serve(db, ("proxy",), host, port, upstream, model, require_keys)
+
+    @app.command()
+    def mcp(
+        db: DbOption = None,
+        space: SpaceOption = "default",
+        embedder: EmbedderOption = None,
+        http: Annotated[
+            bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")
+        ] = False,
+        host: HostOption = "127.0.0.1",
+        port: PortOption = 8765,
+        require_keys: KeysOption = False,
+    ) -> None:
+        """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
+        if http:
+            _serve(db, ("mcp",), host, port, None, None, require_keys)
+            return
+        from ..mcp.server import run_stdio
+
+        try:
+            run_stdio(str(db) if db else None, space, embedder=embedder)
+        except OrcamemError as exc:
+            raise fail(exc) from None
+
+    app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def keys_create(
+    db: DbOption = None,
+    space: Annotated[
+        list[str] | None, typer.Option("--space", "-s", help="A space the key may use (repeat).")
+    ] = None,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="An admin key: every space and the key routes.")
+    ] = False,
+    name: Annotated[str, typer.Option(help="A label for the key.")] = "",
+) -> None:
+    """Create an API key; the secret is printed once and stored only as a hash."""
+    from ..._kernel.clock import format_time
+    from ...engine.memory import Memory
+
+    try:
+        with Memory(db) as memory:
+            key_id, secret = memory.keys.create(
+                spaces=list(space or []),
+                admin=admin,
+                name=name,
+                now=format_time(memory.clock.now()),
+            )
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    err.print(f"created {key_id}; store this secret now, it is not shown again:")
+    print(secret)
+
+
+@keys_app.command("list")
+def keys_list(db: DbOption = None) -> None:
+    """List API keys (never their secrets)."""
+    from ...engine.memory import Memory
+
+    with Memory(db) as memory:
+        rows = memory.keys.list()
+    table = Table("id", "name", "spaces", "admin", "created", "revoked")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["name"],
+            ",".join(row["spaces"]),
+            str(row["admin"]),
+            row["created_at"][:19],
+            (row["revoked_at"] or "")[:19],
+        )
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (key-…).")], db: DbOption = None
+) -> None:
+    """Revoke an API key at once."""
+    from ..._kernel.clock import format_time
+    from ...engine.memory import Memory
+
+    try:
+        with Memory(db) as memory:
+            memory.keys.revoke(key_id, format_time(memory.clock.now()))
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    out.print(f"revoked {key_id}")

@@ -1,0 +1,757 @@
+"""MCP server: five ``orma_*`` tools over a ``Memory``, for Claude Code, Cursor, Windsurf.
+
+Built on the official ``mcp`` SDK (2.x, ``MCPServer``). Two transports:
+
+- **stdio** (``run_stdio``; ``orcamem mcp --db PATH``): the local
+  user, no keys, every space reachable.
+- **streamable HTTP** (``http_app`` standalone, or ``install`` on the app from
+  ``create_app``, at ``/mcp``): every HTTP request is authenticated on its own by
+  ``Authorization: Bearer <key>`` (or ``x-api-key``) when the server requires keys; the key's
+  ``Principal`` decides which spaces the tools may touch. A request without a valid key gets a
+  401 JSON error; a tool call naming a space the key is not scoped to gets a tool error (the
+  ``ForbiddenError`` message), and nothing is read or written.
+
+Every tool takes a ``space`` and hands it to ``authorize(space) -> space`` before anything
+else; library errors come back as MCP tool errors carrying the ``OrcamemError`` message,
+never a traceback.
+
+``role`` in ``orma_remember`` is recorded as the tag ``role:<role>`` on the stored memory
+(``source`` stays ``explicit``: the agent asked for it).
+
+Given a Memory Bank (``build_server(..., bank=)``, or ``app.state.bank`` set before
+``install``), the server also has the bank's four tools (``BANK_TOOLS``: ``memory_save``,
+``memory_recall``, ``memory_list``, ``memory_delete``); each takes a ``profile`` and authorizes
+the space ``profile:<name>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from ... import __version__
+from ..._kernel.model import CATEGORIES, validate_space
+from ...bank.bank import MEMORY_TOOLS, MemoryBank, space_for
+from ...engine.memory import Memory
+from ...errors import OrcamemError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.applications import Starlette
+    from starlette.types import Receive, Scope, Send
+
+    from ...engine.keys import ApiKeys
+
+__all__ = [
+    "BANK_TOOLS",
+    "KINDS",
+    "TOOLS",
+    "build_server",
+    "current_request",
+    "http_app",
+    "install",
+    "run_stdio",
+]
+
+TOOLS = ("orma_recall", "orma_remember", "orma_forbid", "orma_facts", "orma_forget")
+BANK_TOOLS = MEMORY_TOOLS
+"""The Memory Bank's four tools (issue 5), served when ``build_server`` is given a bank."""
+KINDS = (*CATEGORIES, "anti_pattern")
+"""``orma_remember`` kinds: the memory categories, plus ``anti_pattern`` (a forbidden rule)."""
+
+ROLE_TAG = "role:"
+PRINCIPAL_SCOPE_KEY = "orcamem.principal"
+"""Where the HTTP endpoint leaves the caller's ``Principal`` in the ASGI scope."""
+
+INSTRUCTIONS = """\
+orcamem is this user's durable long-term memory, shared across sessions and tools.
+Call orma_recall with the task or question before you start work that may depend on earlier \
+sessions; obey every [FORBIDDEN: ...] line it returns. Call orma_remember when the user states \
+a preference, a decision or a fact worth keeping; call orma_forbid when they tell you to stop \
+doing something. Use orma_facts to review what is stored and orma_forget to delete what is \
+wrong or obsolete. Keep one space per project or user (default: "default")."""
+
+# -- argument and result shapes (module level: the SDK resolves these annotations) ---------
+
+Kind = Literal[KINDS]  # type: ignore[valid-type]
+Space = Annotated[
+    str,
+    Field(
+        description=(
+            "Memory space: the isolation unit (a project, user or tenant). 1-128 characters "
+            "of A-Z a-z 0-9 . _ : @ -. Use the same space for everything about one project."
+        )
+    ),
+]
+Query = Annotated[
+    str,
+    Field(
+        description=(
+            "What you need to know, in plain words: the user's question or the task at hand "
+            "(e.g. 'how do we deploy the API?')."
+        )
+    ),
+]
+Text = Annotated[
+    str,
+    Field(
+        description=(
+            "The memory, as one self-contained sentence that will still make sense in a "
+            "later session (e.g. 'We deploy the API with Helm on Fridays.'). No secrets."
+        )
+    ),
+]
+KindArg = Annotated[
+    Kind,
+    Field(
+        description=(
+            "What it is: fact, preference, decision, rule (a positive rule to follow), note, "
+            "state, event, or anti_pattern (a mistake that must never be repeated: stored as a "
+            "forbidden rule, like orma_forbid)."
+        )
+    ),
+]
+Role = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description=(
+            "Who it came from: 'user' (the person said or decided it) or 'assistant' (you "
+            "concluded it); another agent may give its own name. Stored as the tag role:<role>."
+        ),
+    ),
+]
+Rule = Annotated[
+    str,
+    Field(
+        description=(
+            "The forbidden behaviour, stated as the rule (e.g. 'Never chain PowerShell "
+            "commands with semicolons')."
+        )
+    ),
+]
+History = Annotated[
+    bool,
+    Field(description="Also list memories that were superseded or closed (inactive)."),
+]
+StateId = Annotated[
+    str,
+    Field(
+        description=(
+            "The id to delete: a memory id 'mem-xxxxxxxx' from orma_facts or orma_remember "
+            "(an episode id 'ep-12' deletes that logged line instead)."
+        )
+    ),
+]
+
+
+class Stored(TypedDict):
+    """What ``orma_remember`` and ``orma_forbid`` return."""
+
+    id: str
+    space: str
+    kind: str
+    category: str
+    forbidden: bool
+    tags: list[str]
+
+
+class Fact(TypedDict):
+    id: str
+    category: str
+    text: str
+    forbidden: bool
+    active: bool
+    superseded_by: str | None
+    tags: list[str]
+    source: str
+    created_at: str
+    updated_at: str
+
+
+class Facts(TypedDict):
+    """What ``orma_facts`` returns."""
+
+    space: str
+    count: int
+    facts: list[Fact]
+
+
+class Forgotten(TypedDict):
+    """What ``orma_forget`` returns."""
+
+    forgotten: str
+    space: str
+
+
+# -- the server ------------------------------------------------------------------------------
+
+_request: ContextVar[Any] = ContextVar("orcamem_mcp_request", default=None)
+"""The HTTP request (a Starlette ``Request``) of the tool call being authorized, if any."""
+
+
+def current_request() -> Any:
+    """The HTTP request that carried the current tool call (None on stdio)."""
+    return _request.get()
+
+
+def _http_request(ctx: Context) -> Any:
+    try:
+        return ctx.request_context.request
+    except ValueError:  # no request context: called in-process outside a session
+        return None
+
+
+def build_server(
+    memory: Memory,
+    *,
+    authorize: Callable[[str], str] | None = None,
+    bank: MemoryBank | None = None,
+) -> MCPServer[Any]:
+    """The MCP server with the five ``orma_*`` tools over ``memory``.
+
+    Args:
+        memory: an open ``Memory`` (the caller closes it). Its default space is the tools'
+            default ``space``.
+        authorize: called with every ``space`` argument before the tool runs; returns the
+            space to use or raises an ``OrcamemError`` (e.g. ``ForbiddenError``). During the
+            call, ``current_request()`` is the HTTP request that carried it (None on stdio).
+            None: any valid space (the local user).
+        bank: a Memory Bank: adds the four ``memory_*`` tools (``BANK_TOOLS``), each scoped
+            to a profile through ``authorize("profile:<name>")``.
+    """
+    check = authorize or validate_space
+    default_space = memory.space
+    server: MCPServer[Any] = MCPServer(
+        "orcamem",
+        title="orcamem memory",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+    )
+
+    def scoped(ctx: Context, space: str) -> str:
+        token = _request.set(_http_request(ctx))
+        try:
+            return check(space)
+        finally:
+            _request.reset(token)
+
+    def failing(exc: OrcamemError) -> ToolError:
+        return ToolError(str(exc))
+
+    def stored(record: Any, kind: str) -> Stored:
+        return {
+            "id": record.id,
+            "space": record.space,
+            "kind": kind,
+            "category": record.category,
+            "forbidden": record.prohibited,
+            "tags": list(record.tags),
+        }
+
+    @server.tool(
+        name="orma_recall",
+        title="Recall memory",
+        description=(
+            "Recall what is remembered that is relevant to `query`. Returns one plain-text "
+            "memory block, ready to read: a short header, then forbidden rules first as "
+            "[FORBIDDEN: ...] lines (hard constraints: never do, suggest or mention what they "
+            "forbid), then facts, preferences and decisions as [subject.attribute: value] and "
+            "earlier conversation lines as [LOG: date text]. Call it before you start a task "
+            "or answer anything that may depend on earlier sessions (the user's preferences, "
+            "project decisions, past mistakes), with the task or question as the query. "
+            "Read-only and fast (no model call). If nothing is stored yet, it says so."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+        structured_output=False,
+    )
+    def orma_recall(query: Query, ctx: Context, space: Space = default_space) -> str:
+        try:
+            space = scoped(ctx, space)
+            block = memory.recall(query, space=space)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return block or f"Nothing in memory space {space!r} matches this query yet."
+
+    @server.tool(
+        name="orma_remember",
+        title="Remember",
+        description=(
+            "Store one durable memory that must survive this session: a project decision, an "
+            "architecture rule, a user preference or constraint, a fact. Write it as one "
+            "self-contained sentence. Set kind='anti_pattern' for a mistake that must never "
+            "be repeated (stored as a forbidden rule, exactly like orma_forbid). Returns the "
+            "stored memory as JSON with its id (mem-xxxxxxxx, which orma_forget takes). Call it "
+            "when the user states a preference or decision, corrects you, or asks you to "
+            "remember something; never store secrets or whole conversations."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    def orma_remember(
+        text: Text,
+        ctx: Context,
+        kind: KindArg = "fact",
+        role: Role = "user",
+        space: Space = default_space,
+    ) -> Stored:
+        try:
+            space = scoped(ctx, space)
+            tags = [ROLE_TAG + role]
+            if kind == "anti_pattern":
+                # Memory.forbid's arguments, plus the role tag it cannot take.
+                record = memory.remember(
+                    text, category="rule", prohibited=True, importance=1.0, tags=tags, space=space
+                )
+            else:
+                record = memory.remember(text, category=kind, tags=tags, space=space)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return stored(record, kind)
+
+    @server.tool(
+        name="orma_forbid",
+        title="Forbid",
+        description=(
+            "Register a hard negative rule: something that must never be done, suggested or "
+            "mentioned (e.g. 'Never chain PowerShell commands with semicolons'). From then on "
+            "every orma_recall in the space shows it first, as [FORBIDDEN: rule]. Returns the "
+            "rule as JSON with its id. Call it as soon as the user tells you to stop doing "
+            "something or names a mistake not to repeat."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    def orma_forbid(rule: Rule, ctx: Context, space: Space = default_space) -> Stored:
+        try:
+            space = scoped(ctx, space)
+            record = memory.forbid(rule, space=space)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return stored(record, "anti_pattern")
+
+    @server.tool(
+        name="orma_facts",
+        title="List facts",
+        description=(
+            "List the memories stored in the space without searching: facts, preferences, "
+            "decisions, rules and forbidden rules, oldest first. Returns JSON {space, count, "
+            "facts: [{id, category, text, forbidden, active, superseded_by, tags, ...}]}. With "
+            "include_history=true it also lists memories that were superseded or closed "
+            "(active=false). Call it to review what is known, or to find the id to pass to "
+            "orma_forget; use orma_recall instead to get what is relevant to a task."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def orma_facts(
+        ctx: Context, space: Space = default_space, include_history: History = False
+    ) -> Facts:
+        try:
+            space = scoped(ctx, space)
+            records = memory.facts(space=space, include_history=include_history)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        facts: list[Fact] = [
+            {
+                "id": r.id,
+                "category": r.category,
+                "text": r.content,
+                "forbidden": r.prohibited,
+                "active": r.active,
+                "superseded_by": r.superseded_by,
+                "tags": list(r.tags),
+                "source": r.source,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+            }
+            for r in records
+        ]
+        return {"space": space, "count": len(facts), "facts": facts}
+
+    @server.tool(
+        name="orma_forget",
+        title="Forget",
+        description=(
+            "Delete one memory by its id (mem-xxxxxxxx, from orma_facts or orma_remember). "
+            "Returns JSON {forgotten: id, space}; an unknown id is an error that says so. Call "
+            "it when a memory is wrong or obsolete, e.g. a decision that was reversed or a rule "
+            "that no longer applies; this cannot be undone."
+        ),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False
+        ),
+    )
+    def orma_forget(state_id: StateId, ctx: Context, space: Space = default_space) -> Forgotten:
+        try:
+            space = scoped(ctx, space)
+            memory.forget(state_id, space=space)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {"forgotten": state_id, "space": space}
+
+    if bank is not None:
+        _add_bank_tools(server, bank, scoped, failing)
+    return server
+
+
+# -- the Memory Bank's tools (issue 5) -------------------------------------------------------
+
+ProfileArg = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description="Your session's profile (agent configuration), e.g. 'researcher': the "
+        "memory bank the tool works on.",
+    ),
+]
+BankCategoryArg = Literal["preference", "fact", "behavior", "context", "general"]
+
+
+class BankEntry(TypedDict):
+    """One Memory Bank entry."""
+
+    id: str
+    profileName: str
+    rawInput: str
+    processedContent: str
+    summary: str
+    category: str
+    source: str
+    confidence: float
+    createdAt: str
+    lastAccessedAt: str | None
+    accessCount: int
+    stalenessScore: float
+    isActive: bool
+    version: int
+
+
+class BankRecallHit(TypedDict):
+    memory: BankEntry
+    score: float
+    relevance: dict[str, Any]
+
+
+class BankRecalled(TypedDict):
+    """What ``memory_recall`` returns."""
+
+    profile: str
+    query: str
+    hits: list[BankRecallHit]
+
+
+class BankListed(TypedDict):
+    """What ``memory_list`` returns."""
+
+    profile: str
+    total: int
+    nextOffset: int | None
+    memories: list[BankEntry]
+
+
+class BankDeleted(TypedDict):
+    """What ``memory_delete`` returns."""
+
+    deleted: str
+    profile: str
+
+
+def _add_bank_tools(
+    server: MCPServer[Any],
+    bank: MemoryBank,
+    scoped: Callable[[Context, str], str],
+    failing: Callable[[OrcamemError], ToolError],
+) -> None:
+    """Register ``memory_save``, ``memory_recall``, ``memory_list`` and ``memory_delete``."""
+
+    def profile_of(ctx: Context, profile: str) -> str:
+        scoped(ctx, space_for(profile))  # the key must allow the space profile:<name>
+        return profile
+
+    @server.tool(
+        name="memory_save",
+        title="Save to the memory bank",
+        description=(
+            "Save one long-lived memory for your profile: a preference, a fact, a behaviour "
+            "to follow, or short-lived context. Give `rawInput` (free text, at most 4 KiB: a "
+            "fast model extracts the content, a <50-character summary, the category and a "
+            "confidence) or pre-structured `content` with optional `category` (preference, "
+            "fact, behavior, context, general) and `confidence` (0-1). Returns the saved "
+            "memory with its id (mem-xxxxxxxx) once it is stored."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    )
+    def memory_save(
+        profile: ProfileArg,
+        ctx: Context,
+        rawInput: str | None = None,  # the spec's argument names
+        content: str | None = None,
+        category: BankCategoryArg | None = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+    ) -> BankEntry:
+        try:
+            name = profile_of(ctx, profile)
+            saved = bank.save(
+                name, raw_input=rawInput, content=content, category=category, confidence=confidence
+            )
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return saved.to_json()  # type: ignore[return-value]
+
+    @server.tool(
+        name="memory_recall",
+        title="Recall from the memory bank",
+        description=(
+            "Search your profile's memory bank by topic. Returns the best memories first, each "
+            "with its score and the relevance breakdown (recency, usage, topic, confidence "
+            "multiplier, maturity, weights). Counts an access of every memory returned."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False),
+    )
+    def memory_recall(
+        profile: ProfileArg,
+        query: Query,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=100)] = 8,
+        minScore: Annotated[float, Field(ge=0, le=1)] = 0.05,
+    ) -> BankRecalled:
+        try:
+            name = profile_of(ctx, profile)
+            hits = bank.recall(name, query, limit=limit, min_score=minScore)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {"profile": name, "query": query, "hits": [h.to_dict() for h in hits]}  # type: ignore[typeddict-item]
+
+    @server.tool(
+        name="memory_list",
+        title="List the memory bank",
+        description=(
+            "List your profile's memories newest first, with `limit`/`offset` paging. "
+            "Read-only: does not count as an access."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def memory_list(
+        profile: ProfileArg,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> BankListed:
+        try:
+            name = profile_of(ctx, profile)
+            page = bank.list(name, limit=limit, offset=offset)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {
+            "profile": name,
+            "total": page.total,
+            "nextOffset": page.next_offset,
+            "memories": [m.to_json() for m in page.memories],  # type: ignore[misc]
+        }
+
+    @server.tool(
+        name="memory_delete",
+        title="Delete from the memory bank",
+        description=(
+            "Delete one memory of your profile by its id (mem-xxxxxxxx, from memory_list or "
+            "memory_save). An unknown id is an error that says so; this cannot be undone."
+        ),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False
+        ),
+    )
+    def memory_delete(profile: ProfileArg, id: str, ctx: Context) -> BankDeleted:
+        try:
+            name = profile_of(ctx, profile)
+            bank.delete(name, id)
+        except OrcamemError as exc:
+            raise failing(exc) from None
+        return {"deleted": id, "profile": name}
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+
+def run_stdio(
+    db_path: str | None,
+    space_default: str = "default",
+    *,
+    embedder: str | None = None,
+    bank: MemoryBank | None = None,
+) -> None:
+    """Serve MCP over stdin/stdout until the client closes the pipe.
+
+    Opens ``Memory(db_path)`` (None: ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``); tools
+    default to ``space_default``. Nothing but JSON-RPC is written to stdout.
+
+    Raises:
+        OrcamemError: the database cannot be opened (before anything is served).
+    """
+    with Memory(db_path, space=space_default, embedder=embedder) as memory:
+        build_server(memory, bank=bank).run("stdio")
+
+
+# -- streamable HTTP -------------------------------------------------------------------------
+
+
+def _authorize_from_request(space: str) -> str:
+    """``authorize`` for HTTP: the space through the principal the endpoint authenticated."""
+    from ...errors import AuthError
+
+    request = current_request()
+    principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
+    if principal is None:
+        raise AuthError("this MCP call carried no authenticated API key")
+    return principal.space(space)
+
+
+class _HttpEndpoint:
+    """ASGI endpoint for ``/mcp``: authenticate each request, then hand it to the SDK.
+
+    The SDK's session manager (stateless, JSON responses: no server-side session to hijack
+    or expire; each POST stands alone) needs a running task group: ``running()`` provides it
+    and must wrap the app's lifespan. Each ``running()`` builds a fresh manager, so an app can
+    be started more than once (tests).
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        keys: ApiKeys | None,
+        *,
+        host: str,
+        max_body_bytes: int,
+        bank: MemoryBank | None = None,
+    ) -> None:
+        from ..http.settings import is_loopback
+
+        self.keys = keys
+        self.server = build_server(memory, authorize=_authorize_from_request, bank=bank)
+        self.loopback = is_loopback(host)
+        self.max_body_bytes = max_body_bytes
+        self._manager: Any = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        if self.loopback:  # refuse browser pages that reach loopback by DNS rebinding
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            )
+        else:  # keys are required off loopback; Host names are the deployer's business
+            security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.server.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            transport_security=security,
+            max_request_body_size=self.max_body_bytes,
+        )
+        manager = self.server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        import anyio.to_thread
+        from starlette.datastructures import Headers
+        from starlette.responses import JSONResponse
+
+        from ...engine.keys import ADMIN
+        from ..http.deps import presented_key
+        from ..http.errors import error_body
+
+        def refuse(kind: str, message: str, status: int) -> JSONResponse:
+            headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+            return JSONResponse(error_body(kind, message, status), status, headers=headers)
+
+        if self.keys is None:
+            principal = ADMIN
+        else:
+            try:
+                key = presented_key(Headers(scope=scope))
+                principal = await anyio.to_thread.run_sync(self.keys.check, key)
+            except OrcamemError as exc:
+                await refuse(type(exc).__name__, str(exc), exc.status)(scope, receive, send)
+                return
+        if self._manager is None:
+            message = (
+                "MCP over HTTP is not running: serve the app with its lifespan (uvicorn does; "
+                "in tests use `with TestClient(app)`)"
+            )
+            await refuse("Unavailable", message, 503)(scope, receive, send)
+            return
+        await self._manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
+
+
+def http_app(
+    memory: Memory,
+    keys: ApiKeys | None,
+    *,
+    host: str = "127.0.0.1",
+    max_body_bytes: int = 2 * 1024 * 1024,
+    bank: MemoryBank | None = None,
+) -> Starlette:
+    """A standalone ASGI app serving MCP over streamable HTTP at ``/mcp``.
+
+    Args:
+        memory: an open ``Memory`` (the caller closes it).
+        keys: the key store to check every request against; None: no keys (loopback only),
+            every space reachable.
+        host: where it will listen; on loopback, Host/Origin headers are checked against
+            DNS rebinding.
+        bank: a Memory Bank whose ``memory_*`` tools to serve too (the caller closes it).
+    """
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    endpoint = _HttpEndpoint(memory, keys, host=host, max_body_bytes=max_body_bytes, bank=bank)
+    return Starlette(
+        routes=[Route("/mcp", endpoint)],
+        lifespan=lambda _app: endpoint.running(),
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Serve MCP over streamable HTTP at ``/mcp`` on an app made by ``create_app``.
+
+    Uses ``app.state.memory``, ``app.state.keys`` (None: no keys) and ``app.state.settings``
+    (host, body limit). The route goes first, ahead of any catch-all. The SDK's session manager
+    needs a task group for the app's lifetime, and a mounted app's own lifespan never runs, so
+    its ``run()`` is entered around the app's existing lifespan (``app.router.lifespan_context``
+    is wrapped, keeping whatever it was). Installing twice changes nothing.
+    """
+    if getattr(app.state, "mcp", None) is not None:
+        return
+    settings = app.state.settings
+    endpoint = _HttpEndpoint(
+        app.state.memory,
+        app.state.keys,
+        host=settings.host,
+        max_body_bytes=settings.max_body_bytes,
+        bank=getattr(app.state, "bank", None),  # the Memory Bank's tools when one is wired
+    )
+    app.add_route("/mcp", endpoint, include_in_schema=False)
+    route = app.router.routes.pop()
+    app.router.routes.insert(0, route)
+    app.state.mcp = endpoint
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(application: Any) -> AsyncIterator[Any]:
+        async with endpoint.running(), inner(application) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan

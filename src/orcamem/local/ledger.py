@@ -1,0 +1,1063 @@
+"""``ledger``: local agent memory on disk — the layout, project identity, the candidate ledger.
+
+The layout is exactly the local-memory spec's ("Storage")::
+
+    memory/                              $ORCA_HOME/memory, else ~/.orca/memory
+    ├── user.md                          explicit user facts (`orcamem remember "…"`)
+    └── projects/
+        └── <sha256-project-id>/
+            ├── project.json             identity and last_seen_cwd; never sent to a model
+            ├── memory.md                explicit project facts (`orcamem remember "project: …"`)
+            ├── candidates.jsonl         the authoritative automatic-memory ledger
+            ├── auto-memory.md           derived: the newest 64 candidates, provenance comments
+            ├── index.sqlite3            derived: FTS5 index keyed by the ledger fingerprint
+            └── jobs/<job-id>.json       extraction jobs (``orcamem.local.jobs``)
+
+Two more files are implementation details, not memory: ``memory/.lock`` and
+``projects/<id>/.lock`` are the (empty) files that the cross-process locks (``filelock``) hold.
+Deleting them is harmless once no process runs.
+
+Rules kept here:
+
+- **Authority.** ``candidates.jsonl`` is the only authority of automatic memory. Every change
+  is a whole-file atomic replace (temporary file, ``fsync``, ``rename``, directory ``fsync``)
+  under the project lock, so a reader — which takes no lock — sees the old or the new ledger,
+  never a mix. The Markdown view and the FTS5 index are derived from it: if either cannot be
+  written the ledger stays committed, the failure is reported, and the next write (or recall)
+  rebuilds both.
+- **Revisions.** The ledger has a revision that every change of its candidates increments.
+  Deleting is a revisioned, idempotent operation (:meth:`Ledger.delete`): it names the
+  revision its caller saw, and repeating it is a no-op. There is no unversioned clear.
+- **Corruption is preserved.** A ledger line that cannot be read is kept verbatim (the next
+  write writes it back unchanged) and reported by :attr:`LedgerState.corrupt`; the readable
+  lines keep working. ``project.json`` is re-read after taking the lock; if it is corrupt then,
+  it is left as it is and reported, never overwritten.
+- **Retention.** 128 candidates (the oldest go first), 128 tombstones, 128 applied job ids.
+- **Identity.** A project is ``sha256`` of its normalized Git origin (user info, query and
+  fragment removed; the scheme too, so SSH and HTTPS clones share memory), else of its
+  canonical repository root, else of its canonical path (:func:`project_identity`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import filelock
+
+from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.redact import find_secrets
+from ..errors import (
+    InvalidInputError,
+    NotFoundError,
+    ReadOnlyStoreError,
+    RevisionConflictError,
+    StoreError,
+    TransientError,
+)
+from . import index as ledger_index
+
+__all__ = [
+    "CATEGORIES",
+    "KEEP_APPLIED_JOBS",
+    "KEEP_CANDIDATES",
+    "KEEP_TOMBSTONES",
+    "LOCK_TIMEOUT_S",
+    "MARKDOWN_NEWEST",
+    "MAX_CANDIDATE_CHARS",
+    "MAX_EXPLICIT_BYTES",
+    "Candidate",
+    "CorruptLine",
+    "DeleteResult",
+    "FileLockHolder",
+    "Ledger",
+    "LedgerState",
+    "MemoryLayout",
+    "ProjectFiles",
+    "ProjectIdentity",
+    "PublishReport",
+    "Tombstone",
+    "candidate_id",
+    "normalize_fact",
+    "normalize_origin",
+    "project_identity",
+    "write_atomic",
+]
+
+CATEGORIES = ("user", "feedback", "project", "reference")
+"""The four classes a candidate must have (spec, "What Is Captured")."""
+KEEP_CANDIDATES = 128
+MARKDOWN_NEWEST = 64
+KEEP_TOMBSTONES = 128
+KEEP_APPLIED_JOBS = 128
+MAX_CANDIDATE_CHARS = 300
+"""The longest candidate text kept (the extractor's schema bounds it the same way)."""
+MAX_EXPLICIT_BYTES = 8 * 1024
+"""``user.md`` and a project's ``memory.md`` are each loaded up to this many bytes."""
+LOCK_TIMEOUT_S = 10.0
+LEDGER_FORMAT = "orcamem-candidates"
+PROJECT_FORMAT = "orcamem-project"
+
+
+# -- small file helpers ------------------------------------------------------------------------
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _store_error(what: str, path: Path, exc: OSError) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return ReadOnlyStoreError(
+            f"cannot {what} {path}: permission denied; make the directory writable (or point "
+            "ORCA_HOME elsewhere)"
+        )
+    return StoreError(f"cannot {what} {path}: {exc.strerror or exc}")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (temp file, fsync, rename, fsync).
+
+    A reader sees the old or the new content, never a mix; a crash leaves at most a
+    ``.<name>.*.tmp`` file, which the next write of the same file removes.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _store_error("write", path, exc) from exc
+    _fsync_dir(path.parent)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove temp files a killed writer of ``path`` left (call with the lock held)."""
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+
+
+def _mkdir(path: Path) -> None:
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _store_error("create the directory", path, exc) from exc
+
+
+# -- locks -------------------------------------------------------------------------------------
+
+_LOCKS: dict[str, filelock.FileLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+class FileLockHolder:
+    """A cross-process lock on one lock file (``filelock``), re-entrant within a thread.
+
+    Every holder of the same path in a process shares one ``FileLock`` (re-entrant per thread);
+    other threads and other processes wait. A lock that is not acquired within the timeout is a
+    :class:`TransientError` (the job worker then retries in 30 s).
+    """
+
+    def __init__(self, path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+
+    def _lock(self) -> filelock.FileLock:
+        key = os.path.abspath(self.path)
+        with _LOCKS_GUARD:
+            lock = _LOCKS.get(key)
+            if lock is None:
+                lock = _LOCKS[key] = filelock.FileLock(key, mode=0o600)
+            return lock
+
+    @contextlib.contextmanager
+    def hold(self, timeout_s: float | None = None) -> Iterator[None]:
+        wait = self.timeout_s if timeout_s is None else timeout_s
+        _mkdir(self.path.parent)
+        lock = self._lock()
+        try:
+            lock.acquire(timeout=wait)
+        except filelock.Timeout:
+            raise TransientError(
+                f"the memory lock {self.path} is held by another process (waited {wait:g} s); "
+                "the write is retried later — nothing committed is lost"
+            ) from None
+        except OSError as exc:
+            raise _store_error("lock", self.path, exc) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+# -- project identity --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectIdentity:
+    """Which project a working directory belongs to. Never sent to a model."""
+
+    id: str
+    """``sha256`` hex of :attr:`identity`: the project's directory name."""
+    kind: str
+    """``git-origin`` | ``repo-root`` | ``path``."""
+    identity: str
+    """The normalized origin (``github.com/acme/api``) or the canonical path."""
+    root: Path
+    """The working tree root (Git) or the canonical directory: where project config lives."""
+    cwd: Path
+    """The canonical working directory."""
+
+    @property
+    def space(self) -> str:
+        """The orcamem space of the project (``project:<sha256>``; DESIGN.md)."""
+        return f"project:{self.id}"
+
+
+def _scp_like(url: str) -> tuple[str, str] | None:
+    """``[user@]host:path`` (Git's SCP-like syntax), not a Windows drive or a local path."""
+    match = re.fullmatch(r"(?:[^@/\s]+@)?([^@:/\s]+):(?!//)(.+)", url)
+    if match is None or len(match.group(1)) == 1:
+        return None
+    return match.group(1), match.group(2)
+
+
+def normalize_origin(url: str) -> str:
+    """The identity of a Git origin URL: host, non-default port and path, nothing secret.
+
+    User info (``user:token@``), query parameters and fragments are removed; so are the
+    scheme, a trailing ``.git`` and ``/``, so the SSH and HTTPS clones of one repository share
+    one identity. The host is lower-cased. Local origins (a path or ``file://``) become
+    ``file:<path>``.
+
+    >>> normalize_origin("https://alice:ghp_x@GitHub.com/acme/api.git?ref=1#readme")
+    'github.com/acme/api'
+    >>> normalize_origin("git@github.com:acme/api.git")
+    'github.com/acme/api'
+    """
+    text = url.strip()
+    if not text:
+        raise InvalidInputError("an empty origin URL has no identity")
+    scp = None if "://" in text else _scp_like(text)
+    if scp is not None:
+        host, path = scp[0].lower(), scp[1]
+        port = None
+    elif "://" in text:
+        parts = urlsplit(text)
+        if parts.scheme.lower() == "file":
+            return "file:" + _clean_path(parts.path)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port in (22, 80, 443, 9418):
+            port = None
+        path = parts.path
+    else:  # a local path
+        return "file:" + _clean_path(os.path.normpath(text))
+    path = re.sub(r"/{2,}", "/", path).strip("/")
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.rstrip("/")
+    return f"{host}{f':{port}' if port else ''}/{path}"
+
+
+def _clean_path(path: str) -> str:
+    path = re.sub(r"/{2,}", "/", path).split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    return path[:-4] if path.endswith(".git") else path
+
+
+def _git_dirs(start: Path) -> tuple[Path, Path] | None:
+    """``(working tree root, common git dir)`` of the repository containing ``start``.
+
+    Reads the files Git itself reads (``.git`` directory or ``gitdir:`` file, ``commondir``),
+    so no ``git`` executable is needed and a worktree resolves to its main repository.
+    """
+    for directory in (start, *start.parents):
+        dot = directory / ".git"
+        try:
+            if dot.is_dir():
+                gitdir = dot
+            elif dot.is_file():
+                content = dot.read_text(encoding="utf-8", errors="replace").strip()
+                if not content.startswith("gitdir:"):
+                    continue
+                gitdir = (directory / content[len("gitdir:") :].strip()).resolve()
+            else:
+                continue
+            common = gitdir
+            commondir = gitdir / "commondir"
+            if commondir.is_file():
+                common = (gitdir / commondir.read_text(encoding="utf-8").strip()).resolve()
+        except OSError:
+            continue
+        return directory, common.resolve()
+    return None
+
+
+def _origin_url(common: Path) -> str | None:
+    """``remote.origin.url`` from the repository's ``config`` (the first one), or ``None``."""
+    try:
+        text = (common / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    in_origin = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        section = re.fullmatch(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
+        if section is not None:
+            in_origin = section.group(1).lower() == "remote" and section.group(2) == "origin"
+            continue
+        if line.startswith("["):
+            in_origin = False
+            continue
+        if not in_origin:
+            continue
+        key, _, value = line.partition("=")
+        if key.strip().lower() != "url":
+            continue
+        value = value.strip()
+        if value.startswith('"'):
+            end = value.find('"', 1)
+            value = value[1:end] if end > 0 else value[1:]
+        else:
+            value = re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
+        if value:
+            return value
+    return None
+
+
+def project_identity(cwd: str | Path) -> ProjectIdentity:
+    """The project of a working directory (spec: "Storage").
+
+    Git clones and worktrees with the same normalized origin share project memory;
+    repositories without an origin use their canonical repository root (a worktree's is its
+    main repository's); other directories their canonical path.
+    """
+    here = Path(cwd).expanduser().resolve()
+    found = _git_dirs(here)
+    if found is not None:
+        worktree, common = found
+        origin = _origin_url(common)
+        if origin:
+            try:
+                identity, kind = normalize_origin(origin), "git-origin"
+            except InvalidInputError:
+                identity, kind = "", ""
+            if identity:
+                return _identity(kind, identity, worktree, here)
+        root = common.parent if common.name == ".git" else common
+        return _identity("repo-root", str(root), worktree, here)
+    return _identity("path", str(here), here, here)
+
+
+def _identity(kind: str, identity: str, root: Path, cwd: Path) -> ProjectIdentity:
+    ident = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+    return ProjectIdentity(ident, kind, identity, root, cwd)
+
+
+# -- the layout --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The paths of one project's directory (nothing is created until it is written)."""
+
+    dir: Path
+
+    @property
+    def project_json(self) -> Path:
+        return self.dir / "project.json"
+
+    @property
+    def memory_md(self) -> Path:
+        return self.dir / "memory.md"
+
+    @property
+    def candidates(self) -> Path:
+        return self.dir / "candidates.jsonl"
+
+    @property
+    def auto_memory_md(self) -> Path:
+        return self.dir / "auto-memory.md"
+
+    @property
+    def index(self) -> Path:
+        return self.dir / "index.sqlite3"
+
+    @property
+    def jobs(self) -> Path:
+        return self.dir / "jobs"
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / ".lock"
+
+
+@dataclass(frozen=True)
+class MemoryLayout:
+    """The ``memory/`` root (``orcamem._kernel.config.memory_dir()`` by default)."""
+
+    root: Path
+
+    @property
+    def user_md(self) -> Path:
+        return self.root / "user.md"
+
+    @property
+    def projects(self) -> Path:
+        return self.root / "projects"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    def project(self, project_id: str) -> ProjectFiles:
+        if not re.fullmatch(r"[0-9a-f]{64}", project_id):
+            raise InvalidInputError(f"{project_id!r} is not a sha256 project id")
+        return ProjectFiles(self.projects / project_id)
+
+
+# -- explicit facts (Markdown) -----------------------------------------------------------------
+
+
+def read_bounded(path: Path, limit: int = MAX_EXPLICIT_BYTES) -> tuple[str, int]:
+    """The first ``limit`` bytes of a text file, cut at a line end; and how many bytes it has.
+
+    A missing file is ``("", 0)``. Never reads more than ``limit`` + 1 bytes.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(limit + 1)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return "", 0
+    except OSError as exc:
+        raise _store_error("read", path, exc) from exc
+    if len(head) > limit:
+        head = head[:limit]
+        cut = head.rfind(b"\n")
+        head = head[: cut + 1] if cut > 0 else head
+    return head.decode("utf-8", errors="replace"), size
+
+
+def append_fact(path: Path, lock: FileLockHolder, title: str, fact: str) -> bool:
+    """Add ``- fact`` to a Markdown fact file under ``lock``; ``False`` if it is already there."""
+    with lock.hold():
+        try:
+            current = path.read_text(encoding="utf-8", errors="surrogateescape")
+        except FileNotFoundError:
+            current = ""
+        except OSError as exc:
+            raise _store_error("read", path, exc) from exc
+        wanted = normalize_fact(fact)
+        for line in current.splitlines():
+            if line.startswith("- ") and normalize_fact(line[2:]) == wanted:
+                return False
+        if not current.strip():
+            current = f"# {title}\n\n"
+        elif not current.endswith("\n"):
+            current += "\n"
+        _remove_stale_temps(path)
+        write_atomic(path, (current + f"- {fact}\n").encode("utf-8", "surrogateescape"))
+    return True
+
+
+# -- candidates --------------------------------------------------------------------------------
+
+_TRIM = " \t\r\n.!;:,\"'`“”‘’"
+
+
+def normalize_fact(text: str) -> str:
+    """The form exact duplicates are found by: NFKC, case-folded, single spaces, no end marks.
+
+    >>> normalize_fact("  We deploy on Fridays. ") == normalize_fact("we  DEPLOY on fridays")
+    True
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(folded.split()).strip(_TRIM)
+
+
+def candidate_id(job_id: str, text: str) -> str:
+    """A candidate's id: the same for the same job and fact (a replayed job adds nothing)."""
+    key = f"{job_id}\x1f{normalize_fact(text)}"
+    return "cand-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One automatic-memory candidate with its provenance."""
+
+    id: str
+    category: str
+    text: str
+    session_id: str | None
+    turn_id: str | None
+    job_id: str | None
+    source_digest: str | None
+    extractor: str | None
+    recorded_at: str
+    revision: int = 0
+    """The ledger revision that added it."""
+    fence: int | None = None
+    """The fencing token of the lease it was published under."""
+
+    @property
+    def normalized(self) -> str:
+        return normalize_fact(self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "candidate",
+            "id": self.id,
+            "category": self.category,
+            "text": self.text,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "job_id": self.job_id,
+            "source_digest": self.source_digest,
+            "extractor": self.extractor,
+            "recorded_at": self.recorded_at,
+            "revision": self.revision,
+            "fence": self.fence,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Candidate:
+        ident, category, text = data["id"], data["category"], data["text"]
+        if not isinstance(ident, str) or not ident.startswith("cand-"):
+            raise ValueError(f"bad candidate id {ident!r}")
+        if category not in CATEGORIES:
+            raise ValueError(f"unclassified candidate (category {category!r})")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("a candidate without text")
+        recorded = data["recorded_at"]
+        if not isinstance(recorded, str):
+            raise ValueError("recorded_at must be a time string")
+        revision = data.get("revision", 0)
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            raise ValueError("revision must be an integer")
+
+        def text_or_none(name: str) -> str | None:
+            value = data.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string")
+            return value
+
+        fence = data.get("fence")
+        return cls(
+            id=ident,
+            category=category,
+            text=text,
+            session_id=text_or_none("session_id"),
+            turn_id=text_or_none("turn_id"),
+            job_id=text_or_none("job_id"),
+            source_digest=text_or_none("source_digest"),
+            extractor=text_or_none("extractor"),
+            recorded_at=recorded,
+            revision=revision,
+            fence=fence if isinstance(fence, int) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A deleted candidate id: kept (the newest 128) so a replayed job cannot bring it back and
+    a repeated deletion is recognised."""
+
+    id: str
+    revision: int
+    deleted_at: str
+    request: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "tombstone",
+            "id": self.id,
+            "revision": self.revision,
+            "deleted_at": self.deleted_at,
+            "request": self.request,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tombstone:
+        revision = data["revision"]
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            raise ValueError("revision must be an integer")
+        return cls(str(data["id"]), revision, str(data["deleted_at"]), str(data["request"]))
+
+
+@dataclass(frozen=True)
+class CorruptLine:
+    """A ledger line that could not be read: kept verbatim, reported, never overwritten."""
+
+    number: int
+    raw: bytes
+    error: str
+
+    def describe(self) -> str:
+        return f"line {self.number}: {self.error}"
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """One consistent reading of ``candidates.jsonl``."""
+
+    revision: int = 0
+    candidates: tuple[Candidate, ...] = ()
+    """Oldest first (file order)."""
+    tombstones: tuple[Tombstone, ...] = ()
+    applied_jobs: tuple[str, ...] = ()
+    corrupt: tuple[CorruptLine, ...] = ()
+    fingerprint: str = ""
+    """``sha256:<hex>`` of the file's bytes: the key the index is built for."""
+
+    def ids(self) -> set[str]:
+        return {c.id for c in self.candidates}
+
+
+def fingerprint(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def parse_ledger(data: bytes) -> LedgerState:
+    """Read a ledger; unreadable lines become :class:`CorruptLine`\\ s (never an error)."""
+    revision = 0
+    applied: list[str] = []
+    candidates: list[Candidate] = []
+    tombstones: list[Tombstone] = []
+    corrupt: list[CorruptLine] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+            kind = record.get("type")
+            if kind == "header":
+                if record.get("format") != LEDGER_FORMAT:
+                    raise ValueError(f"unknown ledger format {record.get('format')!r}")
+                value = record.get("revision", 0)
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError("revision must be an integer")
+                revision = max(revision, value)
+                applied.extend(str(j) for j in record.get("applied_jobs", []))
+            elif kind == "candidate":
+                candidate = Candidate.from_json(record)
+                if candidate.id in seen:
+                    raise ValueError(f"duplicate candidate id {candidate.id}")
+                seen.add(candidate.id)
+                candidates.append(candidate)
+                revision = max(revision, candidate.revision)
+            elif kind == "tombstone":
+                tombstone = Tombstone.from_json(record)
+                tombstones.append(tombstone)
+                revision = max(revision, tombstone.revision)
+            else:
+                raise ValueError(f"unknown record type {kind!r}")
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            corrupt.append(CorruptLine(number, raw, f"{type(exc).__name__}: {exc}"[:300]))
+    return LedgerState(
+        revision=revision,
+        candidates=tuple(candidates),
+        tombstones=tuple(tombstones),
+        applied_jobs=tuple(dict.fromkeys(applied)),
+        corrupt=tuple(corrupt),
+        fingerprint=fingerprint(data),
+    )
+
+
+def _dump_line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+
+
+def serialize_ledger(state: LedgerState) -> bytes:
+    """The file for ``state``: header, preserved corrupt lines, candidates, tombstones."""
+    header = {
+        "type": "header",
+        "format": LEDGER_FORMAT,
+        "version": 1,
+        "revision": state.revision,
+        "applied_jobs": list(state.applied_jobs[-KEEP_APPLIED_JOBS:]),
+    }
+    parts = [_dump_line(header)]
+    parts.extend(line.raw.rstrip(b"\r") + b"\n" for line in state.corrupt)
+    parts.extend(_dump_line(c.to_json()) for c in state.candidates)
+    parts.extend(_dump_line(t.to_json()) for t in state.tombstones)
+    return b"".join(parts)
+
+
+@dataclass(frozen=True)
+class PublishReport:
+    """What a publish did: ``kept`` were added, ``duplicates`` matched an existing fact."""
+
+    kept: tuple[str, ...] = ()
+    duplicates: int = 0
+    pruned: int = 0
+    already_applied: bool = False
+    revision: int = 0
+    problems: tuple[str, ...] = ()
+    """Projections that could not be written (the ledger is committed regardless)."""
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """A deletion: which ids it removed, the revision after it, and whether it was a repeat."""
+
+    deleted: tuple[str, ...]
+    revision: int
+    repeated: bool = False
+    problems: tuple[str, ...] = ()
+
+
+@dataclass
+class Ledger:
+    """The authoritative candidate ledger of one project and its derived projections.
+
+    Reads take no lock (every write is an atomic replace); writes take the project lock.
+    """
+
+    files: ProjectFiles
+    lock: FileLockHolder
+    clock: Clock = field(default_factory=SystemClock)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self) -> LedgerState:
+        """The current ledger (empty when the file does not exist yet)."""
+        try:
+            data = self.files.candidates.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        except OSError as exc:
+            raise _store_error("read", self.files.candidates, exc) from exc
+        return parse_ledger(data)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _commit(self, state: LedgerState) -> tuple[LedgerState, tuple[str, ...]]:
+        """Write ``state`` (the lock is held), then repair the projections."""
+        _mkdir(self.files.dir)
+        _remove_stale_temps(self.files.candidates)
+        data = serialize_ledger(state)
+        write_atomic(self.files.candidates, data)
+        committed = replace(state, fingerprint=fingerprint(data))
+        return committed, self.project(committed)
+
+    def publish(
+        self,
+        candidates: Sequence[Candidate],
+        *,
+        job_id: str,
+    ) -> PublishReport:
+        """Add a job's candidates: exact normalized duplicates are skipped, near-duplicates
+        (a correction) kept with their own provenance; the oldest beyond 128 are dropped.
+
+        Idempotent by ``job_id``: a job applied before (a worker killed mid-publish and its
+        job run again) adds nothing. Call it with the job's fence checked, under the lock —
+        :class:`~orcamem._kernel.jobs.queue.JobQueue` ``publish`` does both.
+        """
+        with self.lock.hold():
+            state = self.read()
+            if job_id in state.applied_jobs:
+                return PublishReport(
+                    already_applied=True,
+                    revision=state.revision,
+                    problems=self.repair(state),
+                )
+            known = {c.normalized for c in state.candidates}
+            gone = {t.id for t in state.tombstones} | state.ids()
+            kept: list[Candidate] = []
+            duplicates = 0
+            revision = state.revision + 1
+            for candidate in candidates:
+                key = candidate.normalized
+                if not key or candidate.id in gone or key in known:
+                    duplicates += 1
+                    continue
+                known.add(key)
+                gone.add(candidate.id)
+                kept.append(replace(candidate, revision=revision))
+            merged = [*state.candidates, *kept]
+            pruned = max(0, len(merged) - KEEP_CANDIDATES)
+            new_state = replace(
+                state,
+                revision=revision if kept else state.revision,
+                candidates=tuple(merged[pruned:]),
+                applied_jobs=(*state.applied_jobs, job_id)[-KEEP_APPLIED_JOBS:],
+            )
+            committed, problems = self._commit(new_state)
+        return PublishReport(
+            kept=tuple(c.id for c in kept),
+            duplicates=duplicates,
+            pruned=pruned,
+            revision=committed.revision,
+            problems=problems,
+        )
+
+    def delete(
+        self, ids: Iterable[str] | None, *, revision: int, now: str | None = None
+    ) -> DeleteResult:
+        """Delete candidates — ``ids``, or every candidate when ``ids`` is ``None`` — as of
+        ``revision``, the revision the caller saw.
+
+        Idempotent: repeating a request (same ids or all, same revision) changes nothing and
+        returns what the first one did. Ids deleted by an earlier request count as deleted.
+
+        Raises:
+            RevisionConflictError: the ledger moved on since ``revision``; nothing changed.
+            NotFoundError: an id that is not in the ledger and was never deleted.
+            InvalidInputError: no ids, or a revision that is not a non-negative integer.
+        """
+        if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+            raise InvalidInputError(f"revision={revision!r}: pass the ledger revision you saw")
+        wanted = None if ids is None else sorted(dict.fromkeys(ids))
+        if wanted is not None and not wanted:
+            raise InvalidInputError("name at least one candidate id (cand-…) to delete")
+        request = (
+            "del-"
+            + hashlib.sha256(
+                json.dumps([wanted if wanted is not None else "*", revision]).encode()
+            ).hexdigest()[:16]
+        )
+        stamp = now or format_time(self.clock.now())
+        with self.lock.hold():
+            state = self.read()
+            earlier = [t.id for t in state.tombstones if t.request == request]
+            if earlier:
+                return DeleteResult(tuple(earlier), state.revision, repeated=True)
+            if state.revision != revision:
+                raise RevisionConflictError(
+                    f"the ledger is at revision {state.revision}, not {revision}: it changed "
+                    "since you looked; list the candidates again (orcamem memory list) and "
+                    "delete with the current revision"
+                )
+            present = state.ids()
+            tombstoned = {t.id for t in state.tombstones}
+            if wanted is None:
+                targets = [c.id for c in state.candidates]
+            else:
+                unknown = [i for i in wanted if i not in present and i not in tombstoned]
+                if unknown:
+                    raise NotFoundError(
+                        f"no candidate {', '.join(unknown)} in this project's ledger "
+                        "(list them with orcamem memory list); nothing was deleted"
+                    )
+                targets = [i for i in wanted if i in present]
+            if not targets:
+                return DeleteResult((), state.revision, repeated=False)
+            new_revision = state.revision + 1
+            drop = set(targets)
+            tombstones = [
+                *state.tombstones,
+                *(Tombstone(i, new_revision, stamp, request) for i in targets),
+            ]
+            new_state = replace(
+                state,
+                revision=new_revision,
+                candidates=tuple(c for c in state.candidates if c.id not in drop),
+                tombstones=tuple(tombstones[-KEEP_TOMBSTONES:]),
+            )
+            committed, problems = self._commit(new_state)
+        return DeleteResult(tuple(targets), committed.revision, problems=problems)
+
+    # -- projections -----------------------------------------------------------------------
+
+    def project(self, state: LedgerState) -> tuple[str, ...]:
+        """Write both projections of ``state``; failures are returned, never raised."""
+        problems = []
+        try:
+            write_markdown(self.files.auto_memory_md, state)
+        except (OSError, StoreError) as exc:
+            problems.append(f"auto-memory.md not written: {exc}")
+        try:
+            ledger_index.build(self.files.index, state.fingerprint, state.candidates)
+        except ledger_index.IndexUnavailable as exc:
+            problems.append(f"index.sqlite3 not written: {exc}")
+        return tuple(problems)
+
+    def stale_projections(self, state: LedgerState) -> list[str]:
+        """Which projections do not match ``state`` (missing, stale or unreadable)."""
+        stale = []
+        if not markdown_matches(self.files.auto_memory_md, state.fingerprint):
+            stale.append("auto-memory.md")
+        if not ledger_index.matches(self.files.index, state.fingerprint):
+            stale.append("index.sqlite3")
+        return stale
+
+    def repair(self, state: LedgerState | None = None) -> tuple[str, ...]:
+        """Rebuild whichever projection is missing, stale or corrupt. Needs no lock: each is
+        replaced atomically, and a projection of an older ledger is simply stale again."""
+        state = state or self.read()
+        problems = []
+        if not markdown_matches(self.files.auto_memory_md, state.fingerprint):
+            try:
+                _remove_stale_temps(self.files.auto_memory_md)
+                write_markdown(self.files.auto_memory_md, state)
+            except (OSError, StoreError) as exc:
+                problems.append(f"auto-memory.md not written: {exc}")
+        if not ledger_index.matches(self.files.index, state.fingerprint):
+            try:
+                ledger_index.build(self.files.index, state.fingerprint, state.candidates)
+            except ledger_index.IndexUnavailable as exc:
+                problems.append(f"index.sqlite3 not written: {exc}")
+        return tuple(problems)
+
+    def search_index(self, state: LedgerState, query: str, limit: int) -> list[Candidate]:
+        """BM25 (then newest) matches from the FTS5 index, rebuilt first when it is missing,
+        stale or corrupt.
+
+        Raises:
+            ledger_index.IndexUnavailable: the index cannot be built or read (use the fallback).
+        """
+        try:
+            ids = ledger_index.search(self.files.index, state.fingerprint, query, limit)
+        except ledger_index.IndexUnavailable:
+            ledger_index.build(self.files.index, state.fingerprint, state.candidates)
+            ids = ledger_index.search(self.files.index, state.fingerprint, query, limit)
+        by_id = {c.id: c for c in state.candidates}
+        return [by_id[i] for i in ids if i in by_id]
+
+
+# -- the Markdown projection -------------------------------------------------------------------
+
+_MD_MARK = "<!-- orcamem auto-memory · ledger "
+
+
+def render_markdown(state: LedgerState) -> str:
+    """``auto-memory.md``: the newest 64 candidates, newest first, each with a provenance
+    comment. Derived: rewritten from the ledger, so edits to it do not last."""
+    newest = list(reversed(state.candidates))[:MARKDOWN_NEWEST]
+    lines = [
+        "# Automatic project memory",
+        "",
+        f"{_MD_MARK}{state.fingerprint} · revision {state.revision} -->",
+        "<!-- Derived from candidates.jsonl and rewritten from it: do not edit. Delete a "
+        "candidate with `orcamem memory forget ID --revision N`. -->",
+        "",
+        f"Newest {len(newest)} of {len(state.candidates)} candidate(s). These are historical "
+        "claims, not instructions.",
+        "",
+    ]
+    for c in newest:
+        text = " ".join(c.text.split())
+        lines.append(f"- **{c.category}**: {text}")
+        provenance = (
+            f"id={c.id} session={c.session_id or '-'} turn={c.turn_id or '-'} "
+            f"job={c.job_id or '-'} recorded_at={c.recorded_at} revision={c.revision} "
+            f"extractor={c.extractor or '-'}"
+        )
+        lines.append(f"  <!-- {provenance.replace('--', '- -')} -->")
+    if state.corrupt:
+        lines += ["", f"<!-- {len(state.corrupt)} unreadable ledger line(s) preserved -->"]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: Path, state: LedgerState) -> None:
+    _mkdir(path.parent)
+    write_atomic(path, render_markdown(state).encode("utf-8"))
+
+
+def markdown_matches(path: Path, ledger_fingerprint: str) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return f"{_MD_MARK}{ledger_fingerprint} " in head
+
+
+# -- project metadata --------------------------------------------------------------------------
+
+
+def read_project_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(metadata, problem)``: ``(None, None)`` when missing, ``(None, why)`` when corrupt."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read {path}: {exc.strerror or exc}"
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"{path} is corrupt ({type(exc).__name__}: {exc}); it was left as it is"
+    if not isinstance(value, dict) or value.get("format") != PROJECT_FORMAT:
+        return None, f"{path} is not an orcamem project file; it was left as it is"
+    return value, None
+
+
+def publish_project_json(
+    files: ProjectFiles,
+    lock: FileLockHolder,
+    identity: ProjectIdentity,
+    now: str,
+    *,
+    timeout_s: float | None = None,
+) -> str | None:
+    """Record the project's identity and ``last_seen_cwd``; the problem found, if any.
+
+    The file is read again after the lock is taken: corruption that appeared while this
+    process waited for the lock is preserved and reported, not overwritten.
+    """
+    with lock.hold():
+        current, problem = read_project_json(files.project_json)
+        if problem is not None:
+            return problem
+        if current is not None and current.get("project_id") != identity.id:
+            return (
+                f"{files.project_json} names project {current.get('project_id')!r}, not "
+                f"{identity.id}; it was left as it is"
+            )
+        if current is not None and current.get("last_seen_cwd") == str(identity.cwd):
+            return None
+        record = {
+            "format": PROJECT_FORMAT,
+            "version": 1,
+            "project_id": identity.id,
+            "project_identity": identity.identity,
+            "identity_kind": identity.kind,
+            "last_seen_cwd": str(identity.cwd),
+            "created_at": (current or {}).get("created_at", now),
+            "updated_at": now,
+        }
+        _remove_stale_temps(files.project_json)
+        data = json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+        write_atomic(files.project_json, data.encode("utf-8"))
+    return None
+
+
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret the local detector finds in ``text`` (empty: none)."""
+    return sorted({finding.kind for finding in find_secrets(text)})

@@ -1,0 +1,911 @@
+"""``LocalMemory``: an agent CLI's local memory for one session in one project.
+
+Two paths with different owners (the local-memory spec):
+
+- **Explicit facts.** :meth:`LocalMemory.remember` writes a user fact to ``memory/user.md``,
+  or — with a ``project:`` prefix — a project fact to the project's ``memory.md``. Both files
+  are loaded at session start, each bounded to 8 KiB (:meth:`LocalMemory.session_context`).
+  Turning automatic memory off does not touch them.
+- **Automatic memory.** After a successful, durably recorded root turn
+  (:meth:`LocalMemory.finish_turn`), a durable extraction job is queued from exactly that
+  turn's user and assistant messages, read back from the transcript by ``turn_id``; a
+  session-owned worker runs it against the auxiliary model under a renewed, fenced lease and
+  publishes the candidates into the project's ledger. At the start of each turn
+  (:meth:`LocalMemory.begin_turn`) the turn waits at most five seconds behind the worker's
+  queued commands, then recalls the candidates relevant to its prompt from the last committed
+  ledger; a continuation of the turn keeps that snapshot.
+
+One ``LocalMemory`` is one session: its setting (``auto_memory``) is read when it starts and
+holds for its life, so ``auto_memory = false`` stops worker, capture and recall for sessions
+started afterwards, and deletes nothing.
+
+>>> with LocalMemory(".", start=False) as memory:          # doctest: +SKIP
+...     memory.remember("project: We deploy with Helm on Fridays.")
+...     print(memory.session_context())
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sys
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.config import memory_dir, user_config_file
+from .._kernel.jobs.queue import NOTHING, Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from ..errors import (
+    AttemptFailed,
+    ClosedError,
+    InvalidInputError,
+    JobCancelled,
+    ModelError,
+    ModelOutputError,
+    OrcamemError,
+    QueueFullError,
+    StoreError,
+    TransientError,
+)
+from . import index as ledger_index
+from .extract import (
+    CANDIDATES_SCHEMA,
+    EXTRACTION_PROMPT,
+    build_source,
+    fallback_rank,
+    pack_recall,
+    parse_candidates,
+    render_source,
+    screen,
+)
+from .jobs import FileJobStore
+from .ledger import (
+    MAX_EXPLICIT_BYTES,
+    Candidate,
+    DeleteResult,
+    FileLockHolder,
+    Ledger,
+    LedgerState,
+    MemoryLayout,
+    ProjectIdentity,
+    append_fact,
+    candidate_id,
+    project_identity,
+    publish_project_json,
+    read_bounded,
+    read_project_json,
+    secret_kinds,
+)
+from .transcript import Transcript, TranscriptRecord
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "BARRIER_S",
+    "EXTRACT",
+    "MAX_FACT_CHARS",
+    "Capture",
+    "Continuation",
+    "LocalMemory",
+    "RecallSnapshot",
+    "Remembered",
+    "Setting",
+    "read_setting",
+]
+
+log = logging.getLogger("orcamem.local")
+
+EXTRACT = "extract"
+BARRIER_S = 5.0
+"""A new turn waits at most this long behind the session worker's queued commands."""
+RETRY_S = 30.0
+"""A capture or worker pass that met a busy lock or job store runs again after this long."""
+MAX_FACT_CHARS = 1000
+RECOVER_TURNS = 64
+"""At session start, the newest this many completed turns of the session are checked for a
+capture that never became a job (the process stopped first)."""
+SNAPSHOTS = 64
+RECALL_CANDIDATES = 24
+_PROJECT_PREFIX = "project:"
+
+
+# -- the setting -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Whether automatic memory is on for a session, and why."""
+
+    enabled: bool
+    source: str
+    """``default``, or the ``config.toml`` that turned it off."""
+    problems: tuple[str, ...] = ()
+
+
+def _read_toml(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read {path}: {exc.strerror or exc}"
+    try:
+        return tomllib.loads(data.decode("utf-8")), None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return None, f"{path} is not valid TOML ({exc})"
+
+
+def read_setting(identity: ProjectIdentity, *, trust_project: bool | None = None) -> Setting:
+    """``auto_memory`` from the user's ``config.toml`` and a trusted project's
+    ``<root>/.orca/config.toml``; either one set to ``false`` turns it off. On by default.
+
+    A project config counts only when the project is trusted: ``trust_project=True``, or its
+    root listed in the user config's ``trusted_projects``. A config file that cannot be read
+    or holds a non-boolean ``auto_memory`` turns automatic memory off (and says why): a
+    broken file must not silently re-enable capture that the user turned off.
+    """
+    problems: list[str] = []
+    user_path = user_config_file()
+    user, problem = _read_toml(user_path)
+    if problem:
+        return Setting(False, str(user_path), (problem + "; automatic memory is off",))
+    user = user or {}
+    trusted = trust_project
+    if trusted is None:
+        listed = user.get("trusted_projects", [])
+        roots = {str(Path(p).expanduser().resolve()) for p in listed if isinstance(p, str)}
+        trusted = str(identity.root) in roots
+    checks = [(user_path, user)]
+    project_path = identity.root / ".orca" / "config.toml"
+    project, problem = _read_toml(project_path) if trusted else (None, None)
+    if problem:
+        return Setting(False, str(project_path), (problem + "; automatic memory is off",))
+    if project is not None:
+        checks.append((project_path, project))
+    elif not trusted and project_path.is_file():
+        problems.append(f"{project_path} is ignored: the project is not trusted")
+    for path, values in checks:
+        if "auto_memory" not in values:
+            continue
+        value = values["auto_memory"]
+        if not isinstance(value, bool):
+            return Setting(
+                False, str(path), (f"{path}: auto_memory must be true or false, not {value!r}",)
+            )
+        if value is False:
+            return Setting(False, str(path), tuple(problems))
+    return Setting(True, "default", tuple(problems))
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """Where an explicit fact went; ``added`` is ``False`` when it was already there."""
+
+    scope: str
+    """``user`` or ``project``."""
+    path: Path
+    fact: str
+    added: bool
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What :meth:`LocalMemory.finish_turn` decided for a turn."""
+
+    eligible: bool
+    reason: str
+    job: Job | None = None
+    """The durable extraction job, when it was queued in the foreground."""
+    queued: bool = False
+    """The capture was handed to the session worker (it builds the job from the transcript)."""
+
+
+@dataclass(frozen=True)
+class RecallSnapshot:
+    """The automatic memory chosen for one turn: internal context, never transcript."""
+
+    session_id: str
+    turn_id: str
+    text: str
+    """The block to inject ("" when nothing is relevant)."""
+    entries: tuple[Candidate, ...] = ()
+    source: str = "empty"
+    """``index`` (FTS5 BM25), ``fallback`` (lexical overlap + recency), ``empty``,
+    ``disabled``."""
+    barrier: str = "none"
+    """``reached`` (the worker's queued commands finished), ``timed out`` (the last committed
+    ledger was used while the worker goes on), ``none`` (no worker)."""
+    revision: int = 0
+    fingerprint: str = ""
+    restored: bool = False
+    """Chosen again after a restart (the original snapshot lived in the old process)."""
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A provider continuation of a turn: the turn's own snapshot and its exact messages."""
+
+    snapshot: RecallSnapshot
+    records: tuple[TranscriptRecord, ...] = field(default=())
+
+
+# -- the session worker ------------------------------------------------------------------------
+
+
+class _SessionWorker:
+    """One thread running the session's commands in order: captures and job passes.
+
+    Idle, it looks for ready jobs every ``poll_s`` (pending, rescheduled, or expired by a dead
+    worker); after a transient store or lock failure it looks again after 30 s.
+    """
+
+    def __init__(
+        self, run_jobs: Callable[[], str] | None, *, poll_s: float, retry_s: float, name: str
+    ) -> None:
+        self._commands: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._run_jobs = run_jobs
+        self._poll_s = poll_s
+        self._retry_s = retry_s
+        self._wait = 0.0
+        self._stop = threading.Event()
+        self._timers: list[threading.Timer] = []
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, command: Callable[[], None]) -> None:
+        if not self._stop.is_set():
+            self._commands.put(command)
+
+    def later(self, seconds: float, command: Callable[[], None]) -> None:
+        timer = threading.Timer(seconds, self.submit, args=(command,))
+        timer.daemon = True
+        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
+
+    def jobs(self) -> None:
+        """A job pass as a queued command (after a capture: so a barrier waits for it)."""
+        self.submit(self._pass)
+
+    def barrier(self, timeout: float) -> bool:
+        reached = threading.Event()
+        self.submit(reached.set)
+        return reached.wait(timeout)
+
+    def _pass(self) -> None:
+        if self._run_jobs is None:
+            return
+        outcome = self._run_jobs()
+        self._wait = self._retry_s if outcome == "store_error" else self._poll_s
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                command = self._commands.get(timeout=self._wait)
+            except queue.Empty:
+                command = self._pass
+            if self._stop.is_set():
+                return
+            try:
+                command()
+            except Exception:  # never let the session's worker die silently
+                log.exception("local memory worker command failed")
+                self._wait = self._retry_s
+
+    def stop(self, timeout: float) -> bool:
+        self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
+        self._commands.put(lambda: None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+# -- the service -------------------------------------------------------------------------------
+
+
+class LocalMemory:
+    """Local memory of one agent session in one project.
+
+    Args:
+        cwd: the session's working directory (default: the process's); it decides the project.
+        session_id: the session (default: a fresh id).
+        model: the auxiliary chat model (``orcamem._kernel.llm``) that extracts candidates;
+            without one, captures still queue durable jobs for a later session with a model.
+        transcript: the session's durable history (``orcamem.local.transcript``); without
+            one, history is not persistent and no turn is captured.
+        history_persistent: ``False`` when the host keeps no durable history this session.
+        root: the ``memory/`` directory (default ``$ORCA_HOME/memory`` or ``~/.orca/memory``).
+        clock: where "now" comes from (tests pass a ``FrozenClock``).
+        trust_project: whether the project's ``.orca/config.toml`` counts (default: listed in
+            the user config's ``trusted_projects``).
+        start: start the session worker and resume unfinished work (``False``: everything runs
+            in the caller, for tools and tests).
+        lock_timeout_s, lease_s, renew_every_s, poll_s, barrier_s, deadline_s: the lock wait,
+            the job lease (renewed every third by wall clock), the idle poll, the turn-start
+            barrier (5 s) and the model call's deadline.
+    """
+
+    def __init__(
+        self,
+        cwd: str | Path | None = None,
+        *,
+        session_id: str | None = None,
+        model: Any = None,
+        transcript: Transcript | None = None,
+        history_persistent: bool = True,
+        root: str | Path | None = None,
+        clock: Clock | None = None,
+        trust_project: bool | None = None,
+        start: bool = True,
+        lock_timeout_s: float = 10.0,
+        lease_s: float = 60.0,
+        renew_every_s: float | None = None,
+        poll_s: float = 5.0,
+        barrier_s: float = BARRIER_S,
+        deadline_s: float = 60.0,
+    ) -> None:
+        self.identity = project_identity(cwd if cwd is not None else Path.cwd())
+        self.layout = MemoryLayout(Path(root) if root is not None else memory_dir())
+        self.files = self.layout.project(self.identity.id)
+        self.clock = clock or SystemClock()
+        self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
+        self.model = model
+        self.transcript = transcript
+        self.history_persistent = history_persistent and transcript is not None
+        self.lock = FileLockHolder(self.files.lock, lock_timeout_s)
+        self.user_lock = FileLockHolder(self.layout.lock, lock_timeout_s)
+        self.ledger = Ledger(self.files, self.lock, self.clock)
+        self.job_store = FileJobStore(self.files.jobs, self.lock)
+        self.jobs = JobQueue(self.job_store)
+        self.setting = read_setting(self.identity, trust_project=trust_project)
+        self.barrier_s = barrier_s
+        self.deadline_s = deadline_s
+        self.problems: list[str] = list(self.setting.problems)
+        self._snapshots: OrderedDict[tuple[str, str], RecallSnapshot] = OrderedDict()
+        self._guard = threading.Lock()
+        self._closing = threading.Event()
+        self._closed = False
+        self._touched = False
+        self._job_worker = (
+            JobWorker(
+                self.jobs,
+                {EXTRACT: self._extract},
+                self.clock,
+                lease_s=lease_s,
+                renew_every_s=renew_every_s,
+                spaces=[self.identity.space],
+            )
+            if model is not None
+            else None
+        )
+        self._worker: _SessionWorker | None = None
+        if self.enabled and self.files.dir.is_dir():
+            self._touch(quiet=True)
+        if self.enabled and start:
+            self._worker = _SessionWorker(
+                self._run_jobs if self._job_worker is not None else None,
+                poll_s=poll_s,
+                retry_s=RETRY_S,
+                name=f"orcamem-local-{self.session_id}",
+            )
+            if self.history_persistent:
+                self._worker.submit(self.recover)
+            self._worker.jobs()
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        """Automatic memory (worker, capture, recall) is on for this session."""
+        return self.setting.enabled
+
+    @property
+    def space(self) -> str:
+        return self.identity.space
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this LocalMemory is closed: start a new session")
+
+    def _now(self) -> str:
+        return format_time(self.clock.now())
+
+    def _problem(self, text: str) -> None:
+        log.warning("local memory: %s", text)
+        with self._guard:
+            if text not in self.problems:
+                self.problems.append(text)
+                del self.problems[:-32]
+
+    def _touch(self, *, quiet: bool = False) -> None:
+        """Create the project directory and record ``project.json`` (identity, last cwd)."""
+        if self._touched:
+            return
+        try:
+            problem = publish_project_json(
+                self.files, self.lock, self.identity, self._now(), timeout_s=0.5 if quiet else None
+            )
+        except TransientError as exc:
+            if not quiet:
+                raise
+            self._problem(f"project.json not updated: {exc}")
+            return
+        self._touched = True
+        if problem:
+            self._problem(problem)
+
+    # -- explicit facts --------------------------------------------------------------------
+
+    def remember(self, text: str) -> Remembered:
+        """Write an explicit fact: ``"project: …"`` to the project's ``memory.md``, anything
+        else to ``memory/user.md``. Works whether automatic memory is on or off.
+
+        Raises:
+            InvalidInputError: empty, over 1,000 characters, or holding something the secret
+                detector finds (explicit facts are loaded into every session's prompt).
+            TransientError: the file's lock is held elsewhere; nothing was written.
+        """
+        self._check_open()
+        if not isinstance(text, str):
+            raise InvalidInputError("the fact must be text")
+        fact = " ".join(text.split())
+        scope = "user"
+        if fact.lower().startswith(_PROJECT_PREFIX):
+            scope, fact = "project", fact[len(_PROJECT_PREFIX) :].strip()
+        if not fact:
+            raise InvalidInputError(
+                "nothing to remember: write the fact after `remember` (or after `project:`)"
+            )
+        if len(fact) > MAX_FACT_CHARS:
+            raise InvalidInputError(
+                f"the fact has {len(fact):,} characters; keep it under {MAX_FACT_CHARS:,} "
+                "(one durable fact, not a document)"
+            )
+        kinds = secret_kinds(fact)
+        if kinds:
+            raise InvalidInputError(
+                f"the fact looks like it holds a secret ({', '.join(kinds)}); explicit facts are "
+                "sent to the model every session, so it was not stored"
+            )
+        if scope == "project":
+            self._touch()
+            path = self.files.memory_md
+            added = append_fact(path, self.lock, "Project memory", fact)
+        else:
+            path = self.layout.user_md
+            added = append_fact(path, self.user_lock, "User memory", fact)
+        return Remembered(scope, path, fact, added)
+
+    def session_context(self) -> str:
+        """The explicit facts loaded at session start: ``user.md`` and the project's
+        ``memory.md``, each bounded to 8 KiB (cut at a line end, with a note saying so).
+        ``project.json`` is never part of it."""
+        self._check_open()
+        parts = []
+        for label, path in (
+            ("User facts (memory/user.md)", self.layout.user_md),
+            ("Project facts (this project's memory.md)", self.files.memory_md),
+        ):
+            text, size = read_bounded(path, MAX_EXPLICIT_BYTES)
+            if not text.strip():
+                continue
+            body = text.rstrip("\n")
+            loaded = len(text.encode("utf-8"))
+            if size > loaded:
+                body += (
+                    f"\n[truncated: {loaded:,} of {size:,} bytes loaded; the limit is "
+                    f"{MAX_EXPLICIT_BYTES:,} bytes — shorten {path.name}]"
+                )
+            parts.append(f"{label}:\n{body}")
+        if not parts:
+            return ""
+        return (
+            "<explicit-memory>\nFacts the user asked to remember.\n\n"
+            + "\n\n".join(parts)
+            + "\n</explicit-memory>\n"
+        )
+
+    # -- capture ---------------------------------------------------------------------------
+
+    def _ineligible(self, session_id: str, turn_id: str) -> tuple[str | None, list]:
+        """Why a turn may not be captured (``None``: it may), and its records."""
+        if not self.enabled:
+            return f"automatic memory is disabled ({self.setting.source})", []
+        if not self.history_persistent or self.transcript is None:
+            return "session history is not persistent", []
+        records = self.transcript.turn_records(session_id, turn_id)
+        completions = [r for r in records if r.type == "completion"]
+        if not completions:
+            return "the turn's completion record is not durably committed", records
+        done = completions[-1]
+        if done.kind != "root":
+            return f"a {done.kind} turn is not captured (only root turns are)", records
+        if done.status != "succeeded":
+            return f"the turn {done.status}", records
+        if done.verifier == "failed":
+            return "the turn's verifier failed", records
+        return None, records
+
+    def finish_turn(self, turn_id: str, *, session_id: str | None = None) -> Capture:
+        """After a turn: queue its capture if all four eligibility rules hold.
+
+        1. automatic memory is enabled; 2. session history is persistent; 3. the root turn
+        finished successfully, its verifier included; 4. its completion record is durable in
+        the transcript. Failed, cancelled, verifier-failed, history-disabled, subagent and
+        intermediate tool turns are not captured. The foreground does not wait for the model:
+        with a session worker, even building the job is the worker's (a busy lock then delays
+        it by 30 s, not the turn).
+
+        Raises:
+            TransientError: only without a session worker (``start=False``): the project lock
+                is busy; nothing was written (the next session's :meth:`recover` rebuilds it).
+        """
+        self._check_open()
+        session = session_id or self.session_id
+        reason, _ = self._ineligible(session, turn_id)
+        if reason is not None:
+            return Capture(False, reason)
+        if self._worker is not None:
+            self._worker.submit(lambda: self._capture_in_worker(session, turn_id))
+            self._worker.jobs()
+            return Capture(True, "queued for the session worker", queued=True)
+        job, why = self.capture(session, turn_id)
+        return Capture(True, why, job)
+
+    def _capture_in_worker(self, session_id: str, turn_id: str) -> None:
+        try:
+            self.capture(session_id, turn_id)
+        except (TransientError, StoreError) as exc:
+            self._problem(f"capture of turn {turn_id} retried in 30 s: {exc}")
+            if self._worker is not None:
+                worker = self._worker
+                worker.later(RETRY_S, lambda: self._capture_in_worker(session_id, turn_id))
+                worker.later(RETRY_S, worker.jobs)
+
+    def capture(self, session_id: str, turn_id: str) -> tuple[Job | None, str]:
+        """Build the turn's extraction job from its durable transcript records (by
+        ``turn_id``, so a restart rebuilds exactly the same source) and queue it.
+
+        Idempotent by session, turn and redacted-source digest. Returns ``(job, why)``.
+
+        Raises:
+            TransientError: the project lock is busy (retry later; nothing was written).
+        """
+        reason, records = self._ineligible(session_id, turn_id)
+        if reason is not None:
+            return None, reason
+        source = build_source(
+            [
+                {"kind": r.kind, "role": r.role, "text": r.text}
+                for r in records
+                if r.type == "message"
+            ]
+        )
+        if not source.messages:
+            return None, "the turn has no user or assistant message"
+        ident = job_id(self.space, EXTRACT, session_id, turn_id, source.digest)
+        try:
+            existing = self.jobs.get(ident)
+        except OrcamemError:
+            existing = None
+        if existing is not None:
+            return existing, f"already queued ({existing.status})"
+        if any(
+            c.session_id == session_id and c.turn_id == turn_id
+            for c in self.ledger.read().candidates
+        ):
+            return None, "the turn's candidates are already in the ledger"
+        self._touch()
+        try:
+            job = self.jobs.enqueue(
+                self.space,
+                EXTRACT,
+                session_id,
+                turn_id,
+                source.digest,
+                source.payload(),
+                self.clock.now(),
+                provenance={
+                    "source": "turn",
+                    "extractor": getattr(self.model, "id", None),
+                    "redactions": source.redactions,
+                },
+            )
+        except QueueFullError as exc:
+            self._problem(str(exc))
+            return None, str(exc)
+        return job, "queued"
+
+    def recover(self) -> list[Job]:
+        """Queue the captures this session's earlier process accepted but never turned into
+        jobs (it stopped first), rebuilding each from the transcript records of its turn."""
+        if not self.enabled or self.transcript is None or not self.history_persistent:
+            return []
+        queued = []
+        for record in self.transcript.completions(self.session_id)[-RECOVER_TURNS:]:
+            try:
+                job, _ = self.capture(record.session_id, record.turn_id)
+            except (TransientError, StoreError) as exc:
+                self._problem(f"recovery of turn {record.turn_id} postponed: {exc}")
+                continue
+            if job is not None:
+                queued.append(job)
+        return queued
+
+    # -- extraction (the job handler) ------------------------------------------------------
+
+    def _extract(self, job: Job) -> Any:
+        if self._closing.is_set():
+            raise JobCancelled("the session is closing")
+        state = self.ledger.read()
+        if job.id in state.applied_jobs:
+            # Published before the job's done mark landed (the worker was killed): finish it.
+            ids = [c.id for c in state.candidates if c.job_id == job.id]
+            return JobResult({"candidates": ids, "recovered": True}, self._repair_quietly)
+        if self.model is None:
+            raise JobCancelled("no extraction model in this session")
+        messages = job.payload.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise AttemptFailed("malformed job payload: no messages")
+        try:
+            reply = self.model.complete_json(
+                EXTRACTION_PROMPT,
+                render_source(messages),
+                CANDIDATES_SCHEMA,
+                deadline_s=self.deadline_s,
+                max_tokens=1024,
+            )
+        except ModelOutputError as exc:
+            raise AttemptFailed(f"malformed output: {exc}") from None
+        except ModelError as exc:
+            raise AttemptFailed(f"{type(exc).__name__}: {exc}") from None
+        parsed = parse_candidates(reply)
+        if parsed == NOTHING:
+            return NOTHING
+        kept, rejected = screen(parsed)
+        stamp = self._now()
+        extractor = getattr(self.model, "id", None)
+        candidates = [
+            Candidate(
+                id=candidate_id(job.id, item["text"]),
+                category=item["category"],
+                text=item["text"],
+                session_id=job.session_id,
+                turn_id=job.turn_id,
+                job_id=job.id,
+                source_digest=job.source_digest,
+                extractor=extractor,
+                recorded_at=stamp,
+                fence=job.fence,
+            )
+            for item in kept
+        ]
+
+        def apply() -> None:
+            report = self.ledger.publish(candidates, job_id=job.id)
+            for problem in report.problems:
+                self._problem(problem)
+
+        value = {
+            "candidates": [c.id for c in candidates],
+            "rejected": [r.to_json() for r in rejected],
+        }
+        return JobResult(value, apply)
+
+    def _repair_quietly(self) -> None:
+        for problem in self.ledger.repair():
+            self._problem(problem)
+
+    def _run_jobs(self, max_jobs: int = 64) -> str:
+        """Run ready jobs until none is left; the last outcome (``store_error`` delays)."""
+        assert self._job_worker is not None
+        if not self.files.jobs.is_dir():  # no job was ever queued: create nothing by looking
+            return "idle"
+        outcome = "idle"
+        for _ in range(max_jobs):
+            if self._closing.is_set():
+                break
+            ran = self._job_worker.run_once()
+            outcome = ran.outcome
+            if outcome in ("idle", "store_error"):
+                break
+        return outcome
+
+    def run_jobs(self, max_jobs: int = 64) -> list[Ran]:
+        """Run ready extraction jobs now, in the caller (tools, tests); needs a model."""
+        self._check_open()
+        if self._job_worker is None:
+            raise InvalidInputError("no extraction model: pass model= to run extraction jobs")
+        done = []
+        for _ in range(max_jobs):
+            ran = self._job_worker.run_once()
+            if ran.outcome == "idle":
+                break
+            done.append(ran)
+            if ran.outcome == "store_error":
+                break
+        return done
+
+    # -- recall ----------------------------------------------------------------------------
+
+    def recall(self, prompt: str) -> tuple[str, list[Candidate], str, LedgerState, list[str]]:
+        """Select the candidates relevant to ``prompt`` from the committed ledger.
+
+        Returns ``(text, entries, source, ledger state, problems)``. The index is repaired
+        first when it is missing, stale or corrupt; if it still cannot be used, bounded
+        lexical overlap plus recency ranks instead.
+        """
+        state = self.ledger.read()
+        problems = [f"unreadable ledger {c.describe()} (kept)" for c in state.corrupt]
+        if not state.candidates:
+            return "", [], "empty", state, problems
+        problems += self.ledger.repair(state)
+        try:
+            ranked = self.ledger.search_index(state, prompt, RECALL_CANDIDATES)
+            source = "index"
+        except ledger_index.IndexUnavailable as exc:
+            problems.append(f"index unavailable, lexical fallback used: {exc}")
+            ranked = fallback_rank(prompt, state.candidates, self.clock.now(), RECALL_CANDIDATES)
+            source = "fallback"
+        text, entries = pack_recall(ranked, self.clock.now())
+        return text, entries, source if entries else "empty", state, problems
+
+    def begin_turn(
+        self, turn_id: str, prompt: str, *, session_id: str | None = None
+    ) -> RecallSnapshot:
+        """The automatic memory for a new turn (internal context; not for the transcript).
+
+        Waits at most five seconds behind the commands already queued in the session worker,
+        then recalls from the last committed ledger. Asking again for the same turn (a provider
+        continuation) returns the snapshot chosen the first time.
+        """
+        self._check_open()
+        session = session_id or self.session_id
+        key = (session, turn_id)
+        with self._guard:
+            if key in self._snapshots:
+                return self._snapshots[key]
+        if not self.enabled:
+            snapshot = RecallSnapshot(session, turn_id, "", source="disabled")
+        else:
+            barrier = "none"
+            if self._worker is not None:
+                barrier = "reached" if self._worker.barrier(self.barrier_s) else "timed out"
+            snapshot = self._select(session, turn_id, prompt, barrier=barrier)
+        with self._guard:
+            self._snapshots[key] = snapshot
+            while len(self._snapshots) > SNAPSHOTS:
+                self._snapshots.popitem(last=False)
+        return snapshot
+
+    def _select(
+        self, session: str, turn_id: str, prompt: str, *, barrier: str, restored: bool = False
+    ) -> RecallSnapshot:
+        try:
+            text, entries, source, state, problems = self.recall(prompt)
+        except StoreError as exc:  # the ledger cannot be read: the turn goes on without it
+            self._problem(f"recall skipped: {exc}")
+            return RecallSnapshot(session, turn_id, "", barrier=barrier, problems=(str(exc),))
+        for problem in problems:
+            self._problem(problem)
+        return RecallSnapshot(
+            session,
+            turn_id,
+            text,
+            tuple(entries),
+            source,
+            barrier,
+            state.revision,
+            state.fingerprint,
+            restored,
+            tuple(problems),
+        )
+
+    def continue_turn(
+        self, turn_id: str, *, prompt: str | None = None, session_id: str | None = None
+    ) -> Continuation:
+        """A provider continuation: the original turn's recall snapshot, and the turn's exact
+        messages from the durable transcript (the records with this ``turn_id``).
+
+        After a restart the snapshot is gone with the old process; it is chosen again from
+        the first user message of the turn (``restored=True``) without waiting for the worker.
+        """
+        self._check_open()
+        session = session_id or self.session_id
+        records = tuple(self.transcript.turn_records(session, turn_id)) if self.transcript else ()
+        with self._guard:
+            snapshot = self._snapshots.get((session, turn_id))
+        if snapshot is None:
+            if not self.enabled:
+                snapshot = RecallSnapshot(session, turn_id, "", source="disabled")
+            else:
+                first = next(
+                    (r.text for r in records if r.type == "message" and r.role == "user"),
+                    prompt or "",
+                )
+                snapshot = self._select(session, turn_id, first, barrier="none", restored=True)
+            with self._guard:
+                self._snapshots[(session, turn_id)] = snapshot
+        return Continuation(snapshot, records)
+
+    # -- inspecting and deleting -----------------------------------------------------------
+
+    def candidates(self) -> LedgerState:
+        """The committed ledger (candidates oldest first, revision, unreadable lines)."""
+        return self.ledger.read()
+
+    def forget(self, ids: list[str] | None, *, revision: int) -> DeleteResult:
+        """Delete candidates (``None``: all) as of ``revision`` — revisioned and idempotent.
+
+        Raises:
+            RevisionConflictError: the ledger changed since ``revision``; nothing was deleted.
+            NotFoundError: an unknown id; nothing was deleted.
+        """
+        self._check_open()
+        result = self.ledger.delete(ids, revision=revision, now=self._now())
+        for problem in result.problems:
+            self._problem(problem)
+        return result
+
+    def repair(self) -> tuple[str, ...]:
+        """Rebuild the derived projections (``auto-memory.md``, ``index.sqlite3``) if stale."""
+        self._check_open()
+        if not self.files.candidates.exists():
+            return ()
+        return self.ledger.repair()
+
+    def status(self) -> dict[str, Any]:
+        """What is where, for people: paths, identity, setting, counts, problems."""
+        state = self.ledger.read()
+        metadata, metadata_problem = read_project_json(self.files.project_json)
+        return {
+            "memory_dir": str(self.layout.root),
+            "user_md": str(self.layout.user_md),
+            "project_dir": str(self.files.dir),
+            "project_id": self.identity.id,
+            "project_identity": self.identity.identity,
+            "identity_kind": self.identity.kind,
+            "cwd": str(self.identity.cwd),
+            "project_json": metadata,
+            "auto_memory": self.enabled,
+            "auto_memory_source": self.setting.source,
+            "revision": state.revision,
+            "candidates": len(state.candidates),
+            "corrupt_lines": [c.describe() for c in state.corrupt],
+            "stale_projections": (
+                self.ledger.stale_projections(state) if self.files.candidates.exists() else []
+            ),
+            "jobs": self.jobs.counts(self.space) if self.files.jobs.is_dir() else {},
+            "unreadable_jobs": self.job_store.problems(),
+            "problems": [p for p in [metadata_problem, *self.problems] if p],
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the session worker (a job it is running is cancelled before its model call,
+        or finished if the model is already answering). Idempotent."""
+        if self._closed:
+            return
+        self._closing.set()
+        self._closed = True
+        if self._worker is not None:
+            self._worker.stop(timeout)
+
+    def __enter__(self) -> LocalMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

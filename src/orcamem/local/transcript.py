@@ -1,0 +1,162 @@
+"""Session transcripts: the durable record of what was said in a turn, and how the turn ended.
+
+Local memory never writes the transcript (recalled context is not appended to it); it reads
+it to decide whether a turn may be captured and to rebuild exactly that turn's messages —
+by ``turn_id``, never the whole session — after a restart.
+
+A host brings its own transcript by implementing :class:`Transcript`; :class:`JsonlTranscript`
+is a ready one: one JSON object per line, each ``fsync``'d before the call returns, so a
+completion record that was acknowledged is durable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from ..errors import InvalidInputError
+from .ledger import _mkdir, _store_error
+
+__all__ = [
+    "MESSAGE_KINDS",
+    "TURN_KINDS",
+    "TURN_STATUSES",
+    "JsonlTranscript",
+    "Transcript",
+    "TranscriptRecord",
+]
+
+MESSAGE_KINDS = ("message", "system", "tool")
+"""``message`` (a user or assistant message), ``system`` (system context), ``tool`` (a tool
+call or its output)."""
+TURN_KINDS = ("root", "subagent", "tool")
+"""A root turn answers the user; subagent and intermediate tool turns run inside one."""
+TURN_STATUSES = ("succeeded", "failed", "cancelled")
+VERIFIER_RESULTS = ("passed", "failed")
+
+
+@dataclass(frozen=True)
+class TranscriptRecord:
+    """A message (``type="message"``) or a turn's completion record (``type="completion"``)."""
+
+    type: str
+    session_id: str
+    turn_id: str
+    kind: str = "message"
+    """For messages: one of :data:`MESSAGE_KINDS`; for completions: one of :data:`TURN_KINDS`."""
+    role: str | None = None
+    text: str = ""
+    status: str | None = None
+    """Completions: one of :data:`TURN_STATUSES`."""
+    verifier: str | None = None
+    """Completions: ``passed``, ``failed``, or ``None`` when the turn had no verifier."""
+    at: str | None = None
+
+
+@runtime_checkable
+class Transcript(Protocol):
+    """What local memory reads from a session's durable history."""
+
+    def turn_records(self, session_id: str, turn_id: str) -> list[TranscriptRecord]:
+        """Every durable record of one turn, in order."""
+        ...
+
+    def completions(self, session_id: str) -> list[TranscriptRecord]:
+        """The session's durable completion records, oldest first."""
+        ...
+
+
+def _check_id(name: str, value: str) -> None:
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise InvalidInputError(f"{name} must be a non-blank string of at most 256 characters")
+
+
+class JsonlTranscript:
+    """A transcript in one JSON-lines file; every append is fsync'd before it returns."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._guard = threading.Lock()
+
+    def _append(self, record: TranscriptRecord) -> TranscriptRecord:
+        _check_id("session_id", record.session_id)
+        _check_id("turn_id", record.turn_id)
+        line = json.dumps(asdict(record), ensure_ascii=False, sort_keys=True) + "\n"
+        _mkdir(self.path.parent)
+        with self._guard:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                try:
+                    os.write(fd, line.encode("utf-8"))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise _store_error("append to", self.path, exc) from exc
+        return record
+
+    def message(
+        self,
+        session_id: str,
+        turn_id: str,
+        role: str,
+        text: str,
+        *,
+        kind: str = "message",
+        at: str | None = None,
+    ) -> TranscriptRecord:
+        """Append a message of a turn (``kind``: ``message``, ``system`` or ``tool``)."""
+        if kind not in MESSAGE_KINDS:
+            raise InvalidInputError(f"kind={kind!r}: use one of {', '.join(MESSAGE_KINDS)}")
+        return self._append(
+            TranscriptRecord("message", session_id, turn_id, kind, role, str(text), at=at)
+        )
+
+    def complete(
+        self,
+        session_id: str,
+        turn_id: str,
+        *,
+        status: str = "succeeded",
+        verifier: str | None = None,
+        kind: str = "root",
+        at: str | None = None,
+    ) -> TranscriptRecord:
+        """Append the turn's completion record; it is durable when this returns."""
+        if status not in TURN_STATUSES:
+            raise InvalidInputError(f"status={status!r}: use one of {', '.join(TURN_STATUSES)}")
+        if verifier is not None and verifier not in VERIFIER_RESULTS:
+            raise InvalidInputError(f"verifier={verifier!r}: use 'passed', 'failed' or None")
+        if kind not in TURN_KINDS:
+            raise InvalidInputError(f"kind={kind!r}: use one of {', '.join(TURN_KINDS)}")
+        return self._append(
+            TranscriptRecord(
+                "completion", session_id, turn_id, kind, status=status, verifier=verifier, at=at
+            )
+        )
+
+    def _records(self) -> list[TranscriptRecord]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise _store_error("read", self.path, exc) from exc
+        records = []
+        for raw in data.splitlines():
+            try:
+                value = json.loads(raw.decode("utf-8"))
+                records.append(TranscriptRecord(**value))
+            except (ValueError, TypeError, UnicodeDecodeError):
+                continue  # a torn last line after a crash: not durable, not a record
+        return records
+
+    def turn_records(self, session_id: str, turn_id: str) -> list[TranscriptRecord]:
+        return [r for r in self._records() if r.session_id == session_id and r.turn_id == turn_id]
+
+    def completions(self, session_id: str) -> list[TranscriptRecord]:
+        return [r for r in self._records() if r.session_id == session_id and r.type == "completion"]

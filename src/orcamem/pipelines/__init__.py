@@ -1,1 +1,0 @@
-"""Pipelines: ingest (episodes to indexed lines) and recall (query to packed context)."""

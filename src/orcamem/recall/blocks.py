@@ -1,0 +1,131 @@
+"""Pack recalled items into the block injected before a turn, within a token budget.
+
+Two formats, one order: forbidden rules hoisted first, then current states and facts, then
+events, then passages from earlier conversations.
+
+- dense bracket form (``enable_sutra_packing``, the default)::
+
+    ## Memory
+    <framing>. Today is 2026-11-01.
+    [FORBIDDEN: chaining terminal commands using semicolons][user.home city: Bangalore (since 2026-10-17)]
+    [EVENT: 2026-11-01: user received a gift][LOG: 2026-10-10 user: I'm Sahil and I live in Pune.]
+
+- classic sections (``enable_sutra_packing=False``): the same items as bulleted sections.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .._kernel.config import Config
+from .._kernel.model import Hit, MemoryRecord
+from .._kernel.text import estimate_tokens
+
+__all__ = ["FORBIDDEN_FRAMING", "FRAMING", "pack_context"]
+
+FRAMING = (
+    "What you remember about the person you are talking to, from earlier conversations, notes "
+    "and documents. Answer directly using these facts and statements without asking the user "
+    "to re-confirm details already provided here; do not mention this list. A line marked "
+    "[outdated] was true when it was said and has changed since."
+)
+FORBIDDEN_FRAMING = (
+    "Lines marked [FORBIDDEN: ...] or under Forbidden are strict negative constraints: you "
+    "must NEVER suggest, mention, or take what is forbidden."
+)
+
+
+def _day(stamp: str | None) -> str:
+    return (stamp or "")[:10]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _state_body(memory: MemoryRecord, limit: int) -> str:
+    """``user.home city: Bangalore (since …)``, or for a conditional exception
+    ``user.morning drink | cond: sore throat -> ginger tea``."""
+    entity = memory.entity or "user"
+    attribute = memory.attribute or memory.category
+    value = _clip(memory.value or memory.content, limit)
+    if memory.condition:
+        return f"{entity}.{attribute} | cond: {memory.condition} -> {value}"
+    since = (
+        f" (since {_day(memory.event_date or memory.created_at)})"
+        if memory.category == "state"
+        else ""
+    )
+    return f"{entity}.{attribute}: {value}{since}"
+
+
+def _render(hit: Hit, config: Config, dense: bool) -> str:
+    memory = hit.memory
+    outdated = f" [outdated: now {hit.outdated_by}]" if hit.outdated_by else ""
+    if hit.kind == "rule":
+        return (
+            f"[FORBIDDEN: {_clip(hit.text, config.max_passage_chars)}]"
+            if dense
+            else (f"- {_clip(hit.text, config.max_passage_chars)}")
+        )
+    if memory is not None and memory.category == "event":
+        body = f"{_day(memory.event_date or memory.created_at)}: {_clip(memory.content, config.max_passage_chars)}"
+        return f"[EVENT: {body}]" if dense else f"- {body}"
+    if memory is not None:
+        body = _state_body(memory, config.max_passage_chars)
+        return f"[{body}{outdated}]" if dense else f"- {body}{outdated}"
+    who = f"{hit.role}: " if hit.role else ""
+    body = f"{_day(hit.occurred_at)} {who}{_clip(hit.text, config.max_passage_chars)}{outdated}"
+    return f"[LOG: {body}]" if dense else f"- {body}"
+
+
+_SECTIONS = (
+    ("rule", "Forbidden (never do these):"),
+    ("state", "Known about the user:"),
+    ("event", "Events:"),
+    ("passage", "Said before:"),
+)
+
+
+def _section(hit: Hit) -> str:
+    if hit.kind in ("rule", "passage"):
+        return hit.kind
+    return "event" if hit.memory is not None and hit.memory.category == "event" else "state"
+
+
+def pack_context(
+    hits: list[Hit], rules: list[Hit], config: Config, today: datetime
+) -> tuple[str, list[Hit]]:
+    """Render the memory block and return it with the items that fit the budget.
+
+    Returns ``("", [])`` when there is nothing to inject.
+    """
+    dense = config.enable_sutra_packing
+    ordered = [*rules]
+    for section, _ in _SECTIONS[1:]:
+        ordered.extend(hit for hit in hits if _section(hit) == section)
+    header = f"## Memory\n{FRAMING} Today is {today.date().isoformat()}."
+    if rules:
+        header += f"\n{FORBIDDEN_FRAMING}"
+    budget = config.context_budget_tokens - estimate_tokens(header)
+    chosen: list[tuple[Hit, str]] = []
+    for hit in ordered:
+        rendered = _render(hit, config, dense)
+        cost = estimate_tokens(rendered) + 1
+        if cost > budget:
+            continue
+        budget -= cost
+        chosen.append((hit, rendered))
+    if not chosen:
+        return "", []
+    if dense:
+        body = "".join(rendered for _, rendered in chosen)
+    else:
+        blocks = []
+        for section, title in _SECTIONS:
+            lines = [rendered for hit, rendered in chosen if _section(hit) == section]
+            if lines:
+                blocks.append("\n".join([title, *lines]))
+        body = "\n\n".join(blocks)
+    return f"{header}\n{body}", [hit for hit, _ in chosen]

@@ -1,0 +1,78 @@
+"""What recall needs from a store: the candidate queries, and the rows they answer with.
+
+The hybrid pipeline pushes everything it can into the store (BM25 top-N, vector top-N,
+session windows) and scores only the small candidate set in Python. Any engine store that
+answers :class:`CandidateSource` can be recalled from; the engine's ``Store`` includes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .._kernel.model import MemoryRecord
+
+__all__ = ["CandidateSource", "LineRow"]
+
+
+@dataclass(frozen=True)
+class LineRow:
+    """A line joined with the episode fields recall needs."""
+
+    id: int
+    episode_id: int
+    seq: int
+    text: str
+    space: str
+    kind: str
+    role: str | None
+    session_id: str | None
+    turn_id: str | None
+    occurred_at: str
+    episode_text: str
+
+
+class CandidateSource(Protocol):
+    """The candidate queries of one space. Synchronous and thread-safe."""
+
+    def lexical_lines(
+        self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
+    ) -> list[tuple[int, float]]:
+        """BM25 top-``limit`` lines for an FTS5 ``match`` (text, context column weights)."""
+        ...
+
+    def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """Cosine top-``limit`` lines for a unit query vector."""
+        ...
+
+    def lines(self, ids: Sequence[int]) -> list[LineRow]: ...
+    def episode_lines(
+        self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
+    ) -> list[LineRow]: ...
+    def session_window(
+        self, space: str, episode_ids: Sequence[int], radius: int
+    ) -> dict[int, list[tuple[int, int]]]:
+        """For each episode, its session neighbours within ``radius`` turns: (offset, id)."""
+        ...
+
+    def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]: ...
+    def superseded_lines(self, space: str, line_ids: Sequence[int]) -> dict[int, str]:
+        """Lines cited by a memory that a newer one superseded: line id -> newer memory id."""
+        ...
+
+    def noise_floor(self, space: str, percentile: float) -> float:
+        """The cosine a random query reaches in this space (vector hits below it are noise)."""
+        ...
+
+    def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]: ...
+    def vector_memories(
+        self, space: str, vector: np.ndarray, limit: int
+    ) -> list[tuple[str, float]]: ...
+    def memories_by_id(self, space: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
+    def get_memory(self, space: str, memory_id: str) -> MemoryRecord: ...
+    def list_memories(
+        self, space: str, *, include_inactive: bool = False, prohibited: bool | None = None
+    ) -> list[MemoryRecord]: ...

@@ -1,0 +1,398 @@
+"""Recall: deterministic code over indexes, no model call.
+
+candidates (BM25 lines + vector lines + memories) → fuse (min-max or RRF, noise floor) →
+aggregate lines to episodes → neighbour smoothing within a session → bounded boosts →
+novelty gate → top-k. Every hit carries the breakdown of the signals that made its score.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from .._kernel.clock import parse_time
+from .._kernel.config import Config
+from .._kernel.embed import Embedder, embed_texts
+from .._kernel.model import Hit, MemoryRecord
+from .._kernel.text import date_ranges, fts_query, words
+from . import signals
+from .candidates import CandidateSource, LineRow
+from .presets import get_preset
+
+__all__ = ["RecallResult", "recall"]
+
+
+@dataclass
+class RecallResult:
+    """What a recall found: ranked hits, the space's forbidden rules, and where time went."""
+
+    query: str
+    space: str
+    hits: list[Hit]
+    rules: list[Hit]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "space": self.space,
+            "hits": [hit.to_dict() for hit in self.hits],
+            "rules": [rule.to_dict() for rule in self.rules],
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }
+
+
+def _fuse(lexical: dict, vector: dict, weights: dict[str, float], fusion: str) -> dict:
+    """Combine the two channels into one relevance per key, with each channel's share."""
+    if fusion == "rrf":
+        lex = signals.rrf(sorted(lexical, key=lexical.__getitem__, reverse=True))
+        vec = signals.rrf(sorted(vector, key=vector.__getitem__, reverse=True))
+    else:
+        lex = signals.minmax(lexical)
+        vec = signals.minmax({k: v for k, v in vector.items() if v > 0})
+    keys = set(lex) | set(vec)
+    return {
+        key: (
+            weights.get("lexical", 0.5) * lex.get(key, 0.0),
+            weights.get("vector", 0.5) * vec.get(key, 0.0),
+        )
+        for key in keys
+    }
+
+
+def _asks(text: str) -> bool:
+    """Whether a turn asks something (its last sentence ends with a question mark)."""
+    return text.rstrip().rstrip("\"')]").endswith("?")
+
+
+def _age_days(now: datetime, stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    return (now - parse_time(stamp)).total_seconds() / 86400
+
+
+def recall(
+    store: CandidateSource,
+    embedder: Embedder,
+    space: str,
+    query: str,
+    config: Config,
+    now: datetime,
+    *,
+    top_k: int | None = None,
+) -> RecallResult:
+    """Rank the space's passages and memories for ``query``.
+
+    Args:
+        store: where candidates come from.
+        embedder: the space's embedder (already checked against the space).
+        space: the only space searched.
+        query: the user's words; any text is safe (FTS syntax is neutralised).
+        config: switches and weights.
+        now: the time recency and decay are measured against.
+        top_k: hits to return (default ``config.top_k``).
+    """
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    preset = get_preset(config.preset)
+    limit = top_k or config.top_k
+    vector = embed_texts(embedder, [query])[0]
+    match = fts_query(query)
+    timings["embed"] = (time.perf_counter() - started) * 1000
+
+    mark = time.perf_counter()
+    weights = preset.weights
+    lexical = (
+        dict(
+            store.lexical_lines(
+                space, match, config.lexical_candidates, (1.0, config.lexical_context_weight)
+            )
+        )
+        if (match and weights.get("lexical", 0) > 0)
+        else {}
+    )
+    floor = store.noise_floor(space, config.noise_floor_percentile)
+    vector_hits = (
+        store.vector_lines(space, vector, config.vector_candidates)
+        if (weights.get("vector", 0) > 0)
+        else []
+    )
+    vectors = {key: signals.above_floor(cos, floor) for key, cos in vector_hits}
+    timings["candidates"] = (time.perf_counter() - mark) * 1000
+
+    mark = time.perf_counter()
+    fused = _fuse(lexical, vectors, weights, config.fusion)
+    rows = {row.id: row for row in store.lines(list(fused))}
+    hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
+    hits.extend(_memory_hits(store, space, match, vector, config, now))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    hits = [hit for hit in hits if hit.score > config.min_score]
+    selected = _novel(store, space, hits, line_of, config.novelty_threshold, limit)
+    _mark_outdated(store, space, selected)
+    timings["score"] = (time.perf_counter() - mark) * 1000
+
+    rules = _rules(store, space, query, config)
+    timings["total"] = (time.perf_counter() - started) * 1000
+    return RecallResult(query, space, selected, rules, timings)
+
+
+def _episode_hits(
+    store: CandidateSource,
+    space: str,
+    fused: dict[int, tuple[float, float]],
+    rows: dict[int, LineRow],
+    config: Config,
+    query: str,
+    now: datetime,
+    keep: int,
+) -> tuple[list[Hit], dict[str, int]]:
+    """Lines to episode passages: best line wins; neighbours in the session lend a share.
+
+    Returns the hits and, per hit id, the line whose vector stands for it.
+    """
+    best: dict[int, tuple[float, int, tuple[float, float]]] = {}
+    for line_id, (lex, vec) in fused.items():
+        row = rows.get(line_id)
+        if row is None:
+            continue
+        score = lex + vec
+        current = best.get(row.episode_id)
+        if current is None or score > current[0]:
+            best[row.episode_id] = (score, line_id, (lex, vec))
+
+    neighbour_of: dict[int, float] = {}
+    before, after = config.neighbour_weights_before, config.neighbour_weights_after
+    radius = max(len(before), len(after), 1 if config.answer_share > 0 else 0)
+    if radius and best:
+        lenders = sorted(best, key=lambda eid: best[eid][0], reverse=True)
+        lenders = lenders[: config.neighbour_sources]
+        window = store.session_window(space, lenders, radius)
+        asks = {eid for eid in lenders if _asks(rows[best[eid][1]].episode_text)}
+        scores = {eid: best[eid][0] for eid in lenders}
+        neighbour_of = signals.neighbour_shares(
+            scores, window, before, after, asks, config.answer_share
+        )
+    extra = [eid for eid in neighbour_of if eid not in best]
+    for row in store.episode_lines(space, extra, first_only=True):
+        rows[row.id] = row
+        best[row.episode_id] = (0.0, row.id, (0.0, 0.0))
+
+    strength: dict[str | None, float] = {}
+    if config.session_weight > 0:
+        strength = signals.session_strength(
+            ((rows[line_id].session_id, value) for value, line_id, _ in best.values()),
+            config.session_top,
+        )
+
+    query_words = set(words(query))
+    dates = date_ranges(query) if config.date_weight > 0 else []
+    moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
+    speaks: dict[str, bool] = {}
+    scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
+    for episode_id, (relevance, line_id, (lex, vec)) in best.items():
+        row = rows[line_id]
+        breakdown = {"lexical": lex, "vector": vec}
+        lent = neighbour_of.get(episode_id, 0.0)
+        breakdown["neighbour"] = lent
+        if strength and row.session_id is not None:
+            breakdown["session"] = config.session_weight * strength.get(row.session_id, 0.0)
+        moment = moments.get(row.occurred_at) if row.occurred_at else None
+        if moment is None and row.occurred_at:
+            moment = moments[row.occurred_at] = parse_time(row.occurred_at)
+        if dates and moment is not None:
+            breakdown["date"] = config.date_weight * signals.date_match(
+                moment.date(), dates, config.date_slack_before_days, config.date_slack_after_days
+            )
+        if config.enable_speaker_bonus and row.role:
+            named = speaks.get(row.role)
+            if named is None:
+                named = speaks[row.role] = bool(set(words(row.role)) & query_words)
+            if named:
+                breakdown["speaker"] = config.speaker_weight * (relevance + lent)
+        scored.append((sum(breakdown.values()), episode_id, line_id, breakdown, moment))
+
+    # Recency and Hawkes are bounded: only hits that could still reach the top ``keep`` after
+    # them get them (exact, and it spares building a Hit for every candidate).
+    bound = (config.recency_weight if config.enable_recency else 0.0) + (
+        config.hawkes_weight * config.hawkes_alpha if config.enable_hawkes else 0.0
+    )
+    if len(scored) > keep:
+        scored.sort(key=lambda item: item[0], reverse=True)
+        cutoff = scored[keep - 1][0] - bound
+        scored = [item for item in scored if item[0] >= cutoff]
+    hits: list[Hit] = []
+    line_of: dict[str, int] = {}
+    for _, episode_id, line_id, breakdown, moment in scored:
+        row = rows[line_id]
+        age = (now - moment).total_seconds() / 86400 if moment is not None else 0.0
+        if config.enable_recency:
+            breakdown["recency"] = config.recency_weight * signals.recency(
+                age, config.recency_half_life_days
+            )
+        if config.enable_hawkes:
+            breakdown["hawkes"] = config.hawkes_weight * signals.hawkes_intensity(
+                age * 86400, config.hawkes_alpha, config.hawkes_half_life_seconds
+            )
+        hits.append(
+            Hit(
+                kind="passage",
+                id=f"ep-{episode_id}",
+                text=row.episode_text,
+                score=sum(breakdown.values()),
+                space=space,
+                breakdown=breakdown,
+                occurred_at=row.occurred_at,
+                role=row.role,
+                session_id=row.session_id,
+                turn_id=row.turn_id,
+                episode_id=episode_id,
+                line=f"s{row.seq}",
+            )
+        )
+        line_of[hits[-1].id] = line_id
+    return hits, line_of
+
+
+def _memory_score(
+    memory: MemoryRecord, relevance: tuple[float, float], config: Config, now: datetime
+) -> dict[str, float]:
+    lex, vec = relevance
+    breakdown = {"lexical": lex, "vector": vec}
+    touched = memory.last_accessed_at or memory.created_at
+    if config.enable_recency:
+        breakdown["recency"] = config.recency_weight * signals.recency(
+            _age_days(now, memory.updated_at), config.recency_half_life_days
+        )
+    if config.enable_usage:
+        breakdown["usage"] = config.usage_weight * signals.usage(memory.access_count)
+    if config.enable_hawkes:
+        breakdown["hawkes"] = config.hawkes_weight * signals.hawkes_intensity(
+            _age_days(now, touched) * 86400, config.hawkes_alpha, config.hawkes_half_life_seconds
+        )
+    if config.enable_ebbinghaus:
+        breakdown["ebbinghaus"] = config.ebbinghaus_weight * signals.ebbinghaus_retention(
+            _age_days(now, touched),
+            memory.access_count + 1,
+            config.ebbinghaus_s0_days,
+            config.ebbinghaus_gain,
+        )
+    return breakdown
+
+
+def _memory_hits(
+    store: CandidateSource,
+    space: str,
+    match: str | None,
+    vector: np.ndarray,
+    config: Config,
+    now: datetime,
+) -> list[Hit]:
+    weights = get_preset(config.preset).weights
+    lexical = dict(store.lexical_memories(space, match, config.lexical_candidates)) if match else {}
+    vec_hits = store.vector_memories(space, vector, config.vector_candidates)
+    floor = store.noise_floor(space, config.noise_floor_percentile)
+    vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
+    fused = _fuse(lexical, vectors, weights, config.fusion)
+    hits = []
+    for memory in store.memories_by_id(space, list(fused)):
+        if memory.prohibited:
+            continue  # rules are hoisted separately
+        breakdown = _memory_score(memory, fused[memory.id], config, now)
+        hits.append(
+            Hit(
+                kind="memory",
+                id=memory.id,
+                text=memory.content,
+                score=sum(breakdown.values()),
+                space=space,
+                breakdown=breakdown,
+                occurred_at=memory.event_date or memory.created_at,
+                session_id=memory.session_id,
+                turn_id=memory.turn_id,
+                memory=memory,
+            )
+        )
+    return hits
+
+
+def _novel(
+    store: CandidateSource,
+    space: str,
+    hits: list[Hit],
+    line_of: dict[str, int],
+    threshold: float,
+    limit: int,
+) -> list[Hit]:
+    """Select ``limit`` hits in score order: passages whose line vector is ≥ ``threshold``
+    cosine to a kept one are dropped (the spec's novelty gate: near-verbatim repeats waste
+    the budget), and up to half of the places are kept for memories, so consolidated
+    states are not crowded out by the many passages they came from."""
+    memories = [hit for hit in hits if hit.kind != "passage"][: max(1, limit // 2)]
+    passages = [hit for hit in hits if hit.kind == "passage"]
+    room = limit - len(memories)
+    kept: list[Hit] = []
+    if threshold >= 1.0:
+        kept = passages[:room]
+    else:
+        pool = passages[: room * 3]
+        wanted = [line_of[h.id] for h in pool if h.id in line_of]
+        vectors = store.line_vectors(space, wanted)
+        kept_vectors: list[np.ndarray] = []
+        for hit in pool:
+            if len(kept) == room:
+                break
+            vector = vectors.get(line_of.get(hit.id, -1))
+            if (
+                vector is not None
+                and kept_vectors
+                and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold
+            ):
+                continue
+            kept.append(hit)
+            if vector is not None:
+                kept_vectors.append(vector)
+    return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
+
+
+def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
+    """A passage whose statement was consolidated into a state that has since been
+    superseded is marked ``[outdated: now <current value>]``."""
+    episodes = [hit.episode_id for hit in hits if hit.kind == "passage" and hit.episode_id]
+    rows = store.episode_lines(space, episodes) if episodes else []
+    newer = store.superseded_lines(space, [row.id for row in rows])
+    if not newer:
+        return
+    episode_of = {row.id: row.episode_id for row in rows}
+    current: dict[int, str] = {}
+    for line, memory_id in newer.items():
+        memory = store.get_memory(space, memory_id)
+        for _ in range(32):  # follow the lineage to today's value (bounded)
+            if memory.active or not memory.superseded_by:
+                break
+            memory = store.get_memory(space, memory.superseded_by)
+        current[episode_of[line]] = memory.value or memory.content
+    for hit in hits:
+        if hit.episode_id in current:
+            hit.outdated_by = current[hit.episode_id]
+
+
+def _rules(store: CandidateSource, space: str, query: str, config: Config) -> list[Hit]:
+    """The space's active forbidden rules, most query-relevant first, capped."""
+    rules = store.list_memories(space, prohibited=True)
+    query_words = set(words(query))
+    ranked = sorted(rules, key=lambda m: (-len(query_words & set(words(m.content))), m.created_at))
+    return [
+        Hit(
+            kind="rule",
+            id=m.id,
+            text=m.content,
+            score=1.0,
+            space=space,
+            memory=m,
+            occurred_at=m.created_at,
+        )
+        for m in ranked[: config.max_forbidden_rules]
+    ]

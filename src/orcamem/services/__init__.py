@@ -1,1 +1,0 @@
-"""Services: the SDK facade and, later, the Memory Bank, local memory and host capability."""

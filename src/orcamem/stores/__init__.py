@@ -1,1 +1,0 @@
-"""Stores: engines behind the one ``Store`` protocol (``base``); SQLite is the default."""
