@@ -25,15 +25,9 @@ import pytest
 from orcamem import InvalidInputError, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.llm import OpenAIChat
-from orcamem.bank.bank import (
-    MAX_RAW_INPUT_BYTES,
-    PROCESSOR_DEADLINE_S,
-    REFRESH_TTL_S,
-    BankMemory,
-    MemoryBank,
-    MemoryProcessor,
-    space_for,
-)
+from orcamem.bank import BankMemory, MemoryBank, MemoryProcessor, space_for
+from orcamem.bank.bank import MAX_RAW_INPUT_BYTES, REFRESH_TTL_S
+from orcamem.bank.processor import PROCESSOR_DEADLINE_S
 from orcamem.bank.objects import (
     FileObjectStore,
     MemoryObjectStore,

@@ -32,18 +32,13 @@ Plan my meals.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._kernel.clock import Clock, SystemClock, format_time, parse_time
@@ -54,13 +49,12 @@ from .._kernel.config import (
     memory_bank_profiles_path,
     memory_bank_s3,
 )
-from .._kernel.llm import NOTHING, ChatModel
+from .._kernel.llm import ChatModel
 from .._kernel.model import is_memory_id, new_memory_id, validate_text
 from ..errors import (
     BankUnavailableError,
     ClosedError,
     InvalidInputError,
-    ModelOutputError,
     NotFoundError,
     StoreError,
 )
@@ -72,243 +66,46 @@ from .objects import (
     S3ObjectStore,
     StoredObject,
 )
+from .processor import PROCESSOR_DEADLINE_S, Extraction, MemoryProcessor
+from .profiles import (
+    MEMORY_CAPABILITY,
+    MEMORY_TOOLS,
+    Profile,
+    profiles_arg,
+    read_profiles_file,
+    space_for,
+    validate_profile,
+)
+from .record import KEY_RE, PREFIX, BankMemory, days, is_unit, object_key, preview
 
 __all__ = [
     "MAX_RAW_INPUT_BYTES",
-    "MEMORY_CAPABILITY",
-    "MEMORY_TOOLS",
-    "PROCESSOR_DEADLINE_S",
     "REFRESH_TTL_S",
     "BankHit",
-    "BankMemory",
     "BankPage",
-    "BankUnavailableError",
-    "Extraction",
     "Injection",
     "LoadReport",
     "MemoryBank",
-    "MemoryProcessor",
-    "Profile",
     "ProfileBank",
     "SkippedObject",
-    "space_for",
-    "validate_profile",
 ]
 
 log = logging.getLogger("orcamem.bank")
 
-MEMORY_CAPABILITY = "@memory"
-MEMORY_TOOLS = ("memory_save", "memory_recall", "memory_list", "memory_delete")
 MAX_RAW_INPUT_BYTES = 4 * 1024
 """RawInput is capped at 4 KiB; larger inputs are rejected."""
-PROCESSOR_DEADLINE_S = 5.0
-"""The processor's model call gets this many seconds, wall clock."""
 REFRESH_TTL_S = 2.0
 """A conductor's reads re-sync from the bucket when the last sync is older than this."""
-SUMMARY_CHARS = 50
-SCHEMA_VERSION = 1
-PREFIX = "memory/"
 MAX_RECALL = 100
 MAX_PAGE = 1000
 _CAS_ATTEMPTS = 32
 _LOAD_THREADS = 8
 
-_PROFILE_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_KEY_RE = re.compile(r"memory/([A-Za-z0-9._-]{1,64})/(mem-[0-9a-f]{8})\.json")
 
 Role = Literal["runner", "conductor"]
 
 
-def validate_profile(name: Any) -> str:
-    """``name`` if it is a valid profile name: 1-64 of ``A-Z a-z 0-9 . _ -``, not ``.``/``..``."""
-    if not isinstance(name, str) or not _PROFILE_RE.fullmatch(name) or name in (".", ".."):
-        raise InvalidInputError(
-            f"invalid profile name {repr(name)[:70]}: use 1-64 characters from A-Z a-z 0-9 . _ - "
-            "(e.g. 'researcher')"
-        )
-    return name
-
-
-def space_for(profile: str) -> str:
-    """The space that backs a profile (what API keys are scoped to): ``profile:<name>``."""
-    return f"profile:{validate_profile(profile)}"
-
-
-def _key(profile: str, memory_id: str) -> str:
-    return f"{PREFIX}{profile}/{memory_id}.json"
-
-
-def _preview(text: str) -> str:
-    return " ".join(text.split())[:SUMMARY_CHARS]
-
-
 # -- records ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BankMemory:
-    """One memory of a profile (the spec's ``AgentMemory``; JSON keys are camelCase)."""
-
-    id: str
-    profile_name: str
-    raw_input: str
-    """What the agent saved, verbatim (audit trail), at most 4 KiB."""
-    processed_content: str
-    """The retrieval-friendly text (the processor's, or the caller's ``content``)."""
-    summary: str
-    """At most 50 characters, for lists."""
-    category: str
-    source: str
-    """``explicit`` for every v1 save (``inferred`` is reserved)."""
-    confidence: float
-    created_at: str
-    last_accessed_at: str | None
-    access_count: int
-    staleness_score: float
-    is_active: bool = True
-    version: int = SCHEMA_VERSION
-
-    _FIELDS = (
-        ("id", "id"),
-        ("profile_name", "profileName"),
-        ("raw_input", "rawInput"),
-        ("processed_content", "processedContent"),
-        ("summary", "summary"),
-        ("category", "category"),
-        ("source", "source"),
-        ("confidence", "confidence"),
-        ("created_at", "createdAt"),
-        ("last_accessed_at", "lastAccessedAt"),
-        ("access_count", "accessCount"),
-        ("staleness_score", "stalenessScore"),
-        ("is_active", "isActive"),
-        ("version", "version"),
-    )
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, attr) for attr, name in self._FIELDS}
-
-    def encode(self) -> bytes:
-        return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
-
-    @classmethod
-    def decode(cls, body: bytes, key: str | None = None) -> BankMemory:
-        """Parse and check a stored object.
-
-        Raises:
-            ValueError: not JSON, a missing or mistyped field, or an id or profile that does
-                not match ``key``.
-        """
-        try:
-            data = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ValueError(f"not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        values: dict[str, Any] = {}
-        for attr, name in cls._FIELDS:
-            if name not in data:
-                if name in ("isActive", "version", "stalenessScore", "lastAccessedAt"):
-                    continue
-                raise ValueError(f"missing {name!r}")
-            values[attr] = data[name]
-        checks: list[tuple[str, bool]] = [
-            ("id", isinstance(values["id"], str) and is_memory_id(values["id"])),
-            (
-                "profileName",
-                isinstance(values["profile_name"], str)
-                and bool(_PROFILE_RE.fullmatch(values["profile_name"])),
-            ),
-            *(
-                (name, isinstance(values[attr], str) and bool(values[attr].strip()))
-                for attr, name in (
-                    ("raw_input", "rawInput"),
-                    ("processed_content", "processedContent"),
-                )
-            ),
-            ("summary", isinstance(values["summary"], str)),
-            ("category", values["category"] in scoring.BANK_CATEGORIES),
-            ("source", isinstance(values["source"], str)),
-            ("confidence", _is_unit(values["confidence"])),
-            ("accessCount", _is_count(values["access_count"])),
-            ("isActive", isinstance(values.get("is_active", True), bool)),
-            ("version", _is_count(values.get("version", SCHEMA_VERSION))),
-            (
-                "stalenessScore",
-                isinstance(values.get("staleness_score", 0.0), (int, float))
-                and not isinstance(values.get("staleness_score", 0.0), bool),
-            ),
-        ]
-        for name, ok in checks:
-            if not ok:
-                raise ValueError(f"bad {name!r}: {str(data.get(name))[:60]!r}")
-        for attr, name in (("created_at", "createdAt"), ("last_accessed_at", "lastAccessedAt")):
-            value = values.get(attr)
-            if value is None and attr == "last_accessed_at":
-                continue
-            try:
-                values[attr] = format_time(parse_time(value))
-            except (TypeError, ValueError, AttributeError):
-                raise ValueError(f"bad {name!r}: {str(value)[:60]!r}") from None
-        values["confidence"] = float(values["confidence"])
-        values["staleness_score"] = float(values.get("staleness_score", 0.0))
-        if key is not None:
-            match = _KEY_RE.fullmatch(key)
-            if match is None or match.groups() != (values["profile_name"], values["id"]):
-                raise ValueError(
-                    f"its id/profile ({values['profile_name']}/{values['id']}) do not match its key"
-                )
-        return cls(**values)
-
-    def accessed(self, at: str) -> BankMemory:
-        """This memory after one more access at ``at`` (staleness recomputed)."""
-        last = max(filter(None, (self.last_accessed_at, at)))
-        count = self.access_count + 1
-        return replace(
-            self,
-            access_count=count,
-            last_accessed_at=last,
-            staleness_score=scoring.staleness(
-                _days(parse_time(at), last), count, self.confidence, self.category
-            ),
-        )
-
-    @property
-    def anchor(self) -> str:
-        """Recency's anchor: the later of ``createdAt`` and ``lastAccessedAt``."""
-        return max(filter(None, (self.created_at, self.last_accessed_at)))
-
-
-def _is_unit(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0.0 <= value <= 1.0
-    )
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _days(now: datetime, stamp: str | None) -> float:
-    if not stamp:
-        return 0.0
-    return (now - parse_time(stamp)).total_seconds() / 86400
-
-
-@dataclass(frozen=True)
-class Profile:
-    """An agent profile as the bank sees it: its name and the tools it selects."""
-
-    name: str
-    tools: tuple[str, ...] = ()
-
-    @property
-    def injects(self) -> bool:
-        """Opted in: selects ``@memory`` or names any ``memory_*`` tool."""
-        return MEMORY_CAPABILITY in self.tools or any(t in MEMORY_TOOLS for t in self.tools)
 
 
 @dataclass(frozen=True)
@@ -368,94 +165,6 @@ class Injection:
 
 # -- the processor ------------------------------------------------------------------------------
 
-EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "processedContent": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "summary": {"type": "string", "minLength": 1, "maxLength": SUMMARY_CHARS},
-        "category": {"type": "string", "enum": list(scoring.BANK_CATEGORIES)},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-    },
-    "required": ["processedContent", "summary", "category", "confidence"],
-    "additionalProperties": False,
-}
-EXTRACTION_PROMPT = """\
-An AI agent wants to remember the note below across its future sessions. Turn it into one \
-memory record:
-- processedContent: the note restated as one or two short, self-contained sentences that will \
-still make sense later (name who or what it is about; no filler).
-- summary: a label of at most 50 characters.
-- category: preference (how the user or agent likes things done), fact (something true about \
-the user, the project or the world), behavior (a procedure the agent should follow), context \
-(a short-lived detail of the current situation) or general (anything else).
-- confidence: from 0 to 1, how certain and lasting the note is."""
-
-
-@dataclass(frozen=True)
-class Extraction:
-    """What the processor made of a raw input.
-
-    ``outcome``: ``extracted`` (the model's fields), ``skipped`` (no model, or the call failed:
-    the save proceeds with what the caller supplied) or ``preview`` (the model answered but
-    the answer could not be used: the deterministic preview).
-    """
-
-    outcome: Literal["extracted", "skipped", "preview"]
-    processed_content: str | None = None
-    summary: str | None = None
-    category: str | None = None
-    confidence: float | None = None
-    reason: str = ""
-
-
-class MemoryProcessor:
-    """Extracts ``processedContent``, ``summary``, ``category`` and ``confidence`` from a raw
-    input with a fast model, under a 5-second deadline.
-
-    Args:
-        model: any :class:`~orcamem._kernel.llm.ChatModel` (the bank builds an Anthropic
-            client from ``$ANTHROPIC_API_KEY`` and ``$ANTHROPIC_MEMORY_MODEL``); ``None`` skips
-            extraction.
-        deadline_s: the model call's wall-clock deadline.
-    """
-
-    def __init__(self, model: ChatModel | None, *, deadline_s: float = PROCESSOR_DEADLINE_S):
-        self.model = model
-        self.deadline_s = deadline_s
-
-    def extract(self, raw_input: str) -> Extraction:
-        if self.model is None:
-            return Extraction("skipped", reason="no model configured (ANTHROPIC_API_KEY unset)")
-        try:
-            value = self.model.complete_json(
-                EXTRACTION_PROMPT,
-                raw_input,
-                EXTRACTION_SCHEMA,
-                deadline_s=self.deadline_s,
-                max_tokens=600,
-            )
-        except ModelOutputError as exc:  # it answered, with nothing usable
-            return Extraction("preview", reason=str(exc))
-        except Exception as exc:  # unreachable, refused, timed out: skip, never fail the save
-            log.warning("memory processor call failed, saving without extraction: %s", exc)
-            return Extraction("skipped", reason=str(exc))
-        if value is NOTHING or not isinstance(value, dict):
-            return Extraction("preview", reason="the model answered NOTHING")
-        content = " ".join(str(value.get("processedContent", "")).split())
-        if not content:
-            return Extraction("preview", reason="the model's processedContent is blank")
-        return Extraction(
-            "extracted",
-            processed_content=content,
-            summary=" ".join(str(value["summary"]).split())[:SUMMARY_CHARS] or _preview(content),
-            category=value["category"],
-            confidence=float(value["confidence"]),
-        )
-
-    def close(self) -> None:
-        if self.model is not None:
-            self.model.close()
-
 
 # -- the bank -----------------------------------------------------------------------------------
 
@@ -472,45 +181,6 @@ class _Auto:
 
 
 AUTO: Any = _Auto()
-
-
-def _profiles_arg(
-    profiles: Mapping[str, Iterable[str]] | Iterable[Profile | Mapping[str, Any]] | None,
-) -> dict[str, Profile]:
-    out: dict[str, Profile] = {}
-    if profiles is None:
-        return out
-    if isinstance(profiles, Mapping):
-        items: list[Any] = [Profile(name, tuple(tools)) for name, tools in profiles.items()]
-    else:
-        items = list(profiles)
-    for item in items:
-        if isinstance(item, Mapping):
-            tools = item.get("tools", [])
-            if isinstance(tools, str) or not all(isinstance(t, str) for t in tools):
-                raise InvalidInputError(f"profile {item.get('name')!r}: tools must be a list")
-            item = Profile(item.get("name"), tuple(tools))  # type: ignore[arg-type]
-        out[validate_profile(item.name)] = Profile(item.name, tuple(item.tools))
-    return out
-
-
-def read_profiles_file(path: str | Path) -> list[Profile]:
-    """Profiles from a JSON file: a list of ``{"name": ..., "tools": [...]}`` objects."""
-    file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(
-            f"cannot read the profiles file {file}: {exc} (it must be a JSON list of "
-            '{"name": ..., "tools": [...]} objects)'
-        ) from None
-    if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
-        raise InvalidInputError(
-            f'{file} must be a JSON list of {{"name": ..., "tools": [...]}} objects'
-        )
-    return list(_profiles_arg(data).values())
 
 
 class MemoryBank:
@@ -556,7 +226,7 @@ class MemoryBank:
         self.processor = (
             processor if isinstance(processor, MemoryProcessor) else MemoryProcessor(processor)
         )
-        self._declared = _profiles_arg(profiles)
+        self._declared = profiles_arg(profiles)
         self._index: dict[str, dict[str, _Entry]] = {}
         self._bad: dict[str, tuple[str, str]] = {}  # key -> (etag, reason)
         self._lock = threading.RLock()
@@ -591,7 +261,7 @@ class MemoryBank:
         ``objects`` overrides the storage (e.g. a ``FileObjectStore``; the caller closes it).
         """
         declared = read_profiles_file(memory_bank_profiles_path(environ))
-        declared.extend(_profiles_arg(profiles).values())
+        declared.extend(profiles_arg(profiles).values())
         owned = objects is None
         settings = memory_bank_s3(environ)
         if objects is not None:
@@ -755,29 +425,29 @@ class MemoryBank:
             raise InvalidInputError(
                 f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
             )
-        if confidence is not None and not _is_unit(confidence):
+        if confidence is not None and not is_unit(confidence):
             raise InvalidInputError(f"confidence={confidence!r}: use a number from 0 to 1")
         if summary is not None and (not isinstance(summary, str) or not summary.strip()):
             raise InvalidInputError("summary must be a non-blank string")
 
         if text is not None:
             processed, default_category, default_confidence = text, "general", 1.0
-            short = _preview(summary) if summary is not None else _preview(text)
+            short = preview(summary) if summary is not None else preview(text)
         else:
             assert raw is not None
             extraction = self.processor.extract(raw)
             if extraction.outcome == "extracted":
                 processed = extraction.processed_content or raw
-                short = extraction.summary or _preview(processed)
+                short = extraction.summary or preview(processed)
                 default_category = extraction.category or "general"
                 default_confidence = (
                     extraction.confidence if extraction.confidence is not None else 1.0
                 )
             else:
-                processed, short, default_category = raw, _preview(raw), "general"
+                processed, short, default_category = raw, preview(raw), "general"
                 default_confidence = 0.5 if extraction.outcome == "preview" else 1.0
             if summary is not None:
-                short = _preview(summary)
+                short = preview(summary)
         chosen_category = category or default_category
         chosen_confidence = float(confidence) if confidence is not None else default_confidence
         now = self._now()
@@ -796,7 +466,7 @@ class MemoryBank:
                 access_count=0,
                 staleness_score=scoring.staleness(0.0, 0, chosen_confidence, chosen_category),
             )
-            key = _key(name, memory.id)
+            key = object_key(name, memory.id)
             try:
                 etag = self.objects.put(key, memory.encode(), if_none_match=True)
             except PreconditionFailedError:  # an id collision: draw another id
@@ -873,7 +543,7 @@ class MemoryBank:
             if need_topic and topic <= 0.0:
                 continue
             relevance = scoring.composite(
-                age_days=_days(now, memory.anchor),
+                age_days=days(now, memory.anchor),
                 access_count=memory.access_count,
                 topic_score=topic,
                 confidence=memory.confidence,
@@ -918,7 +588,7 @@ class MemoryBank:
         self._check_open()
         name = self._profile(profile).name
         _check_id(memory_id)
-        key = _key(name, memory_id)
+        key = object_key(name, memory_id)
         with self._lock:
             known = memory_id in self._index.get(name, {})
         if not known:
@@ -960,7 +630,7 @@ class MemoryBank:
             return self._background.submit(work)
 
     def _bump(self, profile: str, memory_id: str, at: str) -> None:
-        key = _key(profile, memory_id)
+        key = object_key(profile, memory_id)
         for attempt in range(_CAS_ATTEMPTS):
             with self._lock:
                 entry = self._index.get(profile, {}).get(memory_id)
@@ -1099,7 +769,7 @@ class MemoryBank:
             listing = {info.key: info.etag for info in self.objects.list(PREFIX)}
             with self._lock:
                 known = {
-                    _key(p, i): e.etag
+                    object_key(p, i): e.etag
                     for p, entries in self._index.items()
                     for i, e in entries.items()
                 }
@@ -1120,7 +790,7 @@ class MemoryBank:
                 for key in set(known) - set(listing):
                     if self._written.get(key, float("-inf")) >= started:
                         continue  # written by us after the listing began
-                    match = _KEY_RE.fullmatch(key)
+                    match = KEY_RE.fullmatch(key)
                     if match:
                         self._drop(*match.groups())
                 for key in set(self._bad) - set(listing):
@@ -1140,7 +810,7 @@ class MemoryBank:
 
         def one(item: tuple[str, str]) -> tuple[BankMemory | None, str, SkippedObject | None]:
             key, listed_etag = item
-            if _KEY_RE.fullmatch(key) is None:
+            if KEY_RE.fullmatch(key) is None:
                 reason = "not a memory object name (memory/<profile>/mem-<8hex>.json)"
                 return None, listed_etag, SkippedObject(key, reason)
             try:

@@ -17,8 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ...bank.bank import MemoryBank
-from ...bank.objects import FileObjectStore
+from ...bank import FileObjectStore, MemoryBank
 from ...errors import OrcamemError
 from .console import (
     JsonOption,

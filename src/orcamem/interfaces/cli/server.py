@@ -72,7 +72,7 @@ def _serve(
         memory = Memory(db)
     except OrcamemError as exc:
         raise fail(exc) from None
-    from ...bank.bank import MemoryBank
+    from ...bank import MemoryBank
 
     bank = MemoryBank.from_env(role="conductor") if {"api", "mcp"} & set(parts) else None
     try:

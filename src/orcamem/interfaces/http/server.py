@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from fastapi import FastAPI
 
-from ...bank.bank import MemoryBank
+from ...bank import MemoryBank
 from ...engine.memory import Memory
 from .app import create_app
 from .settings import ServerSettings

@@ -39,7 +39,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ... import __version__
 from ..._kernel.model import CATEGORIES, validate_space
-from ...bank.bank import MEMORY_TOOLS, MemoryBank, space_for
+from ...bank import MEMORY_TOOLS, MemoryBank, space_for
 from ...engine.memory import Memory
 from ...errors import OrcamemError
 

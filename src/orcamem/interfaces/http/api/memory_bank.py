@@ -24,7 +24,8 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.convertors import Convertor, register_url_convertor
 
-from ....bank.bank import BankHit, BankMemory, BankPage, BankUnavailableError, MemoryBank, space_for
+from ....bank import BankHit, BankMemory, BankPage, MemoryBank, space_for
+from ....errors import BankUnavailableError
 from ....recall.bank import BANK_CATEGORIES, INJECTION_MAX_RESULTS, INJECTION_MIN_SCORE
 from ..deps import PrincipalDep
 from .common import require_admin

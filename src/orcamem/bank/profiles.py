@@ -1,0 +1,102 @@
+"""Profiles: the agent configurations a Memory Bank serves, and the spaces that back them.
+
+A profile is ``{"name": "researcher", "tools": ["@default", "@memory"]}``; it opts in to
+injection by selecting ``@memory`` or any ``memory_*`` tool (seed 002).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError
+
+__all__ = [
+    "MEMORY_CAPABILITY",
+    "MEMORY_TOOLS",
+    "Profile",
+    "profiles_arg",
+    "read_profiles_file",
+    "space_for",
+    "validate_profile",
+]
+
+
+MEMORY_CAPABILITY = "@memory"
+
+
+MEMORY_TOOLS = ("memory_save", "memory_recall", "memory_list", "memory_delete")
+
+
+PROFILE_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def validate_profile(name: Any) -> str:
+    """``name`` if it is a valid profile name: 1-64 of ``A-Z a-z 0-9 . _ -``, not ``.``/``..``."""
+    if not isinstance(name, str) or not PROFILE_RE.fullmatch(name) or name in (".", ".."):
+        raise InvalidInputError(
+            f"invalid profile name {repr(name)[:70]}: use 1-64 characters from A-Z a-z 0-9 . _ - "
+            "(e.g. 'researcher')"
+        )
+    return name
+
+
+def space_for(profile: str) -> str:
+    """The space that backs a profile (what API keys are scoped to): ``profile:<name>``."""
+    return f"profile:{validate_profile(profile)}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An agent profile as the bank sees it: its name and the tools it selects."""
+
+    name: str
+    tools: tuple[str, ...] = ()
+
+    @property
+    def injects(self) -> bool:
+        """Opted in: selects ``@memory`` or names any ``memory_*`` tool."""
+        return MEMORY_CAPABILITY in self.tools or any(t in MEMORY_TOOLS for t in self.tools)
+
+
+def profiles_arg(
+    profiles: Mapping[str, Iterable[str]] | Iterable[Profile | Mapping[str, Any]] | None,
+) -> dict[str, Profile]:
+    out: dict[str, Profile] = {}
+    if profiles is None:
+        return out
+    if isinstance(profiles, Mapping):
+        items: list[Any] = [Profile(name, tuple(tools)) for name, tools in profiles.items()]
+    else:
+        items = list(profiles)
+    for item in items:
+        if isinstance(item, Mapping):
+            tools = item.get("tools", [])
+            if isinstance(tools, str) or not all(isinstance(t, str) for t in tools):
+                raise InvalidInputError(f"profile {item.get('name')!r}: tools must be a list")
+            item = Profile(item.get("name"), tuple(tools))  # type: ignore[arg-type]
+        out[validate_profile(item.name)] = Profile(item.name, tuple(item.tools))
+    return out
+
+
+def read_profiles_file(path: str | Path) -> list[Profile]:
+    """Profiles from a JSON file: a list of ``{"name": ..., "tools": [...]}`` objects."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(
+            f"cannot read the profiles file {file}: {exc} (it must be a JSON list of "
+            '{"name": ..., "tools": [...]} objects)'
+        ) from None
+    if not isinstance(data, list) or not all(isinstance(p, dict) for p in data):
+        raise InvalidInputError(
+            f'{file} must be a JSON list of {{"name": ..., "tools": [...]}} objects'
+        )
+    return list(profiles_arg(data).values())
