@@ -382,6 +382,7 @@ def test_cancellation_releases_the_lease_without_using_an_attempt(
 
 def test_the_worker_looks_again_30_seconds_after_a_store_failure() -> None:
     from orcamem.local import memory as service
+    from orcamem.local.worker import SessionWorker
 
     assert service.RETRY_S == 30.0
     calls: list[float] = []
@@ -390,7 +391,7 @@ def test_the_worker_looks_again_30_seconds_after_a_store_failure() -> None:
         calls.append(time.monotonic())
         return "store_error" if len(calls) == 1 else "idle"
 
-    worker = service._SessionWorker(
+    worker = SessionWorker(
         run_jobs, poll_s=60.0, retry_s=0.2, name="pace"
     )  # passes at once
     wait_until(lambda: len(calls) >= 2)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orcamem.capability.capability import Capability, doctor_report, render_block
+from orcamem.capability import Capability, doctor_report
+from orcamem.capability.capability import render_block
 from orcamem.capability.providers import (
     HEADROOM,
     NOT_AVAILABLE,

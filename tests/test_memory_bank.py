@@ -27,13 +27,13 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.llm import OpenAIChat
 from orcamem.bank import BankMemory, MemoryBank, MemoryProcessor, space_for
 from orcamem.bank.bank import MAX_RAW_INPUT_BYTES, REFRESH_TTL_S
-from orcamem.bank.processor import PROCESSOR_DEADLINE_S
 from orcamem.bank.objects import (
     FileObjectStore,
     MemoryObjectStore,
     ObjectStore,
     PreconditionFailedError,
 )
+from orcamem.bank.processor import PROCESSOR_DEADLINE_S
 
 pytest_plugins = ["llm_server"]
 

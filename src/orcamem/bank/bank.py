@@ -52,7 +52,6 @@ from .._kernel.config import (
 from .._kernel.llm import ChatModel
 from .._kernel.model import is_memory_id, new_memory_id, validate_text
 from ..errors import (
-    BankUnavailableError,
     ClosedError,
     InvalidInputError,
     NotFoundError,
@@ -66,10 +65,8 @@ from .objects import (
     S3ObjectStore,
     StoredObject,
 )
-from .processor import PROCESSOR_DEADLINE_S, Extraction, MemoryProcessor
+from .processor import MemoryProcessor
 from .profiles import (
-    MEMORY_CAPABILITY,
-    MEMORY_TOOLS,
     Profile,
     profiles_arg,
     read_profiles_file,

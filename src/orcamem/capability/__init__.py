@@ -5,7 +5,8 @@ A host makes one ``Capability`` per session; its settings (``load_settings``, ch
 Markdown store (``MarkdownProvider``) or an MCP server (``McpProvider``).
 """
 
-from .capability import Capability, doctor_report
+from .capability import Capability
+from .doctor import doctor_report
 from .providers import MarkdownProvider, McpProvider, MemoryProvider, Recalled, Scope
 from .settings import (
     MemorySettings,

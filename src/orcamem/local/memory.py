@@ -27,18 +27,15 @@ started afterwards, and deletes nothing.
 from __future__ import annotations
 
 import logging
-import queue
-import sys
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
-from .._kernel.config import memory_dir, user_config_file
+from .._kernel.config import memory_dir
 from .._kernel.jobs.queue import NOTHING, Job, JobQueue, JobResult, JobWorker, Ran, job_id
 from ..errors import (
     AttemptFailed,
@@ -72,7 +69,6 @@ from .ledger import (
     Ledger,
     LedgerState,
     MemoryLayout,
-    ProjectIdentity,
     append_fact,
     candidate_id,
     project_identity,
@@ -81,12 +77,9 @@ from .ledger import (
     read_project_json,
     secret_kinds,
 )
+from .setting import read_setting
 from .transcript import Transcript, TranscriptRecord
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from .worker import SessionWorker
 
 __all__ = [
     "BARRIER_S",
@@ -97,8 +90,6 @@ __all__ = [
     "LocalMemory",
     "RecallSnapshot",
     "Remembered",
-    "Setting",
-    "read_setting",
 ]
 
 log = logging.getLogger("orcamem.local")
@@ -115,74 +106,6 @@ capture that never became a job (the process stopped first)."""
 SNAPSHOTS = 64
 RECALL_CANDIDATES = 24
 _PROJECT_PREFIX = "project:"
-
-
-# -- the setting -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Setting:
-    """Whether automatic memory is on for a session, and why."""
-
-    enabled: bool
-    source: str
-    """``default``, or the ``config.toml`` that turned it off."""
-    problems: tuple[str, ...] = ()
-
-
-def _read_toml(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
-    try:
-        return tomllib.loads(data.decode("utf-8")), None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return None, f"{path} is not valid TOML ({exc})"
-
-
-def read_setting(identity: ProjectIdentity, *, trust_project: bool | None = None) -> Setting:
-    """``auto_memory`` from the user's ``config.toml`` and a trusted project's
-    ``<root>/.orca/config.toml``; either one set to ``false`` turns it off. On by default.
-
-    A project config counts only when the project is trusted: ``trust_project=True``, or its
-    root listed in the user config's ``trusted_projects``. A config file that cannot be read
-    or holds a non-boolean ``auto_memory`` turns automatic memory off (and says why): a
-    broken file must not silently re-enable capture that the user turned off.
-    """
-    problems: list[str] = []
-    user_path = user_config_file()
-    user, problem = _read_toml(user_path)
-    if problem:
-        return Setting(False, str(user_path), (problem + "; automatic memory is off",))
-    user = user or {}
-    trusted = trust_project
-    if trusted is None:
-        listed = user.get("trusted_projects", [])
-        roots = {str(Path(p).expanduser().resolve()) for p in listed if isinstance(p, str)}
-        trusted = str(identity.root) in roots
-    checks = [(user_path, user)]
-    project_path = identity.root / ".orca" / "config.toml"
-    project, problem = _read_toml(project_path) if trusted else (None, None)
-    if problem:
-        return Setting(False, str(project_path), (problem + "; automatic memory is off",))
-    if project is not None:
-        checks.append((project_path, project))
-    elif not trusted and project_path.is_file():
-        problems.append(f"{project_path} is ignored: the project is not trusted")
-    for path, values in checks:
-        if "auto_memory" not in values:
-            continue
-        value = values["auto_memory"]
-        if not isinstance(value, bool):
-            return Setting(
-                False, str(path), (f"{path}: auto_memory must be true or false, not {value!r}",)
-            )
-        if value is False:
-            return Setting(False, str(path), tuple(problems))
-    return Setting(True, "default", tuple(problems))
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -239,77 +162,6 @@ class Continuation:
 
     snapshot: RecallSnapshot
     records: tuple[TranscriptRecord, ...] = field(default=())
-
-
-# -- the session worker ------------------------------------------------------------------------
-
-
-class _SessionWorker:
-    """One thread running the session's commands in order: captures and job passes.
-
-    Idle, it looks for ready jobs every ``poll_s`` (pending, rescheduled, or expired by a dead
-    worker); after a transient store or lock failure it looks again after 30 s.
-    """
-
-    def __init__(
-        self, run_jobs: Callable[[], str] | None, *, poll_s: float, retry_s: float, name: str
-    ) -> None:
-        self._commands: queue.Queue[Callable[[], None]] = queue.Queue()
-        self._run_jobs = run_jobs
-        self._poll_s = poll_s
-        self._retry_s = retry_s
-        self._wait = 0.0
-        self._stop = threading.Event()
-        self._timers: list[threading.Timer] = []
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, command: Callable[[], None]) -> None:
-        if not self._stop.is_set():
-            self._commands.put(command)
-
-    def later(self, seconds: float, command: Callable[[], None]) -> None:
-        timer = threading.Timer(seconds, self.submit, args=(command,))
-        timer.daemon = True
-        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
-        timer.start()
-
-    def jobs(self) -> None:
-        """A job pass as a queued command (after a capture: so a barrier waits for it)."""
-        self.submit(self._pass)
-
-    def barrier(self, timeout: float) -> bool:
-        reached = threading.Event()
-        self.submit(reached.set)
-        return reached.wait(timeout)
-
-    def _pass(self) -> None:
-        if self._run_jobs is None:
-            return
-        outcome = self._run_jobs()
-        self._wait = self._retry_s if outcome == "store_error" else self._poll_s
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                command = self._commands.get(timeout=self._wait)
-            except queue.Empty:
-                command = self._pass
-            if self._stop.is_set():
-                return
-            try:
-                command()
-            except Exception:  # never let the session's worker die silently
-                log.exception("local memory worker command failed")
-                self._wait = self._retry_s
-
-    def stop(self, timeout: float) -> bool:
-        self._stop.set()
-        for timer in self._timers:
-            timer.cancel()
-        self._commands.put(lambda: None)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
 
 
 # -- the service -------------------------------------------------------------------------------
@@ -390,11 +242,11 @@ class LocalMemory:
             if model is not None
             else None
         )
-        self._worker: _SessionWorker | None = None
+        self._worker: SessionWorker | None = None
         if self.enabled and self.files.dir.is_dir():
             self._touch(quiet=True)
         if self.enabled and start:
-            self._worker = _SessionWorker(
+            self._worker = SessionWorker(
                 self._run_jobs if self._job_worker is not None else None,
                 poll_s=poll_s,
                 retry_s=RETRY_S,

@@ -57,7 +57,7 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Memory settings (with where each value came from) and the provider's state and notes."""
-    from ...capability.capability import doctor_report
+    from ...capability import doctor_report
     from ...capability.settings import clear_workspace_override
 
     try:

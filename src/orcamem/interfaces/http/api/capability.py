@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from ....capability.capability import doctor_report
+from ....capability import doctor_report
 from ....errors import CapabilityNotConfigured
 from .common import require_admin
 from .schemas import errors
