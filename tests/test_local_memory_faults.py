@@ -391,9 +391,7 @@ def test_the_worker_looks_again_30_seconds_after_a_store_failure() -> None:
         calls.append(time.monotonic())
         return "store_error" if len(calls) == 1 else "idle"
 
-    worker = SessionWorker(
-        run_jobs, poll_s=60.0, retry_s=0.2, name="pace"
-    )  # passes at once
+    worker = SessionWorker(run_jobs, poll_s=60.0, retry_s=0.2, name="pace")  # passes at once
     wait_until(lambda: len(calls) >= 2)
     assert 0.15 < calls[1] - calls[0] < 2  # the retry delay, not the 60 s idle poll
     time.sleep(0.3)

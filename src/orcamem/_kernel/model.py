@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..errors import InvalidInputError, InvalidSpaceError
+from ..errors import InvalidInputError
 from .clock import format_time, parse_time
+from .names import MEMORY_ID, SPACE
 
 __all__ = [
     "CATEGORIES",
@@ -36,23 +36,14 @@ EPISODE_KINDS = ("turn", "note", "document", "tool")
 SOURCES = ("explicit", "inferred", "automatic")
 CATEGORIES = ("fact", "preference", "state", "event", "rule", "decision", "note")
 
-_SPACE_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-_MEMORY_ID_RE = re.compile(r"mem-[0-9a-f]{8}")
-
 
 def validate_space(space: str) -> str:
-    """Return ``space`` if it is a valid space name.
+    """Return ``space`` if it is a valid space name (``names.SPACE``).
 
     Raises:
         InvalidSpaceError: not 1–128 chars of ``[A-Za-z0-9._:@-]``, or a ``.``/``..`` path part.
     """
-    if not isinstance(space, str) or not _SPACE_RE.fullmatch(space) or space in (".", ".."):
-        shown = repr(space)[:60]
-        raise InvalidSpaceError(
-            f"invalid space name {shown}: use 1-128 characters from A-Z a-z 0-9 . _ : @ - "
-            "(no slashes, spaces, control characters, and not '.' or '..'), e.g. 'user_alice'"
-        )
-    return space
+    return SPACE.validate(space)
 
 
 def validate_text(text: Any, *, what: str = "text") -> str:
@@ -123,7 +114,7 @@ def new_memory_id() -> str:
 
 
 def is_memory_id(value: str) -> bool:
-    return bool(_MEMORY_ID_RE.fullmatch(value))
+    return MEMORY_ID.ok(value)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ injection by selecting ``@memory`` or any ``memory_*`` tool (seed 002).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._kernel.names import PROFILE
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -32,17 +32,9 @@ MEMORY_CAPABILITY = "@memory"
 MEMORY_TOOLS = ("memory_save", "memory_recall", "memory_list", "memory_delete")
 
 
-PROFILE_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-
-
 def validate_profile(name: Any) -> str:
     """``name`` if it is a valid profile name: 1-64 of ``A-Z a-z 0-9 . _ -``, not ``.``/``..``."""
-    if not isinstance(name, str) or not PROFILE_RE.fullmatch(name) or name in (".", ".."):
-        raise InvalidInputError(
-            f"invalid profile name {repr(name)[:70]}: use 1-64 characters from A-Z a-z 0-9 . _ - "
-            "(e.g. 'researcher')"
-        )
-    return name
+    return PROFILE.validate(name)
 
 
 def space_for(profile: str) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 from .._kernel.clock import format_time, parse_time
 from .._kernel.model import is_memory_id
+from .._kernel.names import MEMORY_ID, PROFILE
 from ..recall import bank as scoring
-from .profiles import PROFILE_RE
 
 __all__ = [
     "KEY_RE",
@@ -38,7 +38,7 @@ SCHEMA_VERSION = 1
 PREFIX = "memory/"
 
 
-KEY_RE = re.compile(r"memory/([A-Za-z0-9._-]{1,64})/(mem-[0-9a-f]{8})\.json")
+KEY_RE = re.compile(rf"memory/({PROFILE.regex})/({MEMORY_ID.regex})\.json")
 
 
 def object_key(profile: str, memory_id: str) -> str:
@@ -121,8 +121,7 @@ class BankMemory:
             ("id", isinstance(values["id"], str) and is_memory_id(values["id"])),
             (
                 "profileName",
-                isinstance(values["profile_name"], str)
-                and bool(PROFILE_RE.fullmatch(values["profile_name"])),
+                isinstance(values["profile_name"], str) and PROFILE.ok(values["profile_name"]),
             ),
             *(
                 (name, isinstance(values[attr], str) and bool(values[attr].strip()))

@@ -22,10 +22,9 @@ Example:
 
 from __future__ import annotations
 
-import re
-
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.model import validate_text
+from .._kernel.names import AUTOMATION_ID
 from ..errors import InvalidInputError
 from .store.base import AutomationNote, NoteRows
 
@@ -51,25 +50,14 @@ NOTE_PREAMBLE = (
 )
 NOTE_FOOTER = "---"
 
-_AUTOMATION_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-
 
 def validate_automation_id(automation_id: str) -> str:
     """Return the id if it is 1–128 chars of ``[A-Za-z0-9._:@-]`` (not ``.``/``..``).
 
     Raises:
-        InvalidInputError: any other id.
+        InvalidInputError: any other id (``names.AUTOMATION_ID`` is the rule).
     """
-    if (
-        not isinstance(automation_id, str)
-        or not _AUTOMATION_ID.fullmatch(automation_id)
-        or automation_id in (".", "..")
-    ):
-        raise InvalidInputError(
-            f"invalid automation id {repr(automation_id)[:60]}: use 1-128 characters from "
-            "A-Z a-z 0-9 . _ : @ - (the schedule's own id, e.g. 'auto-7f3a')"
-        )
-    return automation_id
+    return AUTOMATION_ID.validate(automation_id)
 
 
 def render_note(note: str) -> str:

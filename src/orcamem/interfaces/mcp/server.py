@@ -39,6 +39,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from ... import __version__
 from ..._kernel.model import CATEGORIES, validate_space
+from ..._kernel.names import PROFILE
 from ...bank import MEMORY_TOOLS, MemoryBank, space_for
 from ...engine.memory import Memory
 from ...errors import OrcamemError
@@ -122,7 +123,7 @@ KindArg = Annotated[
 Role = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        pattern=PROFILE.pattern,
         description=(
             "Who it came from: 'user' (the person said or decided it) or 'assistant' (you "
             "concluded it); another agent may give its own name. Stored as the tag role:<role>."
@@ -406,7 +407,7 @@ def build_server(
 ProfileArg = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        pattern=PROFILE.pattern,
         description="Your session's profile (agent configuration), e.g. 'researcher': the "
         "memory bank the tool works on.",
     ),

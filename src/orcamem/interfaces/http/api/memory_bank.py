@@ -29,11 +29,10 @@ from ....errors import BankUnavailableError
 from ....recall.bank import BANK_CATEGORIES, INJECTION_MAX_RESULTS, INJECTION_MIN_SCORE
 from ..deps import PrincipalDep
 from .common import require_admin
-from .schemas import MEMORY_ID_PATTERN, ErrorBody, errors
+from .schemas import MEMORY_ID_PATTERN, PROFILE_PATTERN, ErrorBody, errors
 
 __all__ = ["router"]
 
-PROFILE_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 BankCategory = Literal[BANK_CATEGORIES]  # type: ignore[valid-type]
 
 _UNAVAILABLE = {

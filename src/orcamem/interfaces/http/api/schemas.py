@@ -12,11 +12,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from ...._kernel.model import CATEGORIES, EPISODE_KINDS
+from ...._kernel.names import AUTOMATION_ID, KEY_ID, MEMORY_ID, PROFILE, SPACE
 
-SPACE_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
-ID_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
-MEMORY_ID_PATTERN = r"^mem-[0-9a-f]{8}$"
-KEY_ID_PATTERN = r"^key-[0-9a-f]{8}$"
+SPACE_PATTERN = SPACE.pattern
+ID_PATTERN = AUTOMATION_ID.pattern
+MEMORY_ID_PATTERN = MEMORY_ID.pattern
+KEY_ID_PATTERN = KEY_ID.pattern
+PROFILE_PATTERN = PROFILE.pattern
 MAX_BATCH = 512
 """Episodes per POST: at most one SDK batch, so a POST is all-or-nothing."""
 
