@@ -12,52 +12,60 @@ from collections.abc import Callable
 
 import pytest
 
-from orcamem._kernel.text import content_words, fts_query, words
-from orcamem.engine.consolidate import gate, rules, verify
+from orcamem._kernel.text import content_words, fts_query, slug, terms
+from orcamem.engine.consolidate import gate, verify
+from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
+from orcamem.engine.consolidate.rules import rule_claims
 from orcamem.recall import bank, markdown
 
 SYSTEMS: dict[str, Callable[[str], object]] = {
-    "words": words,
+    "terms": terms,  # recorded as the kernel's words(): terms() without knobs is that rule
     "content_words": content_words,
     "fts_query": fts_query,
     "bank_terms": lambda text: sorted(bank.terms(text)),
     "markdown_terms": markdown.terms,
     "normal_words": verify.normal_words,
-    "rules_slug": rules._slug,
-    "gate_slug": gate._slug,
+    # The one deliberate change. There were two slugs: rules.py's (the first four ASCII words
+    # that are not stop words) named a rule ``forbidden_<slug>``, and gate.py's (every ASCII
+    # word, cut at 60 characters, "rule" when none) re-slugged that name when filing it, while
+    # a model's claim naming the rule in its own words got gate.py's slug of them: the same
+    # words "chain commands with && in PowerShell" were ``chain_commands_powershell`` in
+    # rules.py and ``chain_commands_with_in_powershell`` in gate.py. One slug now, the one whose
+    # names gate.py finds again: rules.py's, with gate.py's "rule" where rules.py gave "" (the
+    # gate filed those as "rule" anyway). The recorded rules.py slugs stand below; gate.py's
+    # differed on all but one sentence and are gone (the tests at the end prove the agreement).
+    "slug": slug,
 }
 
 CASES: list[tuple[str, dict[str, object]]] = [
     (
         "The quick brown fox jumps over the lazy dog.",
         {
-            "words": ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"],
+            "terms": ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"],
             "content_words": ["quick", "brown", "fox", "jumps", "lazy", "dog"],
             "fts_query": '"quick" OR "brown" OR "fox" OR "jumps" OR "lazy" OR "dog"',
             "bank_terms": ["brown", "dog", "fox", "jump", "lazy", "quick"],
             "markdown_terms": ["quick", "brown", "fox", "jumps", "lazy", "dog"],
             "normal_words": ["the", "quick", "brown", "fox", "jump", "over", "the", "lazy", "dog"],
-            "rules_slug": "quick_brown_fox_jumps",
-            "gate_slug": "the_quick_brown_fox_jumps_over_the_lazy_dog",
+            "slug": "quick_brown_fox_jumps",
         },
     ),
     (
         "Don't stop—it's 2023_x!",
         {
-            "words": ["don't", "stop", "it's", "2023", "x"],
+            "terms": ["don't", "stop", "it's", "2023", "x"],
             "content_words": ["stop", "2023"],
             "fts_query": '"stop" OR "2023"',
             "bank_terms": ["2023", "stop"],
             "markdown_terms": ["stop", "2023"],
             "normal_words": ["don", "t", "stop", "it", "s", "2023", "x"],
-            "rules_slug": "don_stop_2023_x",
-            "gate_slug": "don_t_stop_it_s_2023_x",
+            "slug": "don_stop_2023_x",
         },
     ),
     (
         "I'm sure it's fine; don't worry, we'll see.",
         {
-            "words": ["i'm", "sure", "it's", "fine", "don't", "worry", "we'll", "see"],
+            "terms": ["i'm", "sure", "it's", "fine", "don't", "worry", "we'll", "see"],
             "content_words": ["sure", "fine", "worry", "see"],
             "fts_query": '"sure" OR "fine" OR "worry" OR "see"',
             "bank_terms": ["fine", "see", "sure", "worry"],
@@ -76,79 +84,73 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "ll",
                 "see",
             ],
-            "rules_slug": "sure_fine_don_worry",
-            "gate_slug": "i_m_sure_it_s_fine_don_t_worry_we_ll_see",
+            "slug": "sure_fine_don_worry",
         },
     ),
     (
         "Café au lait, naïve résumé, Zoë's piñata.",
         {
-            "words": ["café", "au", "lait", "naïve", "résumé", "zoë's", "piñata"],
+            "terms": ["café", "au", "lait", "naïve", "résumé", "zoë's", "piñata"],
             "content_words": ["café", "au", "lait", "naïve", "résumé", "zoë", "piñata"],
             "fts_query": '"café" OR "au" OR "lait" OR "naïve" OR "résumé" OR "zoë" OR "piñata"',
             "bank_terms": ["au", "café", "lait", "naïve", "piñata", "résumé", "zoë"],
             "markdown_terms": ["café", "au", "lait", "naïve", "résumé", "zoë's", "piñata"],
             "normal_words": ["café", "au", "lait", "naïve", "résumé", "zoë", "s", "piñata"],
-            "rules_slug": "caf_au_lait_na",
-            "gate_slug": "caf_au_lait_na_ve_r_sum_zo_s_pi_ata",
+            "slug": "caf_au_lait_na",
         },
     ),
     (
         "İstanbul and ISTANBUL are the same city?",
         {
-            "words": ["i̇stanbul", "and", "istanbul", "are", "the", "same", "city"],
+            "terms": ["i̇stanbul", "and", "istanbul", "are", "the", "same", "city"],
             "content_words": ["i̇stanbul", "istanbul", "city"],
             "fts_query": '"i̇stanbul" OR "istanbul" OR "city"',
             "bank_terms": ["city", "istanbul", "i̇stanbul"],
             "markdown_terms": ["i̇stanbul", "istanbul", "city"],
             "normal_words": ["i", "stanbul", "and", "istanbul", "are", "the", "same", "city"],
-            "rules_slug": "stanbul_istanbul_city",
-            "gate_slug": "i_stanbul_and_istanbul_are_the_same_city",
+            "slug": "stanbul_istanbul_city",
         },
     ),
     (
         "Straße, STRASSE and straße.",
         {
-            "words": ["straße", "strasse", "and", "straße"],
+            "terms": ["straße", "strasse", "and", "straße"],
             "content_words": ["straße", "strasse"],
             "fts_query": '"straße" OR "strasse"',
             "bank_terms": ["strasse", "straße"],
             "markdown_terms": ["straße", "strasse"],
             "normal_words": ["straße", "strasse", "and", "straße"],
-            "rules_slug": "stra_e_strasse_stra",
-            "gate_slug": "stra_e_strasse_and_stra_e",
+            "slug": "stra_e_strasse_stra",
         },
     ),
     (
         "東京に住んでいます。I live in 東京 now.",
         {
-            "words": ["東京に住んでいます", "i", "live", "in", "東京", "now"],
+            "terms": ["東京に住んでいます", "i", "live", "in", "東京", "now"],
             "content_words": ["東京に住んでいます", "live", "東京", "now"],
             "fts_query": '"東京に住んでいます" OR "live" OR "東京" OR "now"',
             "bank_terms": ["live", "now", "東京", "東京に住んでいます"],
             "markdown_terms": ["東京に住んでいます", "live", "東京", "now"],
             "normal_words": ["東京に住んでいます", "i", "live", "in", "東京", "now"],
-            "rules_slug": "live_now",
-            "gate_slug": "i_live_in_now",
+            "slug": "live_now",
         },
     ),
     (
         "我喜欢喝茶，不喜欢咖啡。",
         {
-            "words": ["我喜欢喝茶", "不喜欢咖啡"],
+            "terms": ["我喜欢喝茶", "不喜欢咖啡"],
             "content_words": ["我喜欢喝茶", "不喜欢咖啡"],
             "fts_query": '"我喜欢喝茶" OR "不喜欢咖啡"',
             "bank_terms": ["不喜欢咖啡", "我喜欢喝茶"],
             "markdown_terms": ["我喜欢喝茶", "不喜欢咖啡"],
             "normal_words": ["我喜欢喝茶", "不喜欢咖啡"],
-            "rules_slug": "",
-            "gate_slug": "rule",
+            "slug": "rule",  # was "": the gate then filed it as "rule"
         },
     ),
     (
         "Email me at john.doe@example.com or see /usr/local/bin/python3.",
         {
-            "words": [
+            "terms": [
                 "email",
                 "me",
                 "at",
@@ -215,14 +217,13 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "bin",
                 "python3",
             ],
-            "rules_slug": "email_john_doe_example",
-            "gate_slug": "email_me_at_john_doe_example_com_or_see_usr_local_bin_python",
+            "slug": "email_john_doe_example",
         },
     ),
     (
         "snake_case_name and kebab-case-name and CamelCaseName",
         {
-            "words": [
+            "terms": [
                 "snake",
                 "case",
                 "name",
@@ -248,14 +249,13 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "and",
                 "camelcasename",
             ],
-            "rules_slug": "snake_case_name_kebab",
-            "gate_slug": "snake_case_name_and_kebab_case_name_and_camelcasename",
+            "slug": "snake_case_name_kebab",
         },
     ),
     (
         "I moved to Bangalore in 2019, then to Pune on 3rd May 2021.",
         {
-            "words": [
+            "terms": [
                 "i",
                 "moved",
                 "to",
@@ -289,14 +289,13 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "may",
                 "2021",
             ],
-            "rules_slug": "moved_bangalore_2019_pune",
-            "gate_slug": "i_moved_to_bangalore_in_2019_then_to_pune_on_3rd_may_2021",
+            "slug": "moved_bangalore_2019_pune",
         },
     ),
     (
         "A b c d e f g: one-letter words x y z.",
         {
-            "words": ["a", "b", "c", "d", "e", "f", "g", "one", "letter", "words", "x", "y", "z"],
+            "terms": ["a", "b", "c", "d", "e", "f", "g", "one", "letter", "words", "x", "y", "z"],
             "content_words": ["one", "letter", "words"],
             "fts_query": '"one" OR "letter" OR "words"',
             "bank_terms": ["letter", "one", "word"],
@@ -316,14 +315,13 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "y",
                 "z",
             ],
-            "rules_slug": "b_c_e_f",
-            "gate_slug": "a_b_c_d_e_f_g_one_letter_words_x_y_z",
+            "slug": "b_c_e_f",
         },
     ),
     (
         "The allergies of the users, their meals and classes.",
         {
-            "words": ["the", "allergies", "of", "the", "users", "their", "meals", "and", "classes"],
+            "terms": ["the", "allergies", "of", "the", "users", "their", "meals", "and", "classes"],
             "content_words": ["allergies", "users", "meals", "classes"],
             "fts_query": '"allergies" OR "users" OR "meals" OR "classes"',
             "bank_terms": ["allergy", "classe", "meal", "user"],
@@ -339,14 +337,13 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "and",
                 "classe",
             ],
-            "rules_slug": "allergies_users_meals_classes",
-            "gate_slug": "the_allergies_of_the_users_their_meals_and_classes",
+            "slug": "allergies_users_meals_classes",
         },
     ),
     (
         "This status analysis is bus news: teas, glasses, menus.",
         {
-            "words": [
+            "terms": [
                 "this",
                 "status",
                 "analysis",
@@ -372,27 +369,25 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "glasse",
                 "menu",
             ],
-            "rules_slug": "status_analysis_bus_news",
-            "gate_slug": "this_status_analysis_is_bus_news_teas_glasses_menus",
+            "slug": "status_analysis_bus_news",
         },
     ),
     (
         "Never chain commands with && in PowerShell.",
         {
-            "words": ["never", "chain", "commands", "with", "in", "powershell"],
+            "terms": ["never", "chain", "commands", "with", "in", "powershell"],
             "content_words": ["never", "chain", "commands", "powershell"],
             "fts_query": '"never" OR "chain" OR "commands" OR "powershell"',
             "bank_terms": ["chain", "command", "never", "powershell"],
             "markdown_terms": ["never", "chain", "commands", "powershell"],
             "normal_words": ["never", "chain", "command", "with", "in", "powershell"],
-            "rules_slug": "never_chain_commands_powershell",
-            "gate_slug": "never_chain_commands_with_in_powershell",
+            "slug": "never_chain_commands_powershell",
         },
     ),
     (
         "Please don't suggest pip install; always use uv instead.",
         {
-            "words": [
+            "terms": [
                 "please",
                 "don't",
                 "suggest",
@@ -437,66 +432,61 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "uv",
                 "instead",
             ],
-            "rules_slug": "please_don_suggest_pip",
-            "gate_slug": "please_don_t_suggest_pip_install_always_use_uv_instead",
+            "slug": "please_don_suggest_pip",
         },
     ),
     (
         "Do not mention the user's ex-wife Sarah.",
         {
-            "words": ["do", "not", "mention", "the", "user's", "ex", "wife", "sarah"],
+            "terms": ["do", "not", "mention", "the", "user's", "ex", "wife", "sarah"],
             "content_words": ["mention", "user", "ex", "wife", "sarah"],
             "fts_query": '"mention" OR "user" OR "ex" OR "wife" OR "sarah"',
             "bank_terms": ["ex", "mention", "sarah", "user", "wife"],
             "markdown_terms": ["mention", "user's", "ex", "wife", "sarah"],
             "normal_words": ["do", "not", "mention", "the", "user", "s", "ex", "wife", "sarah"],
-            "rules_slug": "mention_user_ex_wife",
-            "gate_slug": "do_not_mention_the_user_s_ex_wife_sarah",
+            "slug": "mention_user_ex_wife",
         },
     ),
     (
         "Stop using tabs — use 4 spaces.",
         {
-            "words": ["stop", "using", "tabs", "use", "4", "spaces"],
+            "terms": ["stop", "using", "tabs", "use", "4", "spaces"],
             "content_words": ["stop", "using", "tabs", "use", "spaces"],
             "fts_query": '"stop" OR "using" OR "tabs" OR "use" OR "spaces"',
             "bank_terms": ["space", "stop", "tab", "use", "using"],
             "markdown_terms": ["stop", "using", "tabs", "use", "spaces"],
             "normal_words": ["stop", "using", "tab", "use", "4", "space"],
-            "rules_slug": "stop_using_tabs_use",
-            "gate_slug": "stop_using_tabs_use_4_spaces",
+            "slug": "stop_using_tabs_use",
         },
     ),
     (
         "O'Brien's rock'n'roll y'all o'clock",
         {
-            "words": ["o'brien", "s", "rock'n", "roll", "y'all", "o'clock"],
+            "terms": ["o'brien", "s", "rock'n", "roll", "y'all", "o'clock"],
             "content_words": ["rock", "roll"],
             "fts_query": '"rock" OR "roll"',
             "bank_terms": ["rock", "roll"],
             "markdown_terms": ["o'brien", "rock'n", "roll", "y'all", "o'clock"],
             "normal_words": ["o", "brien", "s", "rock", "n", "roll", "y", "all", "o", "clock"],
-            "rules_slug": "o_brien_rock_n",
-            "gate_slug": "o_brien_s_rock_n_roll_y_all_o_clock",
+            "slug": "o_brien_rock_n",
         },
     ),
     (
         "What did Caroline paint last week?",
         {
-            "words": ["what", "did", "caroline", "paint", "last", "week"],
+            "terms": ["what", "did", "caroline", "paint", "last", "week"],
             "content_words": ["caroline", "paint", "last", "week"],
             "fts_query": '"caroline" OR "paint" OR "last" OR "week"',
             "bank_terms": ["caroline", "last", "paint", "week"],
             "markdown_terms": ["caroline", "paint", "last", "week"],
             "normal_words": ["what", "did", "caroline", "paint", "last", "week"],
-            "rules_slug": "caroline_paint_last_week",
-            "gate_slug": "what_did_caroline_paint_last_week",
+            "slug": "caroline_paint_last_week",
         },
     ),
     (
         'foo AND bar OR NOT baz NEAR(qux, 2) col:val ^start pre* "quoted" -x',
         {
-            "words": [
+            "terms": [
                 "foo",
                 "and",
                 "bar",
@@ -567,40 +557,37 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "quoted",
                 "x",
             ],
-            "rules_slug": "foo_bar_baz_near",
-            "gate_slug": "foo_and_bar_or_not_baz_near_qux_2_col_val_start_pre_quoted_x",
+            "slug": "foo_bar_baz_near",
         },
     ),
     (
         "Pune pune PUNE Pune's",
         {
-            "words": ["pune", "pune", "pune", "pune's"],
+            "terms": ["pune", "pune", "pune", "pune's"],
             "content_words": ["pune"],
             "fts_query": '"pune"',
             "bank_terms": ["pune"],
             "markdown_terms": ["pune", "pune's"],
             "normal_words": ["pune", "pune", "pune", "pune", "s"],
-            "rules_slug": "pune_pune_pune_pune",
-            "gate_slug": "pune_pune_pune_pune_s",
+            "slug": "pune_pune_pune_pune",
         },
     ),
     (
         "?!… --",
         {
-            "words": [],
+            "terms": [],
             "content_words": [],
             "fts_query": None,
             "bank_terms": [],
             "markdown_terms": [],
             "normal_words": [],
-            "rules_slug": "",
-            "gate_slug": "rule",
+            "slug": "rule",  # was "": the gate then filed it as "rule"
         },
     ),
     (
         "3.14 is pi, 1,000,000 is a million, v2.0.1-beta",
         {
-            "words": [
+            "terms": [
                 "3",
                 "14",
                 "is",
@@ -636,27 +623,25 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "1",
                 "beta",
             ],
-            "rules_slug": "3_14_pi_1",
-            "gate_slug": "3_14_is_pi_1_000_000_is_a_million_v2_0_1_beta",
+            "slug": "3_14_pi_1",
         },
     ),
     (
         "Ünïcödé ΑΘΗΝΑ Αθήνα МОСКВА москва",
         {
-            "words": ["ünïcödé", "αθηνα", "αθήνα", "москва", "москва"],
+            "terms": ["ünïcödé", "αθηνα", "αθήνα", "москва", "москва"],
             "content_words": ["ünïcödé", "αθηνα", "αθήνα", "москва"],
             "fts_query": '"ünïcödé" OR "αθηνα" OR "αθήνα" OR "москва"',
             "bank_terms": ["ünïcödé", "αθήνα", "αθηνα", "москва"],
             "markdown_terms": ["ünïcödé", "αθηνα", "αθήνα", "москва"],
             "normal_words": ["ünïcödé", "αθηνα", "αθήνα", "москва", "москва"],
-            "rules_slug": "n_c",
-            "gate_slug": "n_c_d",
+            "slug": "n_c",
         },
     ),
     (
         "It's its own thing; they're there with their things.",
         {
-            "words": ["it's", "its", "own", "thing", "they're", "there", "with", "their", "things"],
+            "terms": ["it's", "its", "own", "thing", "they're", "there", "with", "their", "things"],
             "content_words": ["thing", "things"],
             "fts_query": '"thing" OR "things"',
             "bank_terms": ["thing"],
@@ -674,27 +659,25 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "their",
                 "thing",
             ],
-            "rules_slug": "thing_things",
-            "gate_slug": "it_s_its_own_thing_they_re_there_with_their_things",
+            "slug": "thing_things",
         },
     ),
     (
         "https://example.com/path?q=1&r=two#frag",
         {
-            "words": ["https", "example", "com", "path", "q", "1", "r", "two", "frag"],
+            "terms": ["https", "example", "com", "path", "q", "1", "r", "two", "frag"],
             "content_words": ["https", "example", "com", "path", "two", "frag"],
             "fts_query": '"https" OR "example" OR "com" OR "path" OR "two" OR "frag"',
             "bank_terms": ["com", "example", "frag", "http", "path", "two"],
             "markdown_terms": ["https", "example", "com", "path", "two", "frag"],
             "normal_words": ["http", "example", "com", "path", "q", "1", "r", "two", "frag"],
-            "rules_slug": "https_example_com_path",
-            "gate_slug": "https_example_com_path_q_1_r_two_frag",
+            "slug": "https_example_com_path",
         },
     ),
     (
         "I've got a dentist appointment at 9am; my dentist is Dr. Rao.",
         {
-            "words": [
+            "terms": [
                 "i've",
                 "got",
                 "a",
@@ -727,105 +710,97 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "dr",
                 "rao",
             ],
-            "rules_slug": "dentist_appointment_9am_dentist",
-            "gate_slug": "i_ve_got_a_dentist_appointment_at_9am_my_dentist_is_dr_rao",
+            "slug": "dentist_appointment_9am_dentist",
         },
     ),
     (
         "Types, kinds, sorts, gets, others and wills.",
         {
-            "words": ["types", "kinds", "sorts", "gets", "others", "and", "wills"],
+            "terms": ["types", "kinds", "sorts", "gets", "others", "and", "wills"],
             "content_words": ["types", "kinds", "sorts", "gets", "others", "wills"],
             "fts_query": '"types" OR "kinds" OR "sorts" OR "gets" OR "others" OR "wills"',
             "bank_terms": ["get", "kind", "other", "sort", "type", "will"],
             "markdown_terms": ["types", "kinds", "sorts", "gets", "others", "wills"],
             "normal_words": ["type", "kind", "sort", "get", "other", "and", "will"],
-            "rules_slug": "types_kinds_sorts_gets",
-            "gate_slug": "types_kinds_sorts_gets_others_and_wills",
+            "slug": "types_kinds_sorts_gets",
         },
     ),
     (
         "Themselves, ourselves, does this yours?",
         {
-            "words": ["themselves", "ourselves", "does", "this", "yours"],
+            "terms": ["themselves", "ourselves", "does", "this", "yours"],
             "content_words": [],
             "fts_query": None,
             "bank_terms": [],
             "markdown_terms": [],
             "normal_words": ["themselve", "ourselve", "doe", "thi", "your"],
-            "rules_slug": "",
-            "gate_slug": "themselves_ourselves_does_this_yours",
+            "slug": "rule",  # was "": the gate then filed it as "rule"
         },
     ),
     (
         "ﬁne ﬂour, x² and Ⅻ",
         {
-            "words": ["ﬁne", "ﬂour", "x²", "and", "ⅻ"],
+            "terms": ["ﬁne", "ﬂour", "x²", "and", "ⅻ"],
             "content_words": ["ﬁne", "ﬂour", "x²"],
             "fts_query": '"ﬁne" OR "ﬂour" OR "x²"',
             "bank_terms": ["x²", "ﬁne", "ﬂour"],
             "markdown_terms": ["ﬁne", "ﬂour", "x²"],
             "normal_words": ["ﬁne", "ﬂour", "x²", "and", "ⅻ"],
-            "rules_slug": "ne_x",
-            "gate_slug": "ne_our_x_and",
+            "slug": "ne_x",
         },
     ),
     (
         "don’t it’s (curly apostrophes)",
         {
-            "words": ["don", "t", "it", "s", "curly", "apostrophes"],
+            "terms": ["don", "t", "it", "s", "curly", "apostrophes"],
             "content_words": ["don", "curly", "apostrophes"],
             "fts_query": '"don" OR "curly" OR "apostrophes"',
             "bank_terms": ["apostrophe", "curly", "don"],
             "markdown_terms": ["don", "curly", "apostrophes"],
             "normal_words": ["don", "t", "it", "s", "curly", "apostrophe"],
-            "rules_slug": "don_curly_apostrophes",
-            "gate_slug": "don_t_it_s_curly_apostrophes",
+            "slug": "don_curly_apostrophes",
         },
     ),
     (
         "tab\tseparated\nnew line words",
         {
-            "words": ["tab", "separated", "new", "line", "words"],
+            "terms": ["tab", "separated", "new", "line", "words"],
             "content_words": ["tab", "separated", "new", "line", "words"],
             "fts_query": '"tab" OR "separated" OR "new" OR "line" OR "words"',
             "bank_terms": ["line", "new", "separated", "tab", "word"],
             "markdown_terms": ["tab", "separated", "new", "line", "words"],
             "normal_words": ["tab", "separated", "new", "line", "word"],
-            "rules_slug": "tab_separated_new_line",
-            "gate_slug": "tab_separated_new_line_words",
+            "slug": "tab_separated_new_line",
         },
     ),
     (
         "forbidden_chain_commands_powershell",
         {
-            "words": ["forbidden", "chain", "commands", "powershell"],
+            "terms": ["forbidden", "chain", "commands", "powershell"],
             "content_words": ["forbidden", "chain", "commands", "powershell"],
             "fts_query": '"forbidden" OR "chain" OR "commands" OR "powershell"',
             "bank_terms": ["chain", "command", "forbidden", "powershell"],
             "markdown_terms": ["forbidden", "chain", "commands", "powershell"],
             "normal_words": ["forbidden", "chain", "command", "powershell"],
-            "rules_slug": "forbidden_chain_commands_powershell",
-            "gate_slug": "forbidden_chain_commands_powershell",
+            "slug": "forbidden_chain_commands_powershell",
         },
     ),
     (
         "Never say don't to a customer.",
         {
-            "words": ["never", "say", "don't", "to", "a", "customer"],
+            "terms": ["never", "say", "don't", "to", "a", "customer"],
             "content_words": ["never", "say", "customer"],
             "fts_query": '"never" OR "say" OR "customer"',
             "bank_terms": ["customer", "never", "say"],
             "markdown_terms": ["never", "say", "customer"],
             "normal_words": ["never", "say", "don", "t", "to", "a", "customer"],
-            "rules_slug": "never_say_don_customer",
-            "gate_slug": "never_say_don_t_to_a_customer",
+            "slug": "never_say_don_customer",
         },
     ),
     (
         "use supercalifragilisticexpialidocious antidisestablishmentarianism pneumonoultramicroscopicsilicovolcanoconiosis",
         {
-            "words": [
+            "terms": [
                 "use",
                 "supercalifragilisticexpialidocious",
                 "antidisestablishmentarianism",
@@ -856,21 +831,31 @@ CASES: list[tuple[str, dict[str, object]]] = [
                 "antidisestablishmentarianism",
                 "pneumonoultramicroscopicsilicovolcanoconiosi",
             ],
-            "rules_slug": "use_supercalifragilisticexpialidocious_antidisestablishmentarianism_pneumonoultramicroscopicsilicovolcanoconiosis",
-            "gate_slug": "use_supercalifragilisticexpialidocious_antidisestablishmenta",
+            "slug": "use_supercalifragilisticexpialidocious_antidisestablishmentarianism_pneumonoultramicroscopicsilicovolcanoconiosis",
+        },
+    ),
+    (
+        "ΚΑΛΟΣ.ΝΕΟΣ ΟΔΟΣ",  # recorded with the rest; lower-cased as a whole, Σ before "." is σ
+        {
+            "terms": ["καλος", "νεος", "οδος"],
+            "content_words": ["καλος", "νεος", "οδος"],
+            "fts_query": '"καλος" OR "νεος" OR "οδος"',
+            "bank_terms": ["καλος", "νεος", "οδος"],
+            "markdown_terms": ["καλος", "νεος", "οδος"],
+            "normal_words": ["καλοσ", "νεος", "οδος"],
+            "slug": "rule",  # was "": the gate then filed it as "rule"
         },
     ),
     (
         "",
         {
-            "words": [],
+            "terms": [],
             "content_words": [],
             "fts_query": None,
             "bank_terms": [],
             "markdown_terms": [],
             "normal_words": [],
-            "rules_slug": "",
-            "gate_slug": "rule",
+            "slug": "rule",  # was "": the gate then filed it as "rule"
         },
     ),
 ]
@@ -882,3 +867,38 @@ def test_each_system_makes_the_same_terms_of_the_corpus(
     system: str, text: str, expected: dict[str, object]
 ) -> None:
     assert SYSTEMS[system](text) == expected[system]
+
+
+RULES_SAID = [
+    "Never chain commands with && in PowerShell.",
+    "Please don't suggest pip install; always use uv instead.",
+    "Do not mention the user's ex-wife Sarah.",
+    "Stop using tabs — use 4 spaces.",
+    "Never say don't to a customer.",
+    "Never do this.",
+]
+
+
+def _rule_of(said: str) -> Claim:
+    said_line = SourceLine("ep-1:s1", 1, 1, "s1", "user", said, "2026-10-17T10:00:00Z")
+    [claim] = [c for c in rule_claims([said_line]) if c.prohibited]
+    return claim
+
+
+@pytest.mark.parametrize(
+    "said",
+    [*RULES_SAID, "Never use supercalifragilisticexpialidocious antidisestablishmentarian tools."],
+)
+def test_the_gate_files_a_rule_under_the_name_rules_gave_it(said: str) -> None:
+    """Before, a name over 60 characters was cut and "" became "rule" on the way in."""
+    claim = _rule_of(said)
+    assert gate._attribute(claim, []) == claim.attribute
+
+
+@pytest.mark.parametrize("said", RULES_SAID)
+def test_a_models_claim_of_the_same_rule_gets_the_same_name(said: str) -> None:
+    """A model naming the rule in its own words: one rule, one attribute, whoever found it."""
+    claim = _rule_of(said)
+    item = {"kind": "rule", "attribute": f"forbidden {claim.value}", "value": claim.value}
+    from_model = claim_from_json({**item, "prohibited": True, "cites": ["ep-1:s1"]}, "model")
+    assert gate._attribute(from_model, []) == claim.attribute
