@@ -17,9 +17,10 @@ from orcamem._kernel.text import (
     STOPWORDS,
     estimate_tokens,
     fts_query,
+    slug,
     split_document,
     split_sentences,
-    words,
+    terms,
 )
 
 PROPERTY = settings(
@@ -166,10 +167,20 @@ def test_fts_query_deduplicates_and_caps_terms() -> None:
     assert many is not None and many.count('"') == 2 * 64
 
 
-def test_words_and_token_estimate() -> None:
-    assert words("Don't stop—it's 2023_x!") == ["don't", "stop", "it's", "2023", "x"]
+def test_terms_and_token_estimate() -> None:
+    assert terms("Don't stop—it's 2023_x!") == ["don't", "stop", "it's", "2023", "x"]
     assert {"the", "and", "where"} <= STOPWORDS
     assert estimate_tokens("a") == 1 and estimate_tokens("x" * 400) == 100
+
+
+@PROPERTY
+@given(st.text(max_size=80))
+@example("forbidden_chain_commands_powershell")
+def test_a_slug_is_its_own_slug(text: str) -> None:
+    """The gate re-slugs the name the rule extractor gave: it must come out unchanged."""
+    name = slug(text)
+    assert slug(name) == name
+    assert re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+){0,3}", name)
 
 
 @pytest.fixture(scope="module")

@@ -1,20 +1,24 @@
-"""Text utilities shared by stores and pipelines: sentences, words, stop words, FTS5 queries."""
+"""Text utilities shared by stores and pipelines: sentences, terms, stop words, FTS5 queries."""
 
 from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Collection, Iterator
 from datetime import date
+from typing import Literal
 
 __all__ = [
     "STOPWORDS",
+    "content_words",
     "date_ranges",
     "estimate_tokens",
     "fts_query",
     "message_text",
+    "slug",
     "split_document",
     "split_sentences",
-    "words",
+    "terms",
 ]
 
 STOPWORDS = frozenset(
@@ -36,6 +40,8 @@ STOPWORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+_PIECE_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_ASCII_RE = re.compile(r"[a-z0-9]+")
 _SENTENCE_END_RE = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"')\]]))\s+(?=\S)")
 _NOT_AN_END_RE = re.compile(
     r"^\d+[.)]$|(?:^|\s)(?:[A-Z]|Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|No|approx)\.$"
@@ -43,20 +49,73 @@ _NOT_AN_END_RE = re.compile(
 _MAX_LINE_CHARS = 600
 
 
-def words(text: str) -> list[str]:
-    """Lower-cased words (letters and digits, inner apostrophes kept), in order."""
-    return [w.lower() for w in _WORD_RE.findall(text)]
+def terms(
+    text: str,
+    *,
+    apostrophe: Literal["keep", "cut", "split"] = "keep",
+    ascii_only: bool = False,
+    stopwords: Collection[str] = (),
+    min_len: int = 1,
+    plurals: Literal["keep", "drop_s", "singular"] = "keep",
+    distinct: bool = False,
+) -> list[str]:
+    """The lower-cased words of ``text`` in order, shaped by the knobs one system's spec fixes.
+
+    A word is a run of letters and digits with at most one inner ASCII apostrophe; the
+    underscore separates words. ``apostrophe`` keeps ``don't`` whole, ``cut`` keeps ``pune``
+    of ``pune's``, ``split`` makes two words of it; ``ascii_only`` lets only ``a-z0-9`` make
+    words (accents and apostrophes split them too). A word goes when it is in ``stopwords`` as
+    written or as kept, or its kept part is shorter than ``min_len``. ``plurals``: ``drop_s``
+    drops a trailing ``s`` (not of ``-ss``) from words over three letters, ``singular`` also
+    makes ``-ies`` ``-y`` and keeps ``-us`` and ``-is``. ``distinct`` keeps each term once.
+    """
+    out = []
+    for word, kept in _words(text, apostrophe, ascii_only):
+        if word in stopwords or kept in stopwords or len(kept) < min_len:
+            continue
+        out.append(_singular(kept, plurals))
+    return list(dict.fromkeys(out)) if distinct else out
+
+
+def _words(text: str, apostrophe: str, ascii_only: bool) -> Iterator[tuple[str, str]]:
+    """Each word as written (lower-cased) and the part of it kept.
+
+    Split words are found in the lower-cased text, whole and cut words lower-cased once found:
+    the orders differ only where lower-casing looks past the word or adds a mark (Greek final
+    sigma, ``İ``), and keeping both keeps every system's terms what they were.
+    """
+    if ascii_only or apostrophe == "split":
+        for piece in (_ASCII_RE if ascii_only else _PIECE_RE).findall(text.lower()):
+            yield piece, piece
+        return
+    for found in _WORD_RE.findall(text):
+        word = found.lower()
+        yield word, word.split("'", 1)[0] if apostrophe == "cut" else word
+
+
+def _singular(word: str, plurals: str) -> str:
+    """``word`` with the plural folded the way ``plurals`` says (see :func:`terms`)."""
+    if plurals == "keep" or len(word) <= 3 or not word.endswith("s"):
+        return word
+    if plurals == "singular":
+        if len(word) > 4 and word.endswith("ies"):
+            return word[:-3] + "y"
+        if word.endswith(("us", "is")):
+            return word
+    return word if word.endswith("ss") else word[:-1]
 
 
 def content_words(text: str) -> list[str]:
-    """``words`` without stop words and one-letter words, order kept, duplicates dropped."""
-    seen: dict[str, None] = {}
-    for word in words(text):
-        base = word.split("'", 1)[0] if word not in STOPWORDS else word
-        if word in STOPWORDS or base in STOPWORDS or len(base) < 2:
-            continue
-        seen.setdefault(base, None)
-    return list(seen)
+    """The words a search looks for (and an index holds): no stop words, none under two
+    characters, ``pune's`` as ``pune``, each once, in order."""
+    return terms(text, apostrophe="cut", stopwords=STOPWORDS, min_len=2, distinct=True)
+
+
+def slug(text: str, *, max_words: int = 4) -> str:
+    """An attribute name for a rule: its first ``max_words`` ASCII words that are not stop
+    words, joined by ``_`` (``rule`` when none is left). One function, so the name the rule
+    extractor gives a rule is the one the gate files it under; a slug is its own slug."""
+    return "_".join(terms(text, ascii_only=True, stopwords=STOPWORDS)[:max_words]) or "rule"
 
 
 def fts_query(text: str) -> str | None:

@@ -31,7 +31,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .._kernel.text import content_words
+from .._kernel import text as kernel_text
+from .._kernel.text import STOPWORDS
 from . import signals
 from .presets import get_preset
 
@@ -149,22 +150,19 @@ CLUSTERS: Mapping[str, frozenset[str]] = {
 """Eight vocabulary groups that bridge a query and a memory sharing a topic but no words."""
 
 
-def _fold(word: str) -> str:
-    """A plural folded to its singular (``allergies`` → ``allergy``, ``meals`` → ``meal``)."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 def terms(text: str) -> frozenset[str]:
-    """The content words of ``text`` (stop words removed), lower-cased, plurals folded."""
-    return frozenset(_fold(word) for word in content_words(text))
+    """The content words of ``text`` (stop words removed), lower-cased, plurals folded to the
+    singular (``allergies`` → ``allergy``, ``meals`` → ``meal``)."""
+    return frozenset(
+        kernel_text.terms(
+            text, apostrophe="cut", stopwords=STOPWORDS, min_len=2, plurals="singular"
+        )
+    )
 
 
 _CLUSTER_TERMS: Mapping[str, frozenset[str]] = {
-    name: frozenset(_fold(word) for word in vocabulary) for name, vocabulary in CLUSTERS.items()
+    name: frozenset(kernel_text.terms(" ".join(vocabulary), plurals="singular"))
+    for name, vocabulary in CLUSTERS.items()
 }
 
 

@@ -17,7 +17,7 @@ from .._kernel.clock import parse_time
 from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts
 from .._kernel.model import Hit, MemoryRecord
-from .._kernel.text import date_ranges, fts_query, words
+from .._kernel.text import date_ranges, fts_query, terms
 from . import signals
 from .candidates import CandidateSource, LineRow
 from .presets import get_preset
@@ -187,7 +187,7 @@ def _episode_hits(
             config.session_top,
         )
 
-    query_words = set(words(query))
+    query_words = set(terms(query))
     dates = date_ranges(query) if config.date_weight > 0 else []
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
@@ -209,7 +209,7 @@ def _episode_hits(
         if config.enable_speaker_bonus and row.role:
             named = speaks.get(row.role)
             if named is None:
-                named = speaks[row.role] = bool(set(words(row.role)) & query_words)
+                named = speaks[row.role] = bool(set(terms(row.role)) & query_words)
             if named:
                 breakdown["speaker"] = config.speaker_weight * (relevance + lent)
         scored.append((sum(breakdown.values()), episode_id, line_id, breakdown, moment))
@@ -382,8 +382,8 @@ def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
 def _rules(store: CandidateSource, space: str, query: str, config: Config) -> list[Hit]:
     """The space's active forbidden rules, most query-relevant first, capped."""
     rules = store.list_memories(space, prohibited=True)
-    query_words = set(words(query))
-    ranked = sorted(rules, key=lambda m: (-len(query_words & set(words(m.content))), m.created_at))
+    query_words = set(terms(query))
+    ranked = sorted(rules, key=lambda m: (-len(query_words & set(terms(m.content))), m.created_at))
     return [
         Hit(
             kind="rule",

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .._kernel.text import STOPWORDS, words
+from .._kernel import text as kernel_text
+from .._kernel.text import STOPWORDS
 from .signals import recency
 
 __all__ = [
@@ -56,13 +57,9 @@ ARCHIVE_BELOW = 0.25
 
 
 def terms(text: str) -> list[str]:
-    """Distinct lower-cased words of ``text`` in order, without stop words and short words."""
-    seen: dict[str, None] = {}
-    for word in words(text):
-        if len(word) < MIN_WORD_CHARS or word in STOPWORDS:
-            continue
-        seen.setdefault(word, None)
-    return list(seen)
+    """Distinct lower-cased words of ``text`` in order, without stop words and words under
+    ``MIN_WORD_CHARS``; ``pune's`` stays whole (a search's content words cut it to ``pune``)."""
+    return kernel_text.terms(text, stopwords=STOPWORDS, min_len=MIN_WORD_CHARS, distinct=True)
 
 
 def query_terms(query: str) -> list[str]:

@@ -16,13 +16,13 @@ Episodes are never touched; every write goes through the store in the caller's t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..._kernel.model import MemoryRecord, NewMemory
+from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
 from .claims import Claim
 from .verify import normal_words
@@ -51,10 +51,6 @@ class GateResult:
 
 _CATEGORY = {"state": "state", "event": "event", "preference": "preference", "fact": "fact",
              "rule": "rule"}  # fmt: skip
-
-
-def _slug(text: str) -> str:
-    return "_".join(re.findall(r"[a-z0-9]+", text.lower()))[:60] or "rule"
 
 
 def memory_content(claim: Claim) -> str:
@@ -94,7 +90,7 @@ def _attribute(claim: Claim, active: Sequence[MemoryRecord]) -> str:
     """The attribute the claim is stored under (namespaced rules, linked exceptions)."""
     if claim.prohibited:
         bare = claim.attribute.removeprefix("forbidden_").removeprefix("forbidden ")
-        return f"forbidden_{_slug(bare)}"
+        return f"forbidden_{slug(bare)}"
     instead_of = claim.extra.get("instead_of")
     if claim.condition and instead_of:
         wanted = set(normal_words(instead_of))

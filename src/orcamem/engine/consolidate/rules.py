@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ..._kernel.text import STOPWORDS
+from ..._kernel.text import slug
 from .anchor import find_when
 from .claims import Claim, SourceLine
 
@@ -98,11 +98,6 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 def _clean(value: str) -> str:
     return " ".join(value.strip(" '\"").split())
-
-
-def _slug(text: str, words: int = 4) -> str:
-    kept = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS]
-    return "_".join(kept[:words])
 
 
 def _from_line(line: SourceLine) -> Iterator[Claim]:
@@ -178,14 +173,14 @@ def _claims(
             return
         yield Claim(
             kind="rule",
-            attribute=f"forbidden_{_slug(action)}",
+            attribute=f"forbidden_{slug(action)}",
             value=action,
             prohibited=True,
             cites=cite,
         )
     elif name == "always":
         action = _clean(m.group(1))
-        yield Claim(kind="rule", attribute=f"always_{_slug(action)}", value=action, cites=cite)
+        yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
     elif name == "event" and when:
         yield Claim(
             kind="event",

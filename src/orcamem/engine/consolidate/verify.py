@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..._kernel.redact import find_secrets
-from ..._kernel.text import STOPWORDS
+from ..._kernel.text import STOPWORDS, terms
 from .claims import Claim, SourceLine
 
 __all__ = [
@@ -37,17 +37,12 @@ __all__ = [
 
 _PRONOUNS = {"it", "there", "she", "he", "they", "her", "him", "them", "that", "this"}
 _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*)")
-_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def normal_words(text: str) -> list[str]:
-    """Lower-cased words with a trailing plural ``s`` dropped (``teas`` → ``tea``)."""
-    out = []
-    for word in _TOKEN_RE.findall(text.lower()):
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.append(word)
-    return out
+    """Lower-cased words, split at apostrophes, with a trailing plural ``s`` dropped
+    (``teas`` → ``tea``): the light normalisation grounding compares."""
+    return terms(text, apostrophe="split", plurals="drop_s")
 
 
 def _content(text: str) -> list[str]:
