@@ -73,7 +73,7 @@ from .profiles import (
     space_for,
     validate_profile,
 )
-from .record import KEY_RE, PREFIX, BankMemory, days, is_unit, object_key, preview
+from .record import KEY_RE, PREFIX, BankMemory, is_unit, object_key, preview
 
 __all__ = [
     "MAX_RAW_INPUT_BYTES",
@@ -514,42 +514,10 @@ class MemoryBank:
             raise InvalidInputError(f"minScore={min_score!r}: use a number from 0 to 1")
         return self._rank(name, query, limit=limit, min_score=min_score, exclude=set(exclude))
 
-    def _rank(
-        self,
-        profile: str,
-        query: str,
-        *,
-        limit: int | None,
-        min_score: float,
-        exclude: set[str] = frozenset(),  # type: ignore[assignment]
-        need_topic: bool = True,
-        categories: Sequence[str] | None = None,
-    ) -> list[BankHit]:
+    def _rank(self, profile: str, query: str, **options: Any) -> list[BankHit]:
         memories = [e.memory for e in self._entries(profile)]
-        total = sum(m.access_count for m in memories)
-        factor = scoring.maturity(total)
-        now = self.clock.now()
-        wanted = scoring.terms(query)
-        hits = []
-        for memory in memories:
-            if not memory.is_active or memory.id in exclude:
-                continue
-            if categories is not None and memory.category not in categories:
-                continue
-            topic = scoring.topic(wanted, scoring.terms(memory.processed_content))
-            if need_topic and topic <= 0.0:
-                continue
-            relevance = scoring.composite(
-                age_days=days(now, memory.anchor),
-                access_count=memory.access_count,
-                topic_score=topic,
-                confidence=memory.confidence,
-                maturity_factor=factor,
-            )
-            if relevance.score >= min_score:
-                hits.append(BankHit(memory, relevance))
-        hits.sort(key=lambda h: (-h.relevance.score, _newest(h.memory)))
-        return hits if limit is None else hits[:limit]
+        ranked = scoring.rank(query, memories, self.clock.now(), **options)
+        return [BankHit(memory, relevance) for memory, relevance in ranked]
 
     def list(self, profile: str, *, limit: int = 50, offset: int = 0) -> BankPage:
         """The profile's memories, newest first; read-only (access counts do not change)."""

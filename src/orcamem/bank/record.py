@@ -7,7 +7,6 @@ import json
 import math
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 from .._kernel.clock import format_time, parse_time
@@ -21,7 +20,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "SUMMARY_CHARS",
     "BankMemory",
-    "days",
     "is_count",
     "is_unit",
     "object_key",
@@ -173,7 +171,7 @@ class BankMemory:
             access_count=count,
             last_accessed_at=last,
             staleness_score=scoring.staleness(
-                days(parse_time(at), last), count, self.confidence, self.category
+                scoring.age_days(parse_time(at), last), count, self.confidence, self.category
             ),
         )
 
@@ -194,9 +192,3 @@ def is_unit(value: Any) -> bool:
 
 def is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def days(now: datetime, stamp: str | None) -> float:
-    if not stamp:
-        return 0.0
-    return (now - parse_time(stamp)).total_seconds() / 86400

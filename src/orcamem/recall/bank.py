@@ -28,10 +28,13 @@ The weights live in the ``bank`` preset (``presets.PRESETS["bank"]``), read here
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
 
 from .._kernel import text as kernel_text
+from .._kernel.clock import parse_time
 from .._kernel.text import STOPWORDS
 from . import signals
 from .presets import get_preset
@@ -49,12 +52,15 @@ __all__ = [
     "INJECTION_MIN_SCORE",
     "QUERY_HEADER",
     "BlockItem",
+    "Rankable",
     "Relevance",
+    "age_days",
     "bank_weights",
     "clusters_of",
     "composite",
     "confidence_multiplier",
     "maturity",
+    "rank",
     "recency",
     "render_block",
     "staleness",
@@ -280,6 +286,76 @@ def staleness(
 
 
 # -- the injected block -------------------------------------------------------------------------
+
+
+class Rankable(Protocol):
+    """What the composite score reads from a memory (the bank's ``BankMemory`` answers it)."""
+
+    id: str
+    category: str
+    processed_content: str
+    access_count: int
+    confidence: float
+    is_active: bool
+    created_at: str
+
+    @property
+    def anchor(self) -> str: ...
+
+
+M = TypeVar("M", bound=Rankable)
+
+
+def rank(
+    query: str,
+    memories: Sequence[M],
+    now: datetime,
+    *,
+    limit: int | None,
+    min_score: float,
+    exclude: Collection[str] = frozenset(),
+    need_topic: bool = True,
+    categories: Collection[str] | None = None,
+) -> list[tuple[M, Relevance]]:
+    """Score one profile's ``memories`` for ``query``, best first.
+
+    The maturity factor comes from the profile's total accesses; a memory with no topic
+    overlap is left out when ``need_topic`` (the core tier passes ``False``); ties go to the
+    newest ``createdAt``, then the id.
+    """
+    factor = maturity(sum(m.access_count for m in memories))
+    wanted = terms(query)
+    ranked = []
+    for memory in memories:
+        if not memory.is_active or memory.id in exclude:
+            continue
+        if categories is not None and memory.category not in categories:
+            continue
+        overlap = topic(wanted, terms(memory.processed_content))
+        if need_topic and overlap <= 0.0:
+            continue
+        relevance = composite(
+            age_days=age_days(now, memory.anchor),
+            access_count=memory.access_count,
+            topic_score=overlap,
+            confidence=memory.confidence,
+            maturity_factor=factor,
+        )
+        if relevance.score >= min_score:
+            ranked.append((memory, relevance))
+    ranked.sort(
+        key=lambda pair: (
+            -pair[1].score,
+            -parse_time(pair[0].created_at).timestamp(),
+            pair[0].id,
+        )
+    )
+    return ranked if limit is None else ranked[:limit]
+
+
+def age_days(now: datetime, stamp: str | None) -> float:
+    """Days from ``stamp`` to ``now`` (0 without a stamp): recency's and staleness's age."""
+    return (now - parse_time(stamp)).total_seconds() / 86400 if stamp else 0.0
 
 
 @dataclass(frozen=True)
