@@ -21,18 +21,13 @@ from fastapi.testclient import TestClient
 from orcamem import Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem.bank.bank import MemoryBank
-from orcamem.engine.automations import (
-    NOTE_FOOTER,
-    NOTE_HEADER,
-    NOTE_MAX_BYTES,
-    NOTE_PREAMBLE,
-    render_note,
-)
+from orcamem.engine.automations import NOTE_MAX_BYTES
 from orcamem.engine.store import SQLiteStore
 from orcamem.engine.store.base import MemoryUpdate
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
 from orcamem.interfaces.http.api import sleep as sleep_route
+from orcamem.recall.blocks.note import NOTE_FOOTER, NOTE_HEADER, NOTE_PREAMBLE, render_note
 from servers import serve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,16 +19,7 @@ import pytest
 from orcamem import ModelTimeoutError
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.llm import NOTHING, OpenAIChat
-from orcamem.capability.capability import (
-    BLOCK_CHARS,
-    COLD_WARNING,
-    EXTRACTION_PROMPT,
-    INSTRUCTION,
-    MEMORY_CHARS,
-    Capability,
-    MemoryOffError,
-    render_block,
-)
+from orcamem.capability.capability import EXTRACTION_PROMPT, Capability, MemoryOffError
 from orcamem.capability.markdown.store import BANNER_HEADLINE
 from orcamem.capability.providers import (
     HEADROOM,
@@ -39,6 +30,13 @@ from orcamem.capability.providers import (
     Scope,
 )
 from orcamem.capability.settings import set_workspace_override
+from orcamem.recall.blocks.capability import (
+    BLOCK_CHARS,
+    COLD_WARNING,
+    INSTRUCTION,
+    MEMORY_CHARS,
+    render_block,
+)
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
 

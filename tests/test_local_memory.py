@@ -17,7 +17,7 @@ from orcamem._kernel.clock import FrozenClock, format_time
 from orcamem._kernel.config import memory_dir
 from orcamem._kernel.jobs.queue import JobQueue, job_id
 from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
-from orcamem.local.extract import MAX_RECALL_BYTES, MAX_SOURCE_BYTES, build_source, pack_recall
+from orcamem.local.extract import MAX_SOURCE_BYTES, build_source
 from orcamem.local.jobs import FileJobStore
 from orcamem.local.ledger import (
     KEEP_CANDIDATES,
@@ -31,6 +31,7 @@ from orcamem.local.ledger import (
 )
 from orcamem.local.memory import BARRIER_S, LocalMemory
 from orcamem.local.transcript import JsonlTranscript
+from orcamem.recall.blocks.local import MAX_RECALL_BYTES, pack_recall
 
 T0 = "2026-11-01T10:00:00Z"
 

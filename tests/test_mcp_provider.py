@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from orcamem.capability import Capability, doctor_report
-from orcamem.capability.capability import render_block
 from orcamem.capability.providers import (
     HEADROOM,
     NOT_AVAILABLE,
@@ -26,6 +25,7 @@ from orcamem.capability.providers import (
 )
 from orcamem.capability.providers.mcp import parse_orcamem_block, parse_ranked_lines
 from orcamem.capability.settings import set_workspace_override
+from orcamem.recall.blocks.capability import render_block
 
 BROKEN = str(Path(__file__).with_name("broken_mcp_server.py"))
 

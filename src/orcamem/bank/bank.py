@@ -58,6 +58,7 @@ from ..errors import (
     StoreError,
 )
 from ..recall import bank as scoring
+from ..recall.blocks import bank as bank_block
 from .objects import (
     MemoryObjectStore,
     ObjectStore,
@@ -668,13 +669,13 @@ class MemoryBank:
             else []
         )
 
-        def items(hits: list[BankHit]) -> list[scoring.BlockItem]:
+        def items(hits: list[BankHit]) -> list[bank_block.BlockItem]:
             return [
-                scoring.BlockItem(h.memory.id, h.memory.category, h.memory.processed_content)
+                bank_block.BlockItem(h.memory.id, h.memory.category, h.memory.processed_content)
                 for h in hits
             ]
 
-        block, ids = scoring.render_block(items(core), items(relevant))
+        block, ids = bank_block.render_block(items(core), items(relevant))
         if ids:
             self.mark_accessed(chosen.name, ids)
         return Injection(block, ids)

@@ -13,6 +13,7 @@ from .._kernel.clock import format_time, parse_time
 from .._kernel.model import is_memory_id
 from .._kernel.names import MEMORY_ID, PROFILE
 from ..recall import bank as scoring
+from ..recall import signals
 
 __all__ = [
     "KEY_RE",
@@ -171,7 +172,7 @@ class BankMemory:
             access_count=count,
             last_accessed_at=last,
             staleness_score=scoring.staleness(
-                scoring.age_days(parse_time(at), last), count, self.confidence, self.category
+                signals.age_days(parse_time(at), last), count, self.confidence, self.category
             ),
         )
 

@@ -39,32 +39,24 @@ from .._kernel.llm import NOTHING, ChatModel, bounded
 from .._kernel.redact import has_secrets, redact
 from .._kernel.text import message_text
 from ..errors import MemoryOffError, ModelError, OrcamemError
+from ..recall.blocks.budget import clip
+from ..recall.blocks.capability import render_block
 from .providers import MemoryProvider, ProviderError, ProviderStatus, Recalled, Scope, make_provider
 from .settings import ResolvedSettings, load_settings
 
 __all__ = [
     "AUTOMATIC_IMPORTANCE",
-    "BLOCK_CHARS",
-    "COLD_WARNING",
     "EXTRACTION_PROMPT",
     "EXTRACTION_SCHEMA",
-    "INSTRUCTION",
     "MAX_FACTS",
-    "MEMORY_CHARS",
     "Capability",
     "MemoryOffError",
     "SaveOutcome",
     "TurnMemory",
-    "render_block",
-    "truncate",
 ]
 
 log = logging.getLogger("orcamem.capability")
 
-MEMORY_CHARS = 1000
-"""A single memory is truncated at this many characters in the block."""
-BLOCK_CHARS = 8000
-"""The whole ``<memory>`` block (tags included) is capped at this many characters."""
 MAX_FACTS = 3
 """At most this many facts are saved after a turn."""
 AUTOMATIC_IMPORTANCE = 0.5
@@ -73,14 +65,6 @@ EXTRACTION_DEADLINE_S = 60.0
 """Wall-clock limit of the extraction call (it runs in the background either way)."""
 _EXCHANGE_CHARS = 4000
 
-INSTRUCTION = (
-    "Memory: facts remembered from earlier sessions in this workspace. Use them as context for "
-    "this turn. Do not cite, quote or mention them unless the user asks."
-)
-COLD_WARNING = (
-    "[From cold storage: this was true at one time, but it may not be true now. Never restate "
-    "it as a current fact.]"
-)
 
 EXTRACTION_PROMPT = """You read one finished exchange between a user and an assistant and pick \
 the durable facts worth remembering in later sessions: a preference the user stated, a \
@@ -100,43 +84,6 @@ EXTRACTION_SCHEMA = bounded(
     },
     max_string=300,
 )
-
-
-def truncate(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut."""
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _item(memory: Recalled) -> str:
-    body = truncate(memory.text, MEMORY_CHARS)
-    if memory.archived:
-        body = f"{COLD_WARNING}\n{body}"
-    lines = body.split("\n")
-    return "\n".join([f"- {lines[0]}", *(f"  {line}" if line else "" for line in lines[1:])])
-
-
-def render_block(memories: Sequence[Recalled]) -> str:
-    """The ``<memory>`` block for these memories, in order; ``""`` when there are none.
-
-    Each memory is cut at :data:`MEMORY_CHARS` (an archived one is prefixed with its
-    cold-storage warning); memories that would take the block past :data:`BLOCK_CHARS` are
-    left out.
-    """
-    head, tail = f"<memory>\n{INSTRUCTION}\n", "</memory>"
-    room = BLOCK_CHARS - len(head) - len(tail)
-    items = []
-    for memory in memories:
-        if not memory.text.strip():
-            continue
-        item = _item(memory) + "\n"
-        if len(item) > room:
-            continue
-        room -= len(item)
-        items.append(item)
-    if not items:
-        return ""
-    return head + "".join(items) + tail
 
 
 @dataclass(frozen=True)
@@ -305,8 +252,8 @@ class Capability:
     def _extract(self, user_message: str, reply: str) -> tuple[list[str], list[str], bool]:
         """``(facts, dropped, nothing)`` from one model call."""
         exchange = (
-            f"User: {truncate(redact(user_message).text, _EXCHANGE_CHARS)}\n\n"
-            f"Assistant: {truncate(redact(reply).text, _EXCHANGE_CHARS)}"
+            f"User: {clip(redact(user_message).text, _EXCHANGE_CHARS, collapse=False)}\n\n"
+            f"Assistant: {clip(redact(reply).text, _EXCHANGE_CHARS, collapse=False)}"
         )
         assert self.model is not None
         answer = self.model.complete_json(

@@ -49,13 +49,13 @@ from ..errors import (
     StoreError,
     TransientError,
 )
+from ..recall.blocks.local import pack_recall
+from ..recall.ledger import fallback_rank
 from . import index as ledger_index
 from .extract import (
     CANDIDATES_SCHEMA,
     EXTRACTION_PROMPT,
     build_source,
-    fallback_rank,
-    pack_recall,
     parse_candidates,
     render_source,
     screen,

@@ -41,20 +41,13 @@ from .presets import get_preset
 
 __all__ = [
     "BANK_CATEGORIES",
-    "BLOCK_CLOSE",
-    "BLOCK_HEADER",
     "CATEGORY_WEIGHTS",
     "CLUSTERS",
     "CORE_CATEGORIES",
-    "CORE_HEADER",
-    "INJECTION_CHAR_BUDGET",
     "INJECTION_MAX_RESULTS",
     "INJECTION_MIN_SCORE",
-    "QUERY_HEADER",
-    "BlockItem",
     "Rankable",
     "Relevance",
-    "age_days",
     "bank_weights",
     "clusters_of",
     "composite",
@@ -62,7 +55,6 @@ __all__ = [
     "maturity",
     "rank",
     "recency",
-    "render_block",
     "staleness",
     "terms",
     "topic",
@@ -94,17 +86,11 @@ CATEGORY_WEIGHTS: Mapping[str, float] = {
 }
 """Staleness tilt per category: preferences decay slowest, context fastest."""
 
-INJECTION_CHAR_BUDGET = 2000
-"""The injected block's character budget (~500 tokens): the query tier is trimmed first."""
 INJECTION_MAX_RESULTS = 8
 """Query-relevant memories pulled for the block (core ids excluded)."""
 INJECTION_MIN_SCORE = 0.05
 """The least composite score of a query-relevant memory in the block."""
 
-BLOCK_HEADER = "--- CONTEXT FROM MEMORY ---"
-CORE_HEADER = "Core knowledge (always apply):"
-QUERY_HEADER = "Relevant to this task:"
-BLOCK_CLOSE = "---"
 
 CLUSTERS: Mapping[str, frozenset[str]] = {
     name: frozenset(words.split())
@@ -285,7 +271,7 @@ def staleness(
     return min(1.0, max(0.0, raw))
 
 
-# -- the injected block -------------------------------------------------------------------------
+# -- ranking -----------------------------------------------------------------------------------
 
 
 class Rankable(Protocol):
@@ -335,7 +321,7 @@ def rank(
         if need_topic and overlap <= 0.0:
             continue
         relevance = composite(
-            age_days=age_days(now, memory.anchor),
+            age_days=signals.age_days(now, memory.anchor),
             access_count=memory.access_count,
             topic_score=overlap,
             confidence=memory.confidence,
@@ -351,60 +337,3 @@ def rank(
         )
     )
     return ranked if limit is None else ranked[:limit]
-
-
-def age_days(now: datetime, stamp: str | None) -> float:
-    """Days from ``stamp`` to ``now`` (0 without a stamp): recency's and staleness's age."""
-    return (now - parse_time(stamp)).total_seconds() / 86400 if stamp else 0.0
-
-
-@dataclass(frozen=True)
-class BlockItem:
-    """A memory as the block shows it."""
-
-    id: str
-    category: str
-    content: str
-
-
-def _line(item: BlockItem) -> str:
-    # one memory, one line: a memory cannot close the block early or fake a header
-    return f"* [{item.category}] {' '.join(item.content.split())}"
-
-
-def _compose(core: Sequence[BlockItem], relevant: Sequence[BlockItem]) -> str:
-    parts = [BLOCK_HEADER]
-    if core:
-        parts.append(CORE_HEADER)
-        parts.extend(_line(item) for item in core)
-    if relevant:
-        if core:
-            parts.append("")
-        parts.append(QUERY_HEADER)
-        parts.extend(_line(item) for item in relevant)
-    parts.append(BLOCK_CLOSE)
-    return "\n".join(parts)
-
-
-def render_block(
-    core: Sequence[BlockItem],
-    relevant: Sequence[BlockItem],
-    budget: int = INJECTION_CHAR_BUDGET,
-) -> tuple[str, list[str]]:
-    """The ``--- CONTEXT FROM MEMORY ---`` block and the ids that made it in.
-
-    ``core`` and ``relevant`` come best first. While the block is longer than ``budget``
-    characters, the last query-relevant item is dropped; only when none is left is the last
-    core item dropped. Nothing left: ``("", [])``.
-    """
-    # every line is at least 10 characters: more core items than this can never fit
-    core, relevant = list(core)[: budget // 10], list(relevant)
-    while core or relevant:
-        block = _compose(core, relevant)
-        if len(block) <= budget:
-            return block, [item.id for item in (*core, *relevant)]
-        if relevant:
-            relevant.pop()
-        else:
-            core.pop()
-    return "", []

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import TypeVar
+
+from .._kernel.clock import parse_time
 
 __all__ = [
     "above_floor",
+    "age_days",
     "date_match",
     "ebbinghaus_retention",
     "hawkes_intensity",
@@ -49,6 +52,17 @@ def above_floor(cosine: float, floor: float) -> float:
     if cosine <= floor:
         return 0.0
     return (cosine - floor) / max(1e-9, 1.0 - floor)
+
+
+def age_days(now: datetime, stamp: str | None) -> float:
+    """Days from ``stamp`` (ISO-8601) to ``now``: 0 without a stamp, for an unreadable one, or
+    for a future one (recency and staleness never count time backwards)."""
+    if not stamp:
+        return 0.0
+    try:
+        return max(0.0, (now - parse_time(stamp)).total_seconds() / 86400)
+    except ValueError:
+        return 0.0
 
 
 def recency(age_days: float, half_life_days: float) -> float:

@@ -3,7 +3,7 @@
 Admin keys only: automations belong to the host that schedules them, not to a space. ``PUT``
 replaces the note (``text/plain``: the body is the note; ``application/json``:
 ``{"note": "..."}``); an empty or blank body clears it. ``GET`` returns the note and the
-context block a run receives (``engine.automations.render_note``).
+context block a run receives (``recall.blocks.note.render_note``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from ....engine.automations import render_note
 from ....engine.store.base import AutomationNote
+from ....recall.blocks.note import render_note
 from ..deps import MemoryDep
 from .common import RawBodyDep, require_admin
 from .schemas import ID_PATTERN, NoteIn, NoteOut, errors

@@ -1,4 +1,4 @@
-"""Pack recalled items into the block injected before a turn, within a token budget.
+"""The engine's block (seed 003): recalled items packed before a turn, within a token budget.
 
 Two formats, one order: forbidden rules hoisted first, then current states and facts, then
 events, then passages from earlier conversations.
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .._kernel.config import Config
-from .._kernel.model import Hit, MemoryRecord
-from .._kernel.text import estimate_tokens
+from ..._kernel.config import Config
+from ..._kernel.model import Hit, MemoryRecord
+from ..._kernel.text import estimate_tokens
+from .budget import clip, fill
 
 __all__ = ["FORBIDDEN_FRAMING", "FRAMING", "pack_context"]
 
@@ -39,17 +40,12 @@ def _day(stamp: str | None) -> str:
     return (stamp or "")[:10]
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _state_body(memory: MemoryRecord, limit: int) -> str:
     """``user.home city: Bangalore (since …)``, or for a conditional exception
     ``user.morning drink | cond: sore throat -> ginger tea``."""
     entity = memory.entity or "user"
     attribute = memory.attribute or memory.category
-    value = _clip(memory.value or memory.content, limit)
+    value = clip(memory.value or memory.content, limit)
     if memory.condition:
         return f"{entity}.{attribute} | cond: {memory.condition} -> {value}"
     since = (
@@ -65,18 +61,18 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
     outdated = f" [outdated: now {hit.outdated_by}]" if hit.outdated_by else ""
     if hit.kind == "rule":
         return (
-            f"[FORBIDDEN: {_clip(hit.text, config.max_passage_chars)}]"
+            f"[FORBIDDEN: {clip(hit.text, config.max_passage_chars)}]"
             if dense
-            else (f"- {_clip(hit.text, config.max_passage_chars)}")
+            else (f"- {clip(hit.text, config.max_passage_chars)}")
         )
     if memory is not None and memory.category == "event":
-        body = f"{_day(memory.event_date or memory.created_at)}: {_clip(memory.content, config.max_passage_chars)}"
+        body = f"{_day(memory.event_date or memory.created_at)}: {clip(memory.content, config.max_passage_chars)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     if memory is not None:
         body = _state_body(memory, config.max_passage_chars)
         return f"[{body}{outdated}]" if dense else f"- {body}{outdated}"
     who = f"{hit.role}: " if hit.role else ""
-    body = f"{_day(hit.occurred_at)} {who}{_clip(hit.text, config.max_passage_chars)}{outdated}"
+    body = f"{_day(hit.occurred_at)} {who}{clip(hit.text, config.max_passage_chars)}{outdated}"
     return f"[LOG: {body}]" if dense else f"- {body}"
 
 
@@ -109,14 +105,12 @@ def pack_context(
     if rules:
         header += f"\n{FORBIDDEN_FRAMING}"
     budget = config.context_budget_tokens - estimate_tokens(header)
-    chosen: list[tuple[Hit, str]] = []
-    for hit in ordered:
-        rendered = _render(hit, config, dense)
-        cost = estimate_tokens(rendered) + 1
-        if cost > budget:
-            continue
-        budget -= cost
-        chosen.append((hit, rendered))
+    chosen = fill(
+        ordered,
+        lambda hit: _render(hit, config, dense),
+        budget,
+        cost=lambda rendered: estimate_tokens(rendered) + 1,
+    )
     if not chosen:
         return "", []
     if dense:

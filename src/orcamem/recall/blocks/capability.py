@@ -1,0 +1,62 @@
+"""The host capability's block (seed 004): ``<memory>`` with its instruction, one memory cut at
+1,000 characters, the whole block at 8,000; an archived memory carries its cold-storage warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from .budget import clip, fill
+
+__all__ = ["BLOCK_CHARS", "COLD_WARNING", "INSTRUCTION", "MEMORY_CHARS", "render_block"]
+
+
+class Recalled(Protocol):
+    """What the block reads from a recalled memory (a provider's ``Recalled`` answers it)."""
+
+    text: str
+    archived: bool
+
+
+MEMORY_CHARS = 1000
+"""A single memory is truncated at this many characters in the block."""
+
+
+BLOCK_CHARS = 8000
+"""The whole ``<memory>`` block (tags included) is capped at this many characters."""
+
+
+INSTRUCTION = (
+    "Memory: facts remembered from earlier sessions in this workspace. Use them as context for "
+    "this turn. Do not cite, quote or mention them unless the user asks."
+)
+
+
+COLD_WARNING = (
+    "[From cold storage: this was true at one time, but it may not be true now. Never restate "
+    "it as a current fact.]"
+)
+
+
+def _item(memory: Recalled) -> str:
+    body = clip(memory.text, MEMORY_CHARS, collapse=False)
+    if memory.archived:
+        body = f"{COLD_WARNING}\n{body}"
+    lines = body.split("\n")
+    return "\n".join([f"- {lines[0]}", *(f"  {line}" if line else "" for line in lines[1:])])
+
+
+def render_block(memories: Sequence[Recalled]) -> str:
+    """The ``<memory>`` block for these memories, in order; ``""`` when there are none.
+
+    Each memory is cut at :data:`MEMORY_CHARS` (an archived one is prefixed with its
+    cold-storage warning); memories that would take the block past :data:`BLOCK_CHARS` are
+    left out.
+    """
+    head, tail = f"<memory>\n{INSTRUCTION}\n", "</memory>"
+    kept = [memory for memory in memories if memory.text.strip()]
+    items = fill(kept, lambda memory: _item(memory) + "\n", BLOCK_CHARS - len(head) - len(tail))
+    if not items:
+        return ""
+    return head + "".join(rendered for _, rendered in items) + tail
