@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from orcamem._kernel.config import S3Settings
+from orcamem._kernel.env import S3Settings
 from orcamem.bank.objects import S3ObjectStore
 from orcamem.errors import StoreError
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from orcamem import InvalidInputError
-from orcamem._kernel.config import headroom_python, instance_config_path
+from orcamem._kernel.env import headroom_python, instance_config_path
 from orcamem.capability.capability import Capability
 from orcamem.capability.settings import (
     DEFAULTS,

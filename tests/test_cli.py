@@ -13,6 +13,7 @@ from typer.testing import CliRunner, Result
 
 from orcamem import Config, Memory
 from orcamem._kernel.model import NewMemory
+from orcamem.engine import PackConfig
 from orcamem.engine.store.base import MemoryUpdate
 from orcamem.interfaces.cli.main import app
 
@@ -155,7 +156,7 @@ def test_recall_output_is_byte_exact(db: Path) -> None:
 def test_recall_classic_has_sections(db: Path) -> None:
     _recall_db(db)
     query = "where do I live and how should I write PowerShell?"
-    with Memory(db, config=Config(enable_sutra_packing=False)) as mem:
+    with Memory(db, config=Config(pack=PackConfig(enable_sutra_packing=False))) as mem:
         expected = mem.recall(query)
     printed = run("recall", query, "--db", db, "--classic").stdout
     assert flat(printed) == flat(expected)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, Memory
+from orcamem.engine import RecallConfig
 
 WRITER = textwrap.dedent("""
     import sys
@@ -63,7 +64,9 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
 def test_vector_index_sees_another_process_write(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.db")
     with Memory(
-        path, space="shared", config=Config(preset="vector", novelty_threshold=1.0)
+        path,
+        space="shared",
+        config=Config(recall=RecallConfig(preset="vector", novelty_threshold=1.0)),
     ) as reader:
         reader.add("The spare key hides under the blue flowerpot.")
         assert reader.search("where is the key?").hits  # index now loaded in this process

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from orcamem import ClosedError, InvalidInputError, ModelError, ModelOutputError, ModelTimeoutError
-from orcamem._kernel.config import (
+from orcamem._kernel.env import (
     DEFAULT_ANTHROPIC_BASE_URL,
     DEFAULT_ANTHROPIC_MODEL,
     anthropic_api_key,

@@ -14,7 +14,7 @@ import pytest
 
 from local_memory_helpers import KeyedModel, ScriptedModel, items, tree, turn, wait_until
 from orcamem._kernel.clock import FrozenClock, format_time
-from orcamem._kernel.config import memory_dir
+from orcamem._kernel.env import memory_dir
 from orcamem._kernel.jobs.queue import JobQueue, job_id
 from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
 from orcamem.local.extract import MAX_SOURCE_BYTES, build_source

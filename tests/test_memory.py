@@ -9,6 +9,7 @@ import pytest
 
 from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
+from orcamem.engine import PackConfig, RecallConfig
 
 
 def test_walkthrough_from_the_issue(mem: Memory, tmp_path: Path) -> None:
@@ -88,13 +89,17 @@ def test_novelty_gate_drops_near_duplicates(tmp_path: Path, clock: FrozenClock) 
         mem.add("The guest wifi password is different.")
         hits = mem.search("wifi password").hits
         assert [h.text for h in hits].count("The wifi password is hunter2.") == 1
-    with Memory(tmp_path / "m.db", clock=clock, config=Config(novelty_threshold=1.0)) as mem:
+    with Memory(
+        tmp_path / "m.db", clock=clock, config=Config(recall=RecallConfig(novelty_threshold=1.0))
+    ) as mem:
         hits = mem.search("wifi password").hits
         assert [h.text for h in hits].count("The wifi password is hunter2.") == 3
 
 
 def test_classic_packing_has_sections(tmp_path: Path, clock: FrozenClock) -> None:
-    with Memory(tmp_path / "m.db", clock=clock, config=Config(enable_sutra_packing=False)) as mem:
+    with Memory(
+        tmp_path / "m.db", clock=clock, config=Config(pack=PackConfig(enable_sutra_packing=False))
+    ) as mem:
         mem.observe(
             "user", "I live in Bangalore.", session_id="s1", occurred_at="2026-10-17T10:00:00Z"
         )
@@ -121,7 +126,9 @@ def test_dense_packing_format(mem: Memory) -> None:
 
 
 def test_budget_caps_the_block(tmp_path: Path, clock: FrozenClock) -> None:
-    with Memory(tmp_path / "m.db", clock=clock, config=Config(context_budget_tokens=120)) as mem:
+    with Memory(
+        tmp_path / "m.db", clock=clock, config=Config(pack=PackConfig(context_budget_tokens=120))
+    ) as mem:
         for i in range(30):
             mem.add(f"Project note {i}: the deploy pipeline step {i} runs the integration suite.")
         block = mem.recall("deploy pipeline integration suite")

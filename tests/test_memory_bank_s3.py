@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.config import S3Settings, memory_bank_s3
+from orcamem._kernel.env import S3Settings, memory_bank_s3
 from orcamem.bank import BankMemory, MemoryBank
 from orcamem.bank.objects import LIST_PAGE_SIZE, PreconditionFailedError, S3ObjectStore
 from test_memory_bank import _two_writers

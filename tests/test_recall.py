@@ -11,6 +11,7 @@ import pytest
 from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.text import date_ranges, fts_query
+from orcamem.engine import SignalsConfig
 from orcamem.recall import signals
 from orcamem.recall.hybrid import _asks
 
@@ -132,12 +133,16 @@ def _rank(memory: Memory, query: str, turn_id: str) -> int:
 def test_the_answer_after_a_matching_question_borrows_from_it(conversation: Memory) -> None:
     query = "Which games were played at the picnic?"
     conversation.config = Config(
-        answer_share=0.0, neighbour_weights_after=(), neighbour_weights_before=()
+        signals=SignalsConfig(
+            answer_share=0.0, neighbour_weights_after=(), neighbour_weights_before=()
+        )
     )
     without = _rank(conversation, query, "s1:2")
     hit_without = next(h for h in conversation.search(query).hits if h.turn_id == "s1:2")
     conversation.config = Config(
-        answer_share=0.9, neighbour_weights_after=(), neighbour_weights_before=()
+        signals=SignalsConfig(
+            answer_share=0.9, neighbour_weights_after=(), neighbour_weights_before=()
+        )
     )
     with_share = _rank(conversation, query, "s1:2")
     hit = next(h for h in conversation.search(query).hits if h.turn_id == "s1:2")
@@ -146,7 +151,7 @@ def test_the_answer_after_a_matching_question_borrows_from_it(conversation: Memo
 
 
 def test_neighbour_sources_bound_the_lenders(conversation: Memory) -> None:
-    conversation.config = Config(neighbour_sources=0)
+    conversation.config = Config(signals=SignalsConfig(neighbour_sources=0))
     hits = conversation.search("picnic games").hits
     assert all(hit.breakdown["neighbour"] == 0 for hit in hits)
 
@@ -154,7 +159,7 @@ def test_neighbour_sources_bound_the_lenders(conversation: Memory) -> None:
 def test_hits_from_the_best_matching_session_get_the_session_bonus(
     conversation: Memory,
 ) -> None:
-    conversation.config = Config(session_weight=0.5)
+    conversation.config = Config(signals=SignalsConfig(session_weight=0.5))
     hits = conversation.search("picnic games charades").hits
     top = hits[0]
     assert top.session_id == "s1" and top.breakdown["session"] == pytest.approx(0.5)
@@ -163,9 +168,13 @@ def test_hits_from_the_best_matching_session_get_the_session_bonus(
 
 
 def test_a_named_date_favours_what_was_said_then(conversation: Memory) -> None:
-    conversation.config = Config(date_weight=0.0, recency_weight=0.0, hawkes_weight=0.0)
+    conversation.config = Config(
+        signals=SignalsConfig(date_weight=0.0, recency_weight=0.0, hawkes_weight=0.0)
+    )
     undated = conversation.search("rosemary bread baked", top_k=3).hits
-    conversation.config = Config(date_weight=0.8, date_slack_after_days=3, recency_weight=0.0)
+    conversation.config = Config(
+        signals=SignalsConfig(date_weight=0.8, date_slack_after_days=3, recency_weight=0.0)
+    )
     for query, session in [
         ("What did Bob bake on 2 September 2022?", "s3"),
         ("What did Bob bake in July 2022?", "s2"),
@@ -176,7 +185,7 @@ def test_a_named_date_favours_what_was_said_then(conversation: Memory) -> None:
 
 
 def test_naming_the_speaker_boosts_their_turns(conversation: Memory) -> None:
-    conversation.config = Config(speaker_weight=1.0)
+    conversation.config = Config(signals=SignalsConfig(speaker_weight=1.0))
     hits = conversation.search("Did Ann talk about rosemary bread?", top_k=5).hits
     ann = next(h for h in hits if h.role == "Ann")
     assert ann.breakdown["speaker"] > 0

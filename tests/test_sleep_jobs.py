@@ -13,6 +13,7 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.jobs.queue import JobWorker
 from orcamem._kernel.llm import OpenAIChat
 from orcamem._kernel.text import STOPWORDS
+from orcamem.engine import SleepConfig
 from orcamem.engine.consolidate.jobs import CONSOLIDATE
 from orcamem.engine.consolidate.verify import normal_words
 from orcamem.engine.sleeper import Sleeper
@@ -62,7 +63,7 @@ def test_unreachable_model_falls_back_to_rules_on_the_last_attempt(mem: Memory) 
 
 
 def test_background_sleeper_consolidates_idle_spaces(tmp_path: Path) -> None:
-    config = Config(auto_sleep=True, sleep_idle_seconds=0.2, sleep_batch_threshold=1000)
+    config = Config(sleep=SleepConfig(auto=True, idle_seconds=0.2, batch_threshold=1000))
     with Memory(tmp_path / "bg.db", config=config) as mem:
         mem.observe("user", "I live in Quito.", space="alice")
         mem.observe("user", "I live in Lima.", space="bob")
@@ -76,7 +77,7 @@ def test_background_sleeper_consolidates_idle_spaces(tmp_path: Path) -> None:
 
 
 def test_background_sleeper_batch_threshold(tmp_path: Path, clock: FrozenClock) -> None:
-    config = Config(sleep_idle_seconds=3600, sleep_batch_threshold=3)
+    config = Config(sleep=SleepConfig(idle_seconds=3600, batch_threshold=3))
     with Memory(tmp_path / "t.db", config=config, clock=clock) as mem:
         sleeper = Sleeper(mem)
         mem.observe("user", "I live in Oslo.")

@@ -1,194 +1,139 @@
-"""Configuration: one frozen object; the environment is read only by the functions here."""
+"""The engine's switches: one frozen ``Config`` of five frozen sections, keyword-only.
+
+>>> from orcamem import Config
+>>> from orcamem.engine import RecallConfig, SleepConfig
+>>> Config(recall=RecallConfig(top_k=5), sleep=SleepConfig(timezone="Asia/Kolkata"))
+Config(recall=RecallConfig(top_k=5), sleep=SleepConfig(timezone='Asia/Kolkata'))
+>>> Config().recall.top_k
+10
+
+A section's repr shows only what differs from the defaults. Every value is checked when the
+section is built; the error names the field, the value given and what is allowed. The
+environment is not read here (see ``env``).
+"""
 
 from __future__ import annotations
 
-import os
+import math
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NoReturn, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidInputError
 
+# Readers that moved to ``env``, still imported from here by modules other agents own
+# (``_kernel/llm.py``, ``capability/providers/mcp.py``); new code imports them from ``env``.
+from .env import (
+    HEADROOM_PYTHON_ENV,
+    anthropic_api_key,
+    anthropic_base_url,
+    anthropic_model,
+    headroom_python,
+    openai_api_key,
+)
+
 __all__ = [
-    "DEFAULT_ANTHROPIC_BASE_URL",
-    "DEFAULT_ANTHROPIC_MEMORY_MODEL",
-    "DEFAULT_ANTHROPIC_MODEL",
+    "HEADROOM_PYTHON_ENV",
     "Config",
-    "S3Settings",
+    "PackConfig",
+    "RecallConfig",
+    "SignalsConfig",
+    "SleepConfig",
+    "StorageConfig",
     "anthropic_api_key",
     "anthropic_base_url",
-    "anthropic_memory_model",
     "anthropic_model",
-    "default_db_path",
     "headroom_python",
-    "home_dir",
-    "instance_config_path",
-    "memory_bank_profiles_path",
-    "memory_bank_s3",
-    "memory_dir",
     "openai_api_key",
-    "user_config_file",
 ]
 
-DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
-"""The Claude model used when neither ``model=`` nor ``$ORCAMEM_ANTHROPIC_MODEL`` names one."""
+S = TypeVar("S", bound="_Section")
 
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-
-
-def home_dir(environ: dict[str, str] | None = None) -> Path:
-    """``$ORCA_HOME`` if set, else ``~/.orca``: the only place orcamem reads its home from."""
-    env = os.environ if environ is None else environ
-    value = env.get("ORCA_HOME")
-    return Path(value).expanduser() if value else Path.home() / ".orca"
+_MANY = 10_000
+"""Upper bound of candidate and source counts: beyond it recall's cost has no use."""
 
 
-def memory_dir(environ: dict[str, str] | None = None) -> Path:
-    """Local agent memory's root: ``$ORCA_HOME/memory`` if set, else ``~/.orca/memory``."""
-    return home_dir(environ) / "memory"
+class _Section:
+    """What every section shares: a repr of the changed fields, ``with_`` and the checks."""
+
+    section: ClassVar[str]
+    """The section's name in ``Config`` (and in error messages: ``recall.top_k=0: ...``)."""
+
+    def __repr__(self) -> str:
+        changed = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)  # type: ignore[arg-type]
+            if getattr(self, f.name) != f.default
+        ]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def with_(self: S, **changes: Any) -> S:
+        """A copy with some fields changed (an unknown name is an error, not ignored)."""
+        known = [f.name for f in fields(self)]  # type: ignore[arg-type]
+        unknown = sorted(set(changes) - set(known))
+        if unknown:
+            raise InvalidInputError(
+                f"{type(self).__name__} has no field {', '.join(unknown)}: use one of "
+                f"{', '.join(known)}"
+            )
+        return replace(self, **changes)  # type: ignore[type-var]
+
+    # -- checks (each raises with the field, the value given and what is allowed) --------
+
+    def _fail(self, name: str, allowed: str) -> NoReturn:
+        raise InvalidInputError(f"{self.section}.{name}={getattr(self, name)!r}: {allowed}")
+
+    def _int(self, name: str, low: int, high: int) -> None:
+        value = getattr(self, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            self._fail(name, f"use an integer from {low} to {high}")
+
+    def _number(
+        self, name: str, low: float = 0.0, high: float = math.inf, *, above: bool = False
+    ) -> None:
+        """A finite number in ``[low, high]`` (``(low, high]`` with ``above``)."""
+        value = getattr(self, name)
+        ok = (
+            not isinstance(value, bool)
+            and isinstance(value, (int, float))
+            and math.isfinite(value)
+            and (value > low if above else value >= low)
+            and value <= high
+        )
+        if not ok:
+            if high == math.inf:
+                allowed = f"use a finite number {'above' if above else 'of at least'} {low:g}"
+            else:
+                allowed = f"use a number from {low:g}{' (excluded)' if above else ''} to {high:g}"
+            self._fail(name, allowed)
+
+    def _bool(self, name: str) -> None:
+        if not isinstance(getattr(self, name), bool):
+            self._fail(name, "use True or False")
+
+    def _choice(self, name: str, choices: tuple[str, ...]) -> None:
+        if getattr(self, name) not in choices:
+            self._fail(name, f"use {' or '.join(repr(c) for c in choices)}")
 
 
-def user_config_file(environ: dict[str, str] | None = None) -> Path:
-    """The user's ``config.toml`` (``auto_memory = false`` lives here): ``<home>/config.toml``."""
-    return home_dir(environ) / "config.toml"
+@dataclass(frozen=True, kw_only=True, repr=False)
+class RecallConfig(_Section):
+    """Candidates, fusion and selection: which passages and memories a query finds.
 
-
-def openai_api_key(environ: dict[str, str] | None = None) -> str | None:
-    """``$OPENAI_API_KEY``, sent to OpenAI-compatible embedding servers when set."""
-    env = os.environ if environ is None else environ
-    return env.get("OPENAI_API_KEY") or None
-
-
-def anthropic_api_key(environ: dict[str, str] | None = None) -> str | None:
-    """``$ANTHROPIC_API_KEY``: when set (and no ``--upstream`` is given) consolidation uses Claude."""
-    env = os.environ if environ is None else environ
-    return env.get("ANTHROPIC_API_KEY") or None
-
-
-def anthropic_model(environ: dict[str, str] | None = None) -> str:
-    """``$ORCAMEM_ANTHROPIC_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MODEL`."""
-    env = os.environ if environ is None else environ
-    return (env.get("ORCAMEM_ANTHROPIC_MODEL") or "").strip() or DEFAULT_ANTHROPIC_MODEL
-
-
-def anthropic_base_url(environ: dict[str, str] | None = None) -> str:
-    """``$ANTHROPIC_BASE_URL`` (a gateway or proxy, as the Anthropic SDKs read it), else the API."""
-    env = os.environ if environ is None else environ
-    return (env.get("ANTHROPIC_BASE_URL") or "").strip() or DEFAULT_ANTHROPIC_BASE_URL
-
-
-def default_db_path(environ: dict[str, str] | None = None) -> Path:
-    return home_dir(environ) / "memory.db"
-
-
-def instance_config_path(environ: dict[str, str] | None = None) -> Path:
-    """The instance-wide ``config.json`` (its ``memory`` object is the memory capability's base
-    layer): ``$ORCA_HOME/config.json``, else ``~/.orca/config.json``."""
-    return home_dir(environ) / "config.json"
-
-
-HEADROOM_PYTHON_ENV = "ORCAMEM_HEADROOM_PYTHON"
-"""Names the interpreter of a Headroom (``headroom-ai``) install, overriding the uv tool path."""
-
-
-def headroom_python(environ: dict[str, str] | None = None) -> Path:
-    """The Python of the ``headroom-ai`` install the ``headroom-mcp`` memory provider runs:
-    ``$ORCAMEM_HEADROOM_PYTHON`` if set, else where ``uv tool install headroom-ai`` puts it
-    (``~/.local/share/uv/tools/headroom-ai/bin/python``)."""
-    env = os.environ if environ is None else environ
-    value = (env.get(HEADROOM_PYTHON_ENV) or "").strip()
-    if value:
-        return Path(value).expanduser()
-    return Path.home() / ".local" / "share" / "uv" / "tools" / "headroom-ai" / "bin" / "python"
-
-
-# -- the Memory Bank (issue 5) ------------------------------------------------------------------
-
-DEFAULT_ANTHROPIC_MEMORY_MODEL = "claude-haiku-4-5-20251001"
-"""The model the Memory Bank's processor uses when ``$ANTHROPIC_MEMORY_MODEL`` names none."""
-
-
-def anthropic_memory_model(environ: dict[str, str] | None = None) -> str:
-    """``$ANTHROPIC_MEMORY_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MEMORY_MODEL`."""
-    env = os.environ if environ is None else environ
-    return (env.get("ANTHROPIC_MEMORY_MODEL") or "").strip() or DEFAULT_ANTHROPIC_MEMORY_MODEL
-
-
-@dataclass(frozen=True)
-class S3Settings:
-    """Where an S3-compatible bucket is and how to sign for it (the secret is not in ``repr``)."""
-
-    bucket: str
-    endpoint: str
-    region: str = "us-east-1"
-    access_key_id: str | None = None
-    secret_access_key: str | None = field(default=None, repr=False)
-    session_token: str | None = field(default=None, repr=False)
-    source: str = ""
-    """The variable that named the bucket (``INTERNAL_S3_BUCKET`` or ``S3_BUCKET``)."""
-
-
-def _s3_from(env: Any, prefix: str) -> S3Settings | None:
-    bucket = (env.get(f"{prefix}BUCKET") or "").strip()
-    if not bucket:
-        return None
-
-    def pick(*names: str) -> str | None:
-        for name in names:
-            value = (env.get(name) or "").strip()
-            if value:
-                return value
-        return None
-
-    region = pick(f"{prefix}REGION", "AWS_REGION", "AWS_DEFAULT_REGION") or "us-east-1"
-    endpoint = pick(f"{prefix}ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-    return S3Settings(
-        bucket=bucket,
-        endpoint=endpoint or f"https://s3.{region}.amazonaws.com",
-        region=region,
-        access_key_id=pick(f"{prefix}ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
-        secret_access_key=pick(f"{prefix}SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
-        session_token=pick(f"{prefix}SESSION_TOKEN", "AWS_SESSION_TOKEN"),
-        source=f"{prefix}BUCKET",
-    )
-
-
-def memory_bank_s3(environ: dict[str, str] | None = None) -> S3Settings | None:
-    """The Memory Bank's bucket: ``$INTERNAL_S3_BUCKET`` and friends, else ``$S3_BUCKET`` and
-    friends (single-bucket dev/CI setups), else ``None`` (the bank runs in memory only).
-
-    Friends of ``<P>BUCKET`` (``<P>`` is ``INTERNAL_S3_`` or ``S3_``): ``<P>ENDPOINT``,
-    ``<P>REGION``, ``<P>ACCESS_KEY_ID``, ``<P>SECRET_ACCESS_KEY``, ``<P>SESSION_TOKEN``, each
-    falling back to the standard ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``,
-    ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
-    ``AWS_SESSION_TOKEN``; without an endpoint, AWS S3 in the region (default ``us-east-1``).
-    """
-    env = os.environ if environ is None else environ
-    return _s3_from(env, "INTERNAL_S3_") or _s3_from(env, "S3_")
-
-
-def memory_bank_profiles_path(environ: dict[str, str] | None = None) -> Path:
-    """The Memory Bank's profile list: ``$ORCAMEM_PROFILES`` if set, else
-    ``$ORCA_HOME/profiles.json`` (a JSON list of ``{"name": ..., "tools": [...]}``)."""
-    env = os.environ if environ is None else environ
-    value = (env.get("ORCAMEM_PROFILES") or "").strip()
-    return Path(value).expanduser() if value else home_dir(environ) / "profiles.json"
-
-
-@dataclass(frozen=True)
-class Config:
-    """Every switch of the engine. Pass ``Memory(config=Config(...))`` or use ``with_``.
-
-    Recall switches follow the episode-engine spec (``enable_*``); numbers without a seed
-    value are tuned by ``orcamem bench locomo`` and documented in docs/recall.md.
+    Numbers are tuned by ``orcamem bench locomo`` and documented in docs/recall.md.
     """
 
-    # -- recall candidates and fusion
+    section: ClassVar[str] = "recall"
+
     preset: str = "hybrid"
-    """Recall preset: a named set of signal weights (see ``recall.presets``)."""
+    """The engine's recall preset: ``hybrid``, ``lexical`` or ``vector`` (``recall.presets``;
+    ``Memory`` refuses a preset whose scorer lives in another system)."""
     top_k: int = 10
+    """Hits a search returns."""
     lexical_candidates: int = 100
+    """BM25 line candidates per query."""
     vector_candidates: int = 100
+    """Cosine line candidates per query."""
     lexical_context_weight: float = 0.4
     """BM25 weight of a line's lexical context (speaker, date, neighbouring turns) against 1.0
     for the line's own words."""
@@ -196,6 +141,30 @@ class Config:
     """``minmax`` (normalised score fusion) or ``rrf`` (reciprocal rank fusion, k=60)."""
     noise_floor_percentile: float = 50.0
     """Vector hits under this percentile of random pairwise cosine carry no weight (spec: 50th)."""
+    novelty_threshold: float = 0.97
+    """Hits whose cosine to an already selected hit is at least this are duplicates."""
+    min_score: float = 0.0
+    """Hits must score above this to be selected."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.preset, str) or not self.preset.strip():
+            self._fail("preset", "use a preset name such as 'hybrid', 'lexical' or 'vector'")
+        self._int("top_k", 1, 1000)
+        self._int("lexical_candidates", 1, _MANY)
+        self._int("vector_candidates", 1, _MANY)
+        self._number("lexical_context_weight")
+        self._choice("fusion", ("minmax", "rrf"))
+        self._number("noise_floor_percentile", 0.0, 100.0)
+        self._number("novelty_threshold", 0.0, 1.0, above=True)
+        self._number("min_score", -math.inf)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class SignalsConfig(_Section):
+    """The bounded additive signals a hit's score adds to its relevance (its ``breakdown``)."""
+
+    section: ClassVar[str] = "signals"
+
     neighbour_weights_before: tuple[float, ...] = (0.4, 0.3)
     """A turn borrows these shares of the score of the turn 1, 2, … places *after* it in its
     session (the question or remark that a matching reply answers)."""
@@ -219,16 +188,15 @@ class Config:
     """Days before a named date that still count as said on it."""
     date_slack_after_days: float = 3.0
     """Days after a named date that still count as said on it (events are told later)."""
-    novelty_threshold: float = 0.97
-    """Hits whose cosine to an already selected hit is at least this are duplicates."""
-    min_score: float = 0.0
-
-    # -- signals (bounded additive boosts)
+    enable_speaker_bonus: bool = True
+    speaker_weight: float = 1.0
+    """A turn by the person the query names gets this share of its relevance again."""
     enable_recency: bool = True
     recency_weight: float = 0.05
     recency_half_life_days: float = 30.0
     enable_usage: bool = True
     usage_weight: float = 0.05
+    """Memories: log-scaled access count, saturating at 50."""
     enable_hawkes: bool = True
     hawkes_alpha: float = 0.4
     hawkes_half_life_seconds: float = 1800.0
@@ -237,54 +205,174 @@ class Config:
     ebbinghaus_s0_days: float = 2.0
     ebbinghaus_gain: float = 0.5
     ebbinghaus_weight: float = 0.05
-    enable_speaker_bonus: bool = True
-    speaker_weight: float = 1.0
 
-    # -- packing
+    def __post_init__(self) -> None:
+        for name in ("neighbour_weights_before", "neighbour_weights_after"):
+            value = getattr(self, name)
+            shares = tuple(value) if isinstance(value, (list, tuple)) else None
+            if shares is None or len(shares) > 10 or not all(_is_share(s) for s in shares):
+                self._fail(name, "use up to 10 shares from 0 to 1, nearest turn first: (0.4, 0.3)")
+            object.__setattr__(self, name, shares)  # a list given becomes a hashable tuple
+        self._int("neighbour_sources", 0, _MANY)
+        self._int("session_top", 1, 100)
+        self._number("answer_share", 0.0, 1.0)
+        self._number("hawkes_alpha", 0.0, 1.0)
+        for name in _NON_NEGATIVE:
+            self._number(name)
+        for name in _POSITIVE:
+            self._number(name, above=True)
+        for name in _SWITCHES:
+            self._bool(name)
+
+
+_NON_NEGATIVE = (
+    "session_weight",
+    "date_weight",
+    "date_slack_before_days",
+    "date_slack_after_days",
+    "speaker_weight",
+    "recency_weight",
+    "usage_weight",
+    "hawkes_weight",
+    "ebbinghaus_gain",
+    "ebbinghaus_weight",
+)
+_POSITIVE = ("recency_half_life_days", "hawkes_half_life_seconds", "ebbinghaus_s0_days")
+_SWITCHES = (
+    "enable_speaker_bonus",
+    "enable_recency",
+    "enable_usage",
+    "enable_hawkes",
+    "enable_ebbinghaus",
+)
+
+
+def _is_share(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class PackConfig(_Section):
+    """How the selection is rendered into the memory block a turn gets."""
+
+    section: ClassVar[str] = "pack"
+
     enable_sutra_packing: bool = True
+    """Dense bracketed lines (``[FORBIDDEN: …][LOG: …]``); False gives the classic sections."""
     context_budget_tokens: int = 800
+    """The block's budget (~4 characters a token)."""
     max_forbidden_rules: int = 12
+    """Forbidden rules hoisted to the top of every block."""
     max_passage_chars: int = 400
+    """A passage or memory longer than this is clipped in the block."""
 
-    # -- consolidation (sleep)
+    def __post_init__(self) -> None:
+        self._bool("enable_sutra_packing")
+        self._int("context_budget_tokens", 32, 1_000_000)
+        self._int("max_forbidden_rules", 0, 1000)
+        self._int("max_passage_chars", 1, 1_000_000)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class SleepConfig(_Section):
+    """Consolidation (``sleep``): batches, the user's zone, and the background sleeper."""
+
+    section: ClassVar[str] = "sleep"
+
     timezone: str = "UTC"
     """The user's IANA zone: "yesterday" and "last week" are counted from local days."""
-    sleep_batch_size: int = 32
+    batch_size: int = 32
     """Episodes per consolidation batch (one extractor call, one transaction)."""
-    auto_sleep: bool = False
+    auto: bool = False
     """Consolidate in the background (a sleeper thread and a job worker per ``Memory``)."""
-    sleep_idle_seconds: float = 120.0
+    idle_seconds: float = 120.0
     """Background: consolidate a space once no episode has arrived for this long."""
-    sleep_batch_threshold: int = 32
+    batch_threshold: int = 32
     """Background: consolidate a space at once when this many episodes are pending."""
-    sleep_lease_seconds: float = 120.0
+    lease_seconds: float = 120.0
     """How long a consolidation job's lease lasts between renewals (renewed every third)."""
 
-    # -- storage
+    def __post_init__(self) -> None:
+        try:
+            ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            self._fail("timezone", "use an IANA zone name such as 'UTC' or 'Asia/Kolkata'")
+        self._int("batch_size", 1, _MANY)
+        self._bool("auto")
+        self._number("idle_seconds", above=True)
+        self._int("batch_threshold", 1, 1_000_000)
+        self._number("lease_seconds", above=True)
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class StorageConfig(_Section):
+    """The SQLite file's durability and the query path's threads (see docs/storage.md)."""
+
+    section: ClassVar[str] = "storage"
+
     synchronous: str = "FULL"
     """SQLite ``synchronous`` pragma: FULL survives power loss, NORMAL only process crashes."""
     busy_timeout_ms: int = 10_000
+    """How long a write waits for another writer's lock before it fails."""
     blas_threads: int = 1
     """BLAS threads for the query path (one is ~25x faster on a busy 2-core machine)."""
 
     def __post_init__(self) -> None:
-        if self.fusion not in ("minmax", "rrf"):
-            raise InvalidInputError(f"fusion={self.fusion!r}: use 'minmax' or 'rrf'")
-        if self.top_k < 1 or self.top_k > 1000:
-            raise InvalidInputError(f"top_k={self.top_k}: use a number from 1 to 1000")
-        if self.synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-            raise InvalidInputError(
-                f"synchronous={self.synchronous!r}: use OFF, NORMAL, FULL or EXTRA"
-            )
-        if not 0.0 < self.novelty_threshold <= 1.0:
-            raise InvalidInputError("novelty_threshold must be in (0, 1]")
-        if self.context_budget_tokens < 32:
-            raise InvalidInputError("context_budget_tokens must be at least 32")
+        value = self.synchronous
+        if not isinstance(value, str) or value.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            self._fail("synchronous", "use 'OFF', 'NORMAL', 'FULL' or 'EXTRA'")
+        object.__setattr__(self, "synchronous", value.upper())
+        self._int("busy_timeout_ms", 0, 3_600_000)
+        self._int("blas_threads", 1, 256)
 
-    def with_(self, **changes: Any) -> Config:
-        """A copy with some fields changed (unknown names are an error)."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(changes) - known)
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class Config:
+    """Every switch of the engine, by section. Pass ``Memory(config=Config(...))``.
+
+    Build a section with only the fields you change (``Config(recall=RecallConfig(top_k=5))``);
+    the sections are importable from ``orcamem.engine``. ``with_`` swaps whole sections.
+    """
+
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    signals: SignalsConfig = field(default_factory=SignalsConfig)
+    pack: PackConfig = field(default_factory=PackConfig)
+    sleep: SleepConfig = field(default_factory=SleepConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            expected = _SECTIONS[f.name]
+            if not isinstance(value, expected):
+                raise InvalidInputError(
+                    f"Config({f.name}={value!r}): pass a {expected.__name__}, e.g. "
+                    f"Config({f.name}={expected.__name__}(...)) "
+                    f"(from orcamem.engine import {expected.__name__})"
+                )
+
+    def __repr__(self) -> str:
+        changed = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != _SECTIONS[f.name]()
+        ]
+        return f"Config({', '.join(changed)})"
+
+    def with_(self, **sections: _Section) -> Config:
+        """A copy with some sections replaced: ``config.with_(recall=config.recall.with_(top_k=5))``."""
+        unknown = sorted(set(sections) - set(_SECTIONS))
         if unknown:
-            raise InvalidInputError(f"unknown config field(s) {unknown}; known: {sorted(known)}")
-        return replace(self, **changes)
+            raise InvalidInputError(
+                f"Config has no section {', '.join(unknown)}: use one of {', '.join(_SECTIONS)}"
+            )
+        return replace(self, **sections)
+
+
+_SECTIONS: dict[str, type[_Section]] = {
+    "recall": RecallConfig,
+    "signals": SignalsConfig,
+    "pack": PackConfig,
+    "sleep": SleepConfig,
+    "storage": StorageConfig,
+}

@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import DimensionMismatchError, EmbedderError, InvalidInputError
-from .config import openai_api_key
+from .env import openai_api_key
 
 __all__ = [
     "DEFAULT_MODEL_DIR",

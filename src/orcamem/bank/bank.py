@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._kernel.clock import Clock, SystemClock, format_time, parse_time
-from .._kernel.config import (
+from .._kernel.env import (
     anthropic_api_key,
     anthropic_base_url,
     anthropic_memory_model,

@@ -41,7 +41,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .._kernel.config import S3Settings
+from .._kernel.env import S3Settings
 from ..errors import InvalidInputError, NotFoundError, PreconditionFailedError, StoreError
 
 __all__ = [
@@ -403,8 +403,8 @@ class S3ObjectStore:
     """A bucket of an S3-compatible server, path-style (``{endpoint}/{bucket}/{key}``).
 
     Args:
-        settings: bucket, endpoint, region and credentials (``_kernel.config.S3Settings``;
-            :func:`~orcamem._kernel.config.memory_bank_s3` reads them from the environment).
+        settings: bucket, endpoint, region and credentials (``_kernel.env.S3Settings``;
+            :func:`~orcamem._kernel.env.memory_bank_s3` reads them from the environment).
         timeout_s: per-request timeout (connect, read, write).
         page_size: keys per ListObjectsV2 page (at most 1,000).
 

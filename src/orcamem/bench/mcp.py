@@ -9,7 +9,6 @@ all counted. The same queries through ``Memory.recall`` in-process give the base
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._kernel.env import child_environ
 from ..engine.memory import Memory
 from ..errors import InvalidInputError, OrcamemError
 from .runs import _percentile, _Texts, _vocabulary, machine
@@ -70,7 +70,7 @@ async def _over_stdio(
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+    env = child_environ()
     params = StdioServerParameters(
         command=sys.executable,
         args=[*SERVER_COMMAND, "--db", str(path), "--space", "bench"],

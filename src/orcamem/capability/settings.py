@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .._kernel.config import instance_config_path
+from .._kernel.env import instance_config_path
 from ..errors import InvalidInputError, SettingsFileError
 
 __all__ = [

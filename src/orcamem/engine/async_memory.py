@@ -1,58 +1,401 @@
 """``AsyncMemory``: the SDK for asyncio code, name for name.
 
-For SQLite, async means the sync call in a worker thread, never a second engine.
+For SQLite, async means the sync call in a worker thread (``asyncio.to_thread``), never a second
+engine: ``AsyncMemory`` wraps one ``Memory`` (``.sync``) and every method that touches the store
+awaits its sync twin off the event loop. Same names, same keyword-only parameters, same first
+docstring line; ``tests/test_async_memory.py`` fails when the two surfaces drift.
+
+Construction opens the database file synchronously, like ``Memory`` (it is quick); progress
+callbacks run in the worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any, ParamSpec, TypeVar
 
-from .memory import Memory
+from .._kernel.clock import Clock
+from .._kernel.config import Config
+from .._kernel.embed import Embedder
+from .._kernel.model import DEFAULT_SPACE, Episode, MemoryRecord
+from ..recall import RecallResult
+from .automations import AutomationNotes
+from .consolidate.sleep import SleepReport
+from .keys import ApiKeys, Principal
+from .memory import BuiltContext, Memory, Progress
+from .store.base import AutomationNote, SpaceInfo, Store
 
-__all__ = ["AsyncMemory"]
+__all__ = ["AsyncApiKeys", "AsyncAutomationNotes", "AsyncMemory"]
 
-_METHODS = (
-    "add",
-    "observe",
-    "add_many",
-    "add_file",
-    "remember",
-    "forbid",
-    "facts",
-    "forget",
-    "search",
-    "recall",
-    "build_context",
-    "stats",
-    "spaces",
-    "reembed",
-)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_PAGE = 500
+"""Episodes fetched per worker-thread hop by :meth:`AsyncMemory.iter_episodes`."""
+
+
+async def _thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class AsyncApiKeys:
+    """``ApiKeys`` for asyncio code: each call runs in a worker thread."""
+
+    def __init__(self, keys: ApiKeys) -> None:
+        self.sync = keys
+
+    async def create(
+        self, *, spaces: list[str], admin: bool, name: str, now: str
+    ) -> tuple[str, str]:
+        """A new key: returns ``(key id, secret)``; the secret is never stored."""
+        return await _thread(self.sync.create, spaces=spaces, admin=admin, name=name, now=now)
+
+    async def list(self) -> list[dict]:
+        """Every key's record (id, name, spaces, admin, created and revoked times), oldest first."""
+        return await _thread(self.sync.list)
+
+    async def revoke(self, key_id: str, now: str) -> None:
+        """Revoke an active key (``NotFoundError`` if there is none by that id)."""
+        await _thread(self.sync.revoke, key_id, now)
+
+    async def check(self, secret: str | None) -> Principal:
+        """The principal of a presented secret, or ``AuthError``."""
+        return await _thread(self.sync.check, secret)
+
+
+class AsyncAutomationNotes:
+    """``AutomationNotes`` for asyncio code: each call runs in a worker thread."""
+
+    def __init__(self, notes: AutomationNotes) -> None:
+        self.sync = notes
+
+    async def get(self, automation_id: str) -> AutomationNote | None:
+        """The automation's note, or ``None`` when it has none."""
+        return await _thread(self.sync.get, automation_id)
+
+    async def put(self, automation_id: str, text: str | bytes) -> AutomationNote | None:
+        """Replace the note; blank text clears it (returns ``None``)."""
+        return await _thread(self.sync.put, automation_id, text)
+
+    async def clear(self, automation_id: str) -> bool:
+        """Remove the note (the schedule was deleted, or its state is void); False if none."""
+        return await _thread(self.sync.clear, automation_id)
+
+    async def block(self, automation_id: str) -> str:
+        """The rendered context block for the automation's next run; ``""`` without a note."""
+        return await _thread(self.sync.block, automation_id)
 
 
 class AsyncMemory:
-    """Every ``Memory`` method as a coroutine; takes the same constructor arguments."""
+    """Durable long-term memory for asyncio code: every ``Memory`` method as a coroutine.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sync = Memory(*args, **kwargs)
+    Takes ``Memory``'s arguments. Use ``async with AsyncMemory(...) as mem:`` or ``await
+    mem.aclose()``; ``.sync`` is the wrapped ``Memory``.
+    """
 
-    def __getattr__(self, name: str) -> Any:
-        if name not in _METHODS:
-            raise AttributeError(name)
-        method = getattr(self.sync, name)
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        space: str = DEFAULT_SPACE,
+        config: Config | None = None,
+        embedder: Embedder | str | None = None,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        model: Any = None,
+    ) -> None:
+        self.sync = Memory(
+            path,
+            space=space,
+            config=config,
+            embedder=embedder,
+            clock=clock,
+            store=store,
+            model=model,
+        )
 
-        @functools.wraps(method)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(method, *args, **kwargs)
+    # -- what the wrapped Memory holds (no I/O) -----------------------------------------------
 
-        return call
+    @property
+    def config(self) -> Config:
+        """Engine switches (see ``Config``)."""
+        return self.sync.config
+
+    @property
+    def space(self) -> str:
+        """The default space of every call."""
+        return self.sync.space
+
+    @property
+    def model(self) -> Any:
+        """The chat model ``sleep`` uses (``None``: the rule-based consolidator)."""
+        return self.sync.model
+
+    @property
+    def clock(self) -> Clock:
+        """Where "now" comes from."""
+        return self.sync.clock
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of every write and query."""
+        return self.sync.embedder
+
+    @property
+    def store(self) -> Store:
+        """The sync store underneath (its calls block: prefer the methods here)."""
+        return self.sync.store
+
+    @property
+    def path(self) -> str | None:
+        """The database file (``None`` for a store that has no file)."""
+        return self.sync.path
+
+    @cached_property
+    def keys(self) -> AsyncApiKeys:
+        """The API keys kept in this memory's database (the REST API, proxy and MCP use them)."""
+        return AsyncApiKeys(self.sync.keys)
+
+    @cached_property
+    def notes(self) -> AsyncAutomationNotes:
+        """The one short note each scheduled automation keeps between firings."""
+        return AsyncAutomationNotes(self.sync.notes)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        text: str | bytes,
+        *,
+        space: str | None = None,
+        kind: str = "note",
+        role: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        occurred_at: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Episode:
+        """Append a note (or any episode) and index it at once."""
+        return await _thread(
+            self.sync.add,
+            text,
+            space=space,
+            kind=kind,
+            role=role,
+            session_id=session_id,
+            turn_id=turn_id,
+            occurred_at=occurred_at,
+            meta=meta,
+        )
+
+    async def observe(
+        self,
+        role: str,
+        text: str | bytes,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        occurred_at: str | None = None,
+        space: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Episode:
+        """Append one conversation turn (``role`` is ``user``, ``assistant`` or a name)."""
+        return await _thread(
+            self.sync.observe,
+            role,
+            text,
+            session_id=session_id,
+            turn_id=turn_id,
+            occurred_at=occurred_at,
+            space=space,
+            meta=meta,
+        )
+
+    async def add_many(
+        self,
+        items: Iterable[dict[str, Any] | str],
+        *,
+        space: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[Episode]:
+        """Bulk-append episodes, a batch per transaction (validated batch by batch)."""
+        return await _thread(self.sync.add_many, items, space=space, progress=progress)
+
+    async def add_file(self, path: str | Path, *, space: str | None = None) -> list[Episode]:
+        """Store a text/Markdown document as passages (one episode each, kind ``document``)."""
+        return await _thread(self.sync.add_file, path, space=space)
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        category: str = "fact",
+        space: str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        tags: Sequence[str] = (),
+        prohibited: bool = False,
+        entity: str | None = None,
+        attribute: str | None = None,
+        value: str | None = None,
+        condition: str | None = None,
+        event_date: str | None = None,
+        source: str = "explicit",
+    ) -> MemoryRecord:
+        """Store an explicit memory (no model involved) and index it at once."""
+        return await _thread(
+            self.sync.remember,
+            text,
+            category=category,
+            space=space,
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            prohibited=prohibited,
+            entity=entity,
+            attribute=attribute,
+            value=value,
+            condition=condition,
+            event_date=event_date,
+            source=source,
+        )
+
+    async def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
+        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``."""
+        return await _thread(self.sync.forbid, rule, space=space)
+
+    async def facts(
+        self, *, space: str | None = None, include_history: bool = False
+    ) -> list[MemoryRecord]:
+        """Active memories (with ``include_history``, superseded ones too), oldest first."""
+        return await _thread(self.sync.facts, space=space, include_history=include_history)
+
+    async def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
+        """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines."""
+        await _thread(self.sync.forget, memory_or_episode_id, space=space)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, space: str | None = None, top_k: int | None = None
+    ) -> RecallResult:
+        """Rank passages and memories for ``query`` with the per-signal breakdown."""
+        return await _thread(self.sync.search, query, space=space, top_k=top_k)
+
+    async def recall(self, query: str, *, space: str | None = None) -> str:
+        """The exact memory block that ``build_context`` would inject for ``query``."""
+        return await _thread(self.sync.recall, query, space=space)
+
+    async def context(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        space: str | None = None,
+        automation_id: str | None = None,
+    ) -> BuiltContext:
+        """The blocks a chat gets before its next turn, and the messages with them prepended."""
+        return await _thread(self.sync.context, messages, space=space, automation_id=automation_id)
+
+    async def build_context(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        space: str | None = None,
+        automation_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return ``messages`` with the memory block prepended as a system message."""
+        return await _thread(
+            self.sync.build_context, messages, space=space, automation_id=automation_id
+        )
+
+    async def stats(self, *, space: str | None = None) -> dict[str, Any]:
+        """Counts for the space and the whole database, the embedder and the file size."""
+        return await _thread(self.sync.stats, space=space)
+
+    async def space_info(self, space: str | None = None) -> SpaceInfo | None:
+        """The space's counts and embedder, or ``None`` before its first write."""
+        return await _thread(self.sync.space_info, space)
+
+    async def space_infos(self) -> list[SpaceInfo]:
+        """Every space with its counts."""
+        return await _thread(self.sync.space_infos)
+
+    async def episode(self, episode_id: int, *, space: str | None = None) -> Episode:
+        """One episode of the space (``NotFoundError`` if it is not there)."""
+        return await _thread(self.sync.episode, episode_id, space=space)
+
+    async def episodes_page(
+        self,
+        *,
+        space: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+        session_id: str | None = None,
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
+        return await _thread(
+            self.sync.episodes_page, space=space, after=after, limit=limit, session_id=session_id
+        )
+
+    async def memory(self, memory_id: str, *, space: str | None = None) -> MemoryRecord:
+        """One memory of the space (``NotFoundError`` if it is not there)."""
+        return await _thread(self.sync.memory, memory_id, space=space)
+
+    async def spaces(self) -> list[str]:
+        """The names of the database's spaces."""
+        return await _thread(self.sync.spaces)
+
+    async def iter_episodes(self, *, space: str | None = None) -> AsyncIterator[Episode]:
+        """Every episode of the space, oldest first, a page per worker-thread hop."""
+        after = 0
+        while page := await self.episodes_page(space=space, after=after, limit=_PAGE):
+            for episode in page:
+                yield episode
+            after = page[-1].id
+
+    # -- export, import, consolidation, re-embed ----------------------------------------------
+
+    async def export(self, out: IO[str], *, space: str | None = None) -> int:
+        """Write the space as JSON lines (header, episodes, memories); returns records written."""
+        return await _thread(self.sync.export, out, space=space)
+
+    async def import_jsonl(
+        self, lines: Iterable[str], *, space: str | None = None, progress: Progress | None = None
+    ) -> dict[str, int]:
+        """Load an ``export`` file; already present episodes and memories are skipped."""
+        return await _thread(self.sync.import_jsonl, lines, space=space, progress=progress)
+
+    async def sleep(
+        self, *, space: str | None = None, model: Any = None, progress: Progress | None = None
+    ) -> SleepReport:
+        """Consolidate the space's pending episodes into states, events, facts and rules."""
+        return await _thread(self.sync.sleep, space=space, model=model, progress=progress)
+
+    async def audit_log(
+        self, *, space: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Claims that consolidation refused or skipped, with the reason, newest first."""
+        return await _thread(self.sync.audit_log, space=space, limit=limit)
+
+    async def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
+        """Re-embed every line and memory of the space with this Memory's embedder."""
+        return await _thread(self.sync.reembed, space=space, progress=progress)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Finish pending side effects and close the store; idempotent."""
+        await _thread(self.sync.close)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self.sync.close)
+        """The same as :meth:`close` (the httpx-style name for async code)."""
+        await self.close()
 
     async def __aenter__(self) -> AsyncMemory:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        await self.close()

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
-from .._kernel.config import Config, default_db_path
+from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts, make_embedder
+from .._kernel.env import default_db_path
 from .._kernel.model import (
     CATEGORIES,
     DEFAULT_SPACE,
@@ -35,7 +36,7 @@ from .._kernel.model import (
 )
 from .._kernel.text import message_text, split_document
 from ..errors import ClosedError, InvalidInputError, NotFoundError
-from ..recall import RecallResult, pack_context, recall
+from ..recall import RecallResult, engine_preset, pack_context, recall
 from .automations import AutomationNotes
 from .consolidate.sleep import SleepReport
 from .ingest import prepare_writes
@@ -99,21 +100,22 @@ class Memory:
         model: Any = None,
     ) -> None:
         self.config = config or Config()
+        engine_preset(self.config.recall.preset)  # a preset scored elsewhere is refused here
         self.model = model
         self.space = validate_space(space)
         self.clock = clock or SystemClock()
         self.embedder = make_embedder(embedder)
         self.store: Store = store or SQLiteStore(
             path if path is not None else default_db_path(),
-            synchronous=self.config.synchronous,
-            busy_timeout_ms=self.config.busy_timeout_ms,
-            blas_threads=self.config.blas_threads,
+            synchronous=self.config.storage.synchronous,
+            busy_timeout_ms=self.config.storage.busy_timeout_ms,
+            blas_threads=self.config.storage.blas_threads,
         )
         self._checked: set[str] = set()
         self._closed = False
         self._lock = threading.Lock()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orcamem-side")
-        self._sleeper = Sleeper(self, model).start() if self.config.auto_sleep else None
+        self._sleeper = Sleeper(self, model).start() if self.config.sleep.auto else None
 
     # -- the role stores of this memory's database ------------------------------------------
 

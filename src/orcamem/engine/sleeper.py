@@ -1,9 +1,10 @@
 """Running consolidation: now (``Memory.sleep``) or in the background.
 
 The background sleeper wakes every few seconds and, for each space, queues a consolidation
-batch once the space has been idle for ``sleep_idle_seconds`` (120 s: no new episode) or has
-``sleep_batch_threshold`` episodes pending; a ``JobWorker`` thread runs the queued jobs with
-leases, so another process's worker (or a later one) can take over any job it leaves.
+batch once the space has been idle for ``config.sleep.idle_seconds`` (120 s: no new episode)
+or has ``config.sleep.batch_threshold`` episodes pending; a ``JobWorker`` thread runs the
+queued jobs with leases, so another process's worker (or a later one) can take over any job
+it leaves.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Sleeper:
             queue=self.queue,
             embed=partial(embed_texts, memory.embedder),
             embedder_id=memory.embedder.id,
-            tz=zone(memory.config.timezone),
+            tz=zone(memory.config.sleep.timezone),
             now=memory._now,
             model_extractor=ModelExtractor(model) if model is not None else None,
         )
@@ -53,7 +54,7 @@ class Sleeper:
             self.queue,
             {CONSOLIDATE: self.jobs.handle},
             self.memory.clock,
-            lease_s=self.memory.config.sleep_lease_seconds,
+            lease_s=self.memory.config.sleep.lease_seconds,
             spaces=spaces,
         )
 
@@ -61,7 +62,7 @@ class Sleeper:
         """Consolidate ``space`` until nothing is pending (or only rescheduled work is left)."""
         worker = self._worker_for([space])
         report = SleepReport()
-        batch = self.memory.config.sleep_batch_size
+        batch = self.memory.config.sleep.batch_size
         while True:
             queued = self.jobs.enqueue_next(space, batch)
             ran = worker.run_once()
@@ -92,7 +93,7 @@ class Sleeper:
 
     def _loop(self) -> None:
         config = self.memory.config
-        every = max(0.05, min(5.0, config.sleep_idle_seconds / 4))
+        every = max(0.05, min(5.0, config.sleep.idle_seconds / 4))
         while not self._stop.wait(every):
             try:
                 self.tick()
@@ -105,15 +106,15 @@ class Sleeper:
         now = self.memory.clock.now()
         queued = []
         for info in store.list_spaces():
-            pending = store.pending_episodes(info.name, config.sleep_batch_threshold)
+            pending = store.pending_episodes(info.name, config.sleep.batch_threshold)
             if not pending:
                 continue
             newest = store.last_episode_created(info.name)
             idle = newest is None or (now - parse_time(newest)).total_seconds() >= (
-                config.sleep_idle_seconds
+                config.sleep.idle_seconds
             )
-            if (idle or len(pending) >= config.sleep_batch_threshold) and self.jobs.enqueue_next(
-                info.name, config.sleep_batch_size
+            if (idle or len(pending) >= config.sleep.batch_threshold) and self.jobs.enqueue_next(
+                info.name, config.sleep.batch_size
             ):
                 queued.append(info.name)
         if queued and self._worker is not None:

@@ -425,7 +425,7 @@ class ProjectFiles:
 
 @dataclass(frozen=True)
 class MemoryLayout:
-    """The ``memory/`` root (``orcamem._kernel.config.memory_dir()`` by default)."""
+    """The ``memory/`` root (``orcamem._kernel.env.memory_dir()`` by default)."""
 
     root: Path
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
-from .._kernel.config import memory_dir
+from .._kernel.env import memory_dir
 from .._kernel.jobs.queue import NOTHING, Job, JobQueue, JobResult, JobWorker, Ran, job_id
 from ..errors import (
     AttemptFailed,

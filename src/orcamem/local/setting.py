@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._kernel.config import user_config_file
+from .._kernel.env import user_config_file
 from .ledger import ProjectIdentity
 
 if sys.version_info >= (3, 11):

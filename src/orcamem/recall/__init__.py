@@ -2,6 +2,15 @@
 
 from .blocks import pack_context
 from .hybrid import RecallResult, recall
-from .presets import PRESETS, Preset, get_preset
+from .presets import ENGINE_PRESETS, PRESETS, Preset, engine_preset, get_preset
 
-__all__ = ["PRESETS", "Preset", "RecallResult", "get_preset", "pack_context", "recall"]
+__all__ = [
+    "ENGINE_PRESETS",
+    "PRESETS",
+    "Preset",
+    "RecallResult",
+    "engine_preset",
+    "get_preset",
+    "pack_context",
+    "recall",
+]

@@ -20,7 +20,7 @@ from .._kernel.model import Hit, MemoryRecord
 from .._kernel.text import date_ranges, fts_query, terms
 from . import signals
 from .candidates import CandidateSource, LineRow
-from .presets import get_preset
+from .presets import engine_preset
 
 __all__ = ["RecallResult", "recall"]
 
@@ -93,12 +93,12 @@ def recall(
         query: the user's words; any text is safe (FTS syntax is neutralised).
         config: switches and weights.
         now: the time recency and decay are measured against.
-        top_k: hits to return (default ``config.top_k``).
+        top_k: hits to return (default ``config.recall.top_k``).
     """
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    preset = get_preset(config.preset)
-    limit = top_k or config.top_k
+    preset = engine_preset(config.recall.preset)
+    limit = top_k or config.recall.top_k
     vector = embed_texts(embedder, [query])[0]
     match = fts_query(query)
     timings["embed"] = (time.perf_counter() - started) * 1000
@@ -108,15 +108,18 @@ def recall(
     lexical = (
         dict(
             store.lexical_lines(
-                space, match, config.lexical_candidates, (1.0, config.lexical_context_weight)
+                space,
+                match,
+                config.recall.lexical_candidates,
+                (1.0, config.recall.lexical_context_weight),
             )
         )
         if (match and weights.get("lexical", 0) > 0)
         else {}
     )
-    floor = store.noise_floor(space, config.noise_floor_percentile)
+    floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vector_hits = (
-        store.vector_lines(space, vector, config.vector_candidates)
+        store.vector_lines(space, vector, config.recall.vector_candidates)
         if (weights.get("vector", 0) > 0)
         else []
     )
@@ -124,13 +127,13 @@ def recall(
     timings["candidates"] = (time.perf_counter() - mark) * 1000
 
     mark = time.perf_counter()
-    fused = _fuse(lexical, vectors, weights, config.fusion)
+    fused = _fuse(lexical, vectors, weights, config.recall.fusion)
     rows = {row.id: row for row in store.lines(list(fused))}
     hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
     hits.extend(_memory_hits(store, space, match, vector, config, now))
     hits.sort(key=lambda hit: hit.score, reverse=True)
-    hits = [hit for hit in hits if hit.score > config.min_score]
-    selected = _novel(store, space, hits, line_of, config.novelty_threshold, limit)
+    hits = [hit for hit in hits if hit.score > config.recall.min_score]
+    selected = _novel(store, space, hits, line_of, config.recall.novelty_threshold, limit)
     _mark_outdated(store, space, selected)
     timings["score"] = (time.perf_counter() - mark) * 1000
 
@@ -164,16 +167,16 @@ def _episode_hits(
             best[row.episode_id] = (score, line_id, (lex, vec))
 
     neighbour_of: dict[int, float] = {}
-    before, after = config.neighbour_weights_before, config.neighbour_weights_after
-    radius = max(len(before), len(after), 1 if config.answer_share > 0 else 0)
+    before, after = config.signals.neighbour_weights_before, config.signals.neighbour_weights_after
+    radius = max(len(before), len(after), 1 if config.signals.answer_share > 0 else 0)
     if radius and best:
         lenders = sorted(best, key=lambda eid: best[eid][0], reverse=True)
-        lenders = lenders[: config.neighbour_sources]
+        lenders = lenders[: config.signals.neighbour_sources]
         window = store.session_window(space, lenders, radius)
         asks = {eid for eid in lenders if _asks(rows[best[eid][1]].episode_text)}
         scores = {eid: best[eid][0] for eid in lenders}
         neighbour_of = signals.neighbour_shares(
-            scores, window, before, after, asks, config.answer_share
+            scores, window, before, after, asks, config.signals.answer_share
         )
     extra = [eid for eid in neighbour_of if eid not in best]
     for row in store.episode_lines(space, extra, first_only=True):
@@ -181,14 +184,14 @@ def _episode_hits(
         best[row.episode_id] = (0.0, row.id, (0.0, 0.0))
 
     strength: dict[str | None, float] = {}
-    if config.session_weight > 0:
+    if config.signals.session_weight > 0:
         strength = signals.session_strength(
             ((rows[line_id].session_id, value) for value, line_id, _ in best.values()),
-            config.session_top,
+            config.signals.session_top,
         )
 
     query_words = set(terms(query))
-    dates = date_ranges(query) if config.date_weight > 0 else []
+    dates = date_ranges(query) if config.signals.date_weight > 0 else []
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
     scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
@@ -198,26 +201,31 @@ def _episode_hits(
         lent = neighbour_of.get(episode_id, 0.0)
         breakdown["neighbour"] = lent
         if strength and row.session_id is not None:
-            breakdown["session"] = config.session_weight * strength.get(row.session_id, 0.0)
+            breakdown["session"] = config.signals.session_weight * strength.get(row.session_id, 0.0)
         moment = moments.get(row.occurred_at) if row.occurred_at else None
         if moment is None and row.occurred_at:
             moment = moments[row.occurred_at] = parse_time(row.occurred_at)
         if dates and moment is not None:
-            breakdown["date"] = config.date_weight * signals.date_match(
-                moment.date(), dates, config.date_slack_before_days, config.date_slack_after_days
+            breakdown["date"] = config.signals.date_weight * signals.date_match(
+                moment.date(),
+                dates,
+                config.signals.date_slack_before_days,
+                config.signals.date_slack_after_days,
             )
-        if config.enable_speaker_bonus and row.role:
+        if config.signals.enable_speaker_bonus and row.role:
             named = speaks.get(row.role)
             if named is None:
                 named = speaks[row.role] = bool(set(terms(row.role)) & query_words)
             if named:
-                breakdown["speaker"] = config.speaker_weight * (relevance + lent)
+                breakdown["speaker"] = config.signals.speaker_weight * (relevance + lent)
         scored.append((sum(breakdown.values()), episode_id, line_id, breakdown, moment))
 
     # Recency and Hawkes are bounded: only hits that could still reach the top ``keep`` after
     # them get them (exact, and it spares building a Hit for every candidate).
-    bound = (config.recency_weight if config.enable_recency else 0.0) + (
-        config.hawkes_weight * config.hawkes_alpha if config.enable_hawkes else 0.0
+    bound = (config.signals.recency_weight if config.signals.enable_recency else 0.0) + (
+        config.signals.hawkes_weight * config.signals.hawkes_alpha
+        if config.signals.enable_hawkes
+        else 0.0
     )
     if len(scored) > keep:
         scored.sort(key=lambda item: item[0], reverse=True)
@@ -228,13 +236,13 @@ def _episode_hits(
     for _, episode_id, line_id, breakdown, moment in scored:
         row = rows[line_id]
         age = (now - moment).total_seconds() / 86400 if moment is not None else 0.0
-        if config.enable_recency:
-            breakdown["recency"] = config.recency_weight * signals.recency(
-                age, config.recency_half_life_days
+        if config.signals.enable_recency:
+            breakdown["recency"] = config.signals.recency_weight * signals.recency(
+                age, config.signals.recency_half_life_days
             )
-        if config.enable_hawkes:
-            breakdown["hawkes"] = config.hawkes_weight * signals.hawkes_intensity(
-                age * 86400, config.hawkes_alpha, config.hawkes_half_life_seconds
+        if config.signals.enable_hawkes:
+            breakdown["hawkes"] = config.signals.hawkes_weight * signals.hawkes_intensity(
+                age * 86400, config.signals.hawkes_alpha, config.signals.hawkes_half_life_seconds
             )
         hits.append(
             Hit(
@@ -262,22 +270,24 @@ def _memory_score(
     lex, vec = relevance
     breakdown = {"lexical": lex, "vector": vec}
     touched = memory.last_accessed_at or memory.created_at
-    if config.enable_recency:
-        breakdown["recency"] = config.recency_weight * signals.recency(
-            _age_days(now, memory.updated_at), config.recency_half_life_days
+    if config.signals.enable_recency:
+        breakdown["recency"] = config.signals.recency_weight * signals.recency(
+            _age_days(now, memory.updated_at), config.signals.recency_half_life_days
         )
-    if config.enable_usage:
-        breakdown["usage"] = config.usage_weight * signals.usage(memory.access_count)
-    if config.enable_hawkes:
-        breakdown["hawkes"] = config.hawkes_weight * signals.hawkes_intensity(
-            _age_days(now, touched) * 86400, config.hawkes_alpha, config.hawkes_half_life_seconds
+    if config.signals.enable_usage:
+        breakdown["usage"] = config.signals.usage_weight * signals.usage(memory.access_count)
+    if config.signals.enable_hawkes:
+        breakdown["hawkes"] = config.signals.hawkes_weight * signals.hawkes_intensity(
+            _age_days(now, touched) * 86400,
+            config.signals.hawkes_alpha,
+            config.signals.hawkes_half_life_seconds,
         )
-    if config.enable_ebbinghaus:
-        breakdown["ebbinghaus"] = config.ebbinghaus_weight * signals.ebbinghaus_retention(
+    if config.signals.enable_ebbinghaus:
+        breakdown["ebbinghaus"] = config.signals.ebbinghaus_weight * signals.ebbinghaus_retention(
             _age_days(now, touched),
             memory.access_count + 1,
-            config.ebbinghaus_s0_days,
-            config.ebbinghaus_gain,
+            config.signals.ebbinghaus_s0_days,
+            config.signals.ebbinghaus_gain,
         )
     return breakdown
 
@@ -290,12 +300,16 @@ def _memory_hits(
     config: Config,
     now: datetime,
 ) -> list[Hit]:
-    weights = get_preset(config.preset).weights
-    lexical = dict(store.lexical_memories(space, match, config.lexical_candidates)) if match else {}
-    vec_hits = store.vector_memories(space, vector, config.vector_candidates)
-    floor = store.noise_floor(space, config.noise_floor_percentile)
+    weights = engine_preset(config.recall.preset).weights
+    lexical = (
+        dict(store.lexical_memories(space, match, config.recall.lexical_candidates))
+        if match
+        else {}
+    )
+    vec_hits = store.vector_memories(space, vector, config.recall.vector_candidates)
+    floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
-    fused = _fuse(lexical, vectors, weights, config.fusion)
+    fused = _fuse(lexical, vectors, weights, config.recall.fusion)
     hits = []
     for memory in store.memories_by_id(space, list(fused)):
         if memory.prohibited:
@@ -394,5 +408,5 @@ def _rules(store: CandidateSource, space: str, query: str, config: Config) -> li
             memory=m,
             occurred_at=m.created_at,
         )
-        for m in ranked[: config.max_forbidden_rules]
+        for m in ranked[: config.pack.max_forbidden_rules]
     ]

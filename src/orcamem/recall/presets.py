@@ -1,7 +1,10 @@
 """Recall presets: data, not branches. A preset names the weight of each signal.
 
-Later issues add theirs (Memory Bank composite, Markdown lexical, local-memory BM25) as more
-entries here; the pipeline reads the weights and never asks which preset it runs.
+Every system's scoring weights live here (the engine's, the Memory Bank composite, the
+Markdown lexical score); the pipelines read the weights and never ask which preset they run.
+Only presets without ``elsewhere`` run on the episode engine: :func:`engine_preset` refuses the
+others, naming the class whose scorer reads them (a ``bank`` preset on ``Memory`` would
+silently rank by plain BM25).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidInputError
 
-__all__ = ["PRESETS", "Preset", "get_preset"]
+__all__ = ["ENGINE_PRESETS", "PRESETS", "Preset", "engine_preset", "get_preset"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +22,9 @@ class Preset:
     weights: dict[str, float] = field(default_factory=dict)
     """Relevance channel weights: ``lexical`` and ``vector`` (fused per line)."""
     description: str = ""
+    elsewhere: str | None = None
+    """``None``: the episode engine runs it. Else what scores with it and what to use instead,
+    said as the fix (the error of :func:`engine_preset`)."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -49,6 +55,8 @@ PRESETS: dict[str, Preset] = {
         },
         "lexical Markdown score: distinct query words covered (tags weigh more), verbatim "
         "bonus, a minimum match, decay and importance as bounded nudges",
+        elsewhere="the markdown preset is the Markdown provider's lexical score: use "
+        "orcamem.Capability (its builtin-markdown provider)",
     ),
     # The Memory Bank's composite score (issue 5; signals in ``bank``). The episode pipeline
     # reads only ``lexical``/``vector`` (the bank has no embeddings: keyword candidates); the
@@ -59,14 +67,35 @@ PRESETS: dict[str, Preset] = {
         {"lexical": 1.0, "vector": 0.0, "recency": 0.35, "usage": 0.30, "topic": 0.35},
         "Memory Bank composite: recency (30-day half-life), usage (log ramp from 0.6), topic "
         "(keyword overlap + semantic clusters), times the confidence multiplier",
+        elsewhere="the bank preset is the Memory Bank's composite score: use orcamem.MemoryBank",
     ),
 }
 
 
+ENGINE_PRESETS: tuple[str, ...] = tuple(name for name, p in PRESETS.items() if p.elsewhere is None)
+"""The presets ``Config.recall.preset`` may name: those the episode engine runs."""
+
+
 def get_preset(name: str) -> Preset:
+    """Any system's preset by name (its weights); an unknown name is an error."""
     try:
         return PRESETS[name]
     except KeyError:
         raise InvalidInputError(
             f"unknown recall preset {name!r}: choose one of {sorted(PRESETS)}"
         ) from None
+
+
+def engine_preset(name: str) -> Preset:
+    """A preset the episode engine runs; one scored by another system is refused with its fix.
+
+    Raises:
+        InvalidInputError: an unknown preset, or one whose scorer lives in another system.
+    """
+    preset = PRESETS.get(name)
+    runs = ", ".join(repr(n) for n in ENGINE_PRESETS)
+    if preset is None:
+        raise InvalidInputError(f"recall.preset={name!r}: use one of {runs}")
+    if preset.elsewhere is not None:
+        raise InvalidInputError(f"recall.preset={name!r}: {preset.elsewhere}; Memory runs {runs}")
+    return preset

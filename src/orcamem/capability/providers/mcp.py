@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..._kernel.config import HEADROOM_PYTHON_ENV, headroom_python
+from ..._kernel.env import HEADROOM_PYTHON_ENV, headroom_python
 from ...errors import InvalidInputError
 from .base import (
     NOT_AVAILABLE,

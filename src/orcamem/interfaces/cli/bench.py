@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..._kernel.config import Config
+from ..._kernel.config import Config, RecallConfig
 from ...errors import OrcamemError
+from ...recall.presets import engine_preset
 from .console import (
     fail,
     out,
@@ -94,7 +95,8 @@ def locomo_command(
     from ...bench.runs import locomo
 
     try:
-        config = Config(preset=preset, fusion=fusion)
+        config = Config(recall=RecallConfig(preset=preset, fusion=fusion))
+        engine_preset(preset)
     except OrcamemError as exc:
         raise fail(exc) from None
     result = _run(

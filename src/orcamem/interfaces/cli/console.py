@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..._kernel.env import DB_ENV
 from ...errors import InvalidInputError, OrcamemError
 
 __all__ = [
@@ -52,7 +53,7 @@ DbOption = Annotated[
     Path | None,
     typer.Option(
         "--db",
-        envvar="ORCAMEM_DB",
+        envvar=DB_ENV,
         help="Database file (default $ORCA_HOME/memory.db or ~/.orca/memory.db).",
     ),
 ]

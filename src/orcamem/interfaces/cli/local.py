@@ -242,7 +242,7 @@ def work(
 @memory_app.command("delete-project")
 def delete_project(cwd: CwdOption = None) -> None:
     """Show the safe procedure to delete this project's whole memory (deletes nothing)."""
-    from ..._kernel.config import user_config_file
+    from ..._kernel.env import user_config_file
 
     with _local(cwd) as memory:
         sys.stdout.write(

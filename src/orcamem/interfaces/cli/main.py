@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from ... import Memory, __version__
-from ..._kernel.config import Config
+from ..._kernel.config import Config, PackConfig
 from ...errors import OrcamemError
 from .console import (
     DbOption,
@@ -128,7 +128,7 @@ def recall(
     budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 800,
 ) -> None:
     """Print the exact memory block that would be injected before the next turn."""
-    config = Config(enable_sutra_packing=not classic, context_budget_tokens=budget)
+    config = Config(pack=PackConfig(enable_sutra_packing=not classic, context_budget_tokens=budget))
     with _memory(db, space, config=config) as mem:
         block = mem.recall(query)
     if block:

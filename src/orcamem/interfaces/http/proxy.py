@@ -45,7 +45,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ..._kernel.config import openai_api_key
+from ..._kernel.env import openai_api_key
 from ..._kernel.model import DEFAULT_SPACE
 from ..._kernel.text import message_text
 from ...engine.keys import Principal

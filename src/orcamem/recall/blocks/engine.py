@@ -61,18 +61,18 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
     outdated = f" [outdated: now {hit.outdated_by}]" if hit.outdated_by else ""
     if hit.kind == "rule":
         return (
-            f"[FORBIDDEN: {clip(hit.text, config.max_passage_chars)}]"
+            f"[FORBIDDEN: {clip(hit.text, config.pack.max_passage_chars)}]"
             if dense
-            else (f"- {clip(hit.text, config.max_passage_chars)}")
+            else (f"- {clip(hit.text, config.pack.max_passage_chars)}")
         )
     if memory is not None and memory.category == "event":
-        body = f"{_day(memory.event_date or memory.created_at)}: {clip(memory.content, config.max_passage_chars)}"
+        body = f"{_day(memory.event_date or memory.created_at)}: {clip(memory.content, config.pack.max_passage_chars)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     if memory is not None:
-        body = _state_body(memory, config.max_passage_chars)
+        body = _state_body(memory, config.pack.max_passage_chars)
         return f"[{body}{outdated}]" if dense else f"- {body}{outdated}"
     who = f"{hit.role}: " if hit.role else ""
-    body = f"{_day(hit.occurred_at)} {who}{clip(hit.text, config.max_passage_chars)}{outdated}"
+    body = f"{_day(hit.occurred_at)} {who}{clip(hit.text, config.pack.max_passage_chars)}{outdated}"
     return f"[LOG: {body}]" if dense else f"- {body}"
 
 
@@ -97,14 +97,14 @@ def pack_context(
 
     Returns ``("", [])`` when there is nothing to inject.
     """
-    dense = config.enable_sutra_packing
+    dense = config.pack.enable_sutra_packing
     ordered = [*rules]
     for section, _ in _SECTIONS[1:]:
         ordered.extend(hit for hit in hits if _section(hit) == section)
     header = f"## Memory\n{FRAMING} Today is {today.date().isoformat()}."
     if rules:
         header += f"\n{FORBIDDEN_FRAMING}"
-    budget = config.context_budget_tokens - estimate_tokens(header)
+    budget = config.pack.context_budget_tokens - estimate_tokens(header)
     chosen = fill(
         ordered,
         lambda hit: _render(hit, config, dense),

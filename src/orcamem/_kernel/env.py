@@ -1,0 +1,245 @@
+"""The environment, read in one place: every variable orcamem reads is named and read here.
+
+Each reader takes an optional ``environ`` mapping (tests pass a dict; ``None`` is
+``os.environ``). :data:`NAMES` lists every variable the readers (and the CLI's ``--db``
+option) read, so a test fixture can strip exactly those; ``tests/test_env.py`` fails if code
+outside this module reads the environment or a reader reads a name missing from ``NAMES``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "ANTHROPIC_API_KEY_ENV",
+    "ANTHROPIC_BASE_URL_ENV",
+    "ANTHROPIC_MEMORY_MODEL_ENV",
+    "ANTHROPIC_MODEL_ENV",
+    "DB_ENV",
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "DEFAULT_ANTHROPIC_MEMORY_MODEL",
+    "DEFAULT_ANTHROPIC_MODEL",
+    "HEADROOM_PYTHON_ENV",
+    "HOME_ENV",
+    "NAMES",
+    "OPENAI_API_KEY_ENV",
+    "PASSTHROUGH",
+    "PROFILES_ENV",
+    "S3Settings",
+    "anthropic_api_key",
+    "anthropic_base_url",
+    "anthropic_memory_model",
+    "anthropic_model",
+    "child_environ",
+    "default_db_path",
+    "headroom_python",
+    "home_dir",
+    "instance_config_path",
+    "memory_bank_profiles_path",
+    "memory_bank_s3",
+    "memory_dir",
+    "openai_api_key",
+    "user_config_file",
+]
+
+Environ = Mapping[str, str]
+
+HOME_ENV = "ORCA_HOME"
+"""orcamem's home (``~/.orca`` when unset): the database, config and memory live under it."""
+DB_ENV = "ORCAMEM_DB"
+"""The CLI's ``--db`` default (read by Typer through ``envvar=``; listed so tests strip it)."""
+OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
+ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
+ANTHROPIC_MODEL_ENV = "ORCAMEM_ANTHROPIC_MODEL"
+ANTHROPIC_BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+ANTHROPIC_MEMORY_MODEL_ENV = "ANTHROPIC_MEMORY_MODEL"
+HEADROOM_PYTHON_ENV = "ORCAMEM_HEADROOM_PYTHON"
+"""Names the interpreter of a Headroom (``headroom-ai``) install, overriding the uv tool path."""
+PROFILES_ENV = "ORCAMEM_PROFILES"
+
+_S3_PREFIXES = ("INTERNAL_S3_", "S3_")
+"""The Memory Bank's bucket variables, tried in this order."""
+_S3_FIELDS = ("BUCKET", "ENDPOINT", "REGION", "ACCESS_KEY_ID", "SECRET_ACCESS_KEY", "SESSION_TOKEN")
+_AWS_REGION = ("AWS_REGION", "AWS_DEFAULT_REGION")
+_AWS_ENDPOINT = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+_AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+_AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+_AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
+
+NAMES: tuple[str, ...] = (
+    HOME_ENV,
+    DB_ENV,
+    OPENAI_API_KEY_ENV,
+    ANTHROPIC_API_KEY_ENV,
+    ANTHROPIC_MODEL_ENV,
+    ANTHROPIC_BASE_URL_ENV,
+    ANTHROPIC_MEMORY_MODEL_ENV,
+    HEADROOM_PYTHON_ENV,
+    PROFILES_ENV,
+    *(prefix + name for prefix in _S3_PREFIXES for name in _S3_FIELDS),
+    *_AWS_REGION,
+    *_AWS_ENDPOINT,
+    _AWS_ACCESS_KEY_ID,
+    _AWS_SECRET_ACCESS_KEY,
+    _AWS_SESSION_TOKEN,
+)
+"""Every variable orcamem reads as a setting; a test fixture strips exactly these."""
+
+PASSTHROUGH: tuple[str, ...] = ("PYTHONPATH",)
+"""Variables orcamem only hands on to a child orcamem process (never interprets). Not in
+``NAMES``: stripping them would make a test's child process import another checkout."""
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
+"""The Claude model used when neither ``model=`` nor ``$ORCAMEM_ANTHROPIC_MODEL`` names one."""
+
+DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+DEFAULT_ANTHROPIC_MEMORY_MODEL = "claude-haiku-4-5-20251001"
+"""The model the Memory Bank's processor uses when ``$ANTHROPIC_MEMORY_MODEL`` names none."""
+
+
+def _env(environ: Environ | None) -> Environ:
+    return os.environ if environ is None else environ
+
+
+def _value(environ: Environ | None, name: str) -> str:
+    """The variable stripped of blanks, ``""`` when unset: a blank value counts as unset."""
+    return (_env(environ).get(name) or "").strip()
+
+
+# -- home and the files under it ----------------------------------------------------------------
+
+
+def home_dir(environ: Environ | None = None) -> Path:
+    """``$ORCA_HOME`` if set, else ``~/.orca``: the only place orcamem reads its home from."""
+    value = _env(environ).get(HOME_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".orca"
+
+
+def memory_dir(environ: Environ | None = None) -> Path:
+    """Local agent memory's root: ``$ORCA_HOME/memory`` if set, else ``~/.orca/memory``."""
+    return home_dir(environ) / "memory"
+
+
+def user_config_file(environ: Environ | None = None) -> Path:
+    """The user's ``config.toml`` (``auto_memory = false`` lives here): ``<home>/config.toml``."""
+    return home_dir(environ) / "config.toml"
+
+
+def default_db_path(environ: Environ | None = None) -> Path:
+    """The engine's database when no path is given: ``<home>/memory.db``."""
+    return home_dir(environ) / "memory.db"
+
+
+def instance_config_path(environ: Environ | None = None) -> Path:
+    """The instance-wide ``config.json`` (its ``memory`` object is the memory capability's base
+    layer): ``$ORCA_HOME/config.json``, else ``~/.orca/config.json``."""
+    return home_dir(environ) / "config.json"
+
+
+def headroom_python(environ: Environ | None = None) -> Path:
+    """The Python of the ``headroom-ai`` install the ``headroom-mcp`` memory provider runs:
+    ``$ORCAMEM_HEADROOM_PYTHON`` if set, else where ``uv tool install headroom-ai`` puts it
+    (``~/.local/share/uv/tools/headroom-ai/bin/python``)."""
+    value = _value(environ, HEADROOM_PYTHON_ENV)
+    if value:
+        return Path(value).expanduser()
+    return Path.home() / ".local" / "share" / "uv" / "tools" / "headroom-ai" / "bin" / "python"
+
+
+def child_environ(environ: Environ | None = None) -> dict[str, str]:
+    """The :data:`PASSTHROUGH` variables that are set, for a child process started with a
+    minimal environment (so it imports the same orcamem as this process)."""
+    env = _env(environ)
+    return {name: env[name] for name in PASSTHROUGH if name in env}
+
+
+# -- model providers ----------------------------------------------------------------------------
+
+
+def openai_api_key(environ: Environ | None = None) -> str | None:
+    """``$OPENAI_API_KEY``, sent to OpenAI-compatible embedding servers when set."""
+    return _env(environ).get(OPENAI_API_KEY_ENV) or None
+
+
+def anthropic_api_key(environ: Environ | None = None) -> str | None:
+    """``$ANTHROPIC_API_KEY``: when set (and no ``--upstream`` is given) consolidation uses Claude."""
+    return _env(environ).get(ANTHROPIC_API_KEY_ENV) or None
+
+
+def anthropic_model(environ: Environ | None = None) -> str:
+    """``$ORCAMEM_ANTHROPIC_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MODEL`."""
+    return _value(environ, ANTHROPIC_MODEL_ENV) or DEFAULT_ANTHROPIC_MODEL
+
+
+def anthropic_base_url(environ: Environ | None = None) -> str:
+    """``$ANTHROPIC_BASE_URL`` (a gateway or proxy, as the Anthropic SDKs read it), else the API."""
+    return _value(environ, ANTHROPIC_BASE_URL_ENV) or DEFAULT_ANTHROPIC_BASE_URL
+
+
+def anthropic_memory_model(environ: Environ | None = None) -> str:
+    """``$ANTHROPIC_MEMORY_MODEL`` if set, else :data:`DEFAULT_ANTHROPIC_MEMORY_MODEL`."""
+    return _value(environ, ANTHROPIC_MEMORY_MODEL_ENV) or DEFAULT_ANTHROPIC_MEMORY_MODEL
+
+
+# -- the Memory Bank (issue 5) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Where an S3-compatible bucket is and how to sign for it (the secret is not in ``repr``)."""
+
+    bucket: str
+    endpoint: str
+    region: str = "us-east-1"
+    access_key_id: str | None = None
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    source: str = ""
+    """The variable that named the bucket (``INTERNAL_S3_BUCKET`` or ``S3_BUCKET``)."""
+
+
+def _s3_from(environ: Environ | None, prefix: str) -> S3Settings | None:
+    bucket = _value(environ, f"{prefix}BUCKET")
+    if not bucket:
+        return None
+
+    def pick(*names: str) -> str | None:
+        return next((value for name in names if (value := _value(environ, name))), None)
+
+    region = pick(f"{prefix}REGION", *_AWS_REGION) or "us-east-1"
+    endpoint = pick(f"{prefix}ENDPOINT", *_AWS_ENDPOINT)
+    return S3Settings(
+        bucket=bucket,
+        endpoint=endpoint or f"https://s3.{region}.amazonaws.com",
+        region=region,
+        access_key_id=pick(f"{prefix}ACCESS_KEY_ID", _AWS_ACCESS_KEY_ID),
+        secret_access_key=pick(f"{prefix}SECRET_ACCESS_KEY", _AWS_SECRET_ACCESS_KEY),
+        session_token=pick(f"{prefix}SESSION_TOKEN", _AWS_SESSION_TOKEN),
+        source=f"{prefix}BUCKET",
+    )
+
+
+def memory_bank_s3(environ: Environ | None = None) -> S3Settings | None:
+    """The Memory Bank's bucket: ``$INTERNAL_S3_BUCKET`` and friends, else ``$S3_BUCKET`` and
+    friends (single-bucket dev/CI setups), else ``None`` (the bank runs in memory only).
+
+    Friends of ``<P>BUCKET`` (``<P>`` is ``INTERNAL_S3_`` or ``S3_``): ``<P>ENDPOINT``,
+    ``<P>REGION``, ``<P>ACCESS_KEY_ID``, ``<P>SECRET_ACCESS_KEY``, ``<P>SESSION_TOKEN``, each
+    falling back to the standard ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``,
+    ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``; without an endpoint, AWS S3 in the region (default ``us-east-1``).
+    """
+    return next(
+        (s3 for prefix in _S3_PREFIXES if (s3 := _s3_from(environ, prefix)) is not None), None
+    )
+
+
+def memory_bank_profiles_path(environ: Environ | None = None) -> Path:
+    """The Memory Bank's profile list: ``$ORCAMEM_PROFILES`` if set, else
+    ``$ORCA_HOME/profiles.json`` (a JSON list of ``{"name": ..., "tools": [...]}``)."""
+    value = _value(environ, PROFILES_ENV)
+    return Path(value).expanduser() if value else home_dir(environ) / "profiles.json"
