@@ -54,7 +54,7 @@ from .._kernel.config import (
     memory_bank_profiles_path,
     memory_bank_s3,
 )
-from .._kernel.llm import NOTHING, ChatModel
+from .._kernel.llm import ChatModel, is_nothing
 from .._kernel.model import is_memory_id, new_memory_id, validate_text
 from ..errors import (
     BankUnavailableError,
@@ -439,7 +439,7 @@ class MemoryProcessor:
         except Exception as exc:  # unreachable, refused, timed out: skip, never fail the save
             log.warning("memory processor call failed, saving without extraction: %s", exc)
             return Extraction("skipped", reason=str(exc))
-        if value is NOTHING or not isinstance(value, dict):
+        if is_nothing(value) or not isinstance(value, dict):
             return Extraction("preview", reason="the model answered NOTHING")
         content = " ".join(str(value.get("processedContent", "")).split())
         if not content:

@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from .._kernel.clock import parse_time
-from .._kernel.jobs.queue import NOTHING, check_items
+from .._kernel.jobs.queue import check_items
+from .._kernel.llm import NOTHING, is_nothing
 from .._kernel.redact import find_secrets, redact
 from .._kernel.text import content_words
 from ..errors import AttemptFailed
@@ -195,7 +196,7 @@ def parse_candidates(reply: Any) -> list[dict[str, str]] | str:
         AttemptFailed: empty, malformed, unclassified or over-limit output (a failed attempt,
             never a zero-candidate success).
     """
-    if isinstance(reply, str) and reply.strip().strip("\"'`").upper() == NOTHING:
+    if is_nothing(reply):
         return NOTHING
     if reply is None or (isinstance(reply, str) and not reply.strip()):
         raise AttemptFailed("empty output: the model returned nothing (only NOTHING is empty)")

@@ -39,7 +39,8 @@ from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.config import memory_dir, user_config_file
-from .._kernel.jobs.queue import NOTHING, Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.jobs.queue import Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.llm import NOTHING, is_nothing
 from ..errors import (
     AttemptFailed,
     ClosedError,
@@ -672,7 +673,7 @@ class LocalMemory:
         except ModelError as exc:
             raise AttemptFailed(f"{type(exc).__name__}: {exc}") from None
         parsed = parse_candidates(reply)
-        if parsed == NOTHING:
+        if is_nothing(parsed):
             return NOTHING
         kept, rejected = screen(parsed)
         stamp = self._now()
