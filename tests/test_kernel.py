@@ -1,17 +1,21 @@
 """The kernel's shared helpers, each the one place its concept lives: NOTHING and schema checks
-(``_kernel.llm``)."""
+(``_kernel.llm``), HTTP clients (``_kernel.http``)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
+import httpx
 import pytest
+from fastapi import FastAPI
 
 from orcamem import InvalidInputError
-from orcamem._kernel import llm
+from orcamem._kernel import http, llm
 from orcamem._kernel.jobs import queue
 from orcamem._kernel.llm import NOTHING, is_nothing, schema_errors
+from servers import serve
 
 # -- NOTHING ------------------------------------------------------------------------------------
 
@@ -67,3 +71,37 @@ def test_schema_errors_follow_references() -> None:
 def test_a_broken_schema_is_the_callers_error() -> None:
     with pytest.raises(InvalidInputError, match=r"not a valid JSON Schema \(\$\.type: "):
         schema_errors("x", {"type": "text"})
+
+
+# -- HTTP clients ---------------------------------------------------------------------------------
+
+
+def test_a_client_has_explicit_timeouts_and_ignores_the_environment() -> None:
+    with http.client(timeout=5.0, base_url="http://127.0.0.1:9", headers={"x-a": "1"}) as sync:
+        assert sync.timeout == httpx.Timeout(5.0)
+        assert not sync.trust_env
+        assert sync.base_url == "http://127.0.0.1:9" and sync.headers["x-a"] == "1"
+    pool = http.async_client(timeout=600.0, connect=10.0, keepalive=32)
+    try:
+        assert pool.timeout == httpx.Timeout(600.0, connect=10.0) and not pool.trust_env
+    finally:
+        asyncio.run(pool.aclose())
+
+
+def test_a_proxy_in_the_environment_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = FastAPI()
+    app.get("/ping")(lambda: {"ok": True})
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with serve(app) as url, http.client(timeout=5.0, base_url=url) as sync:
+        assert sync.get("/ping").json() == {"ok": True}
+
+
+@pytest.mark.parametrize(
+    "options", [{"timeout": 0}, {"timeout": None}, {"timeout": 5, "connect": -1}]
+)
+def test_a_client_without_a_positive_timeout_is_refused(options: dict) -> None:
+    with pytest.raises(InvalidInputError, match="positive number of seconds"):
+        http.client(**options)

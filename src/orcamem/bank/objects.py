@@ -42,6 +42,7 @@ from urllib.parse import quote
 import httpx
 
 from .._kernel.config import S3Settings
+from .._kernel.http import client as http_client
 from ..errors import InvalidInputError, NotFoundError, PreconditionFailedError, StoreError
 
 __all__ = [
@@ -426,7 +427,7 @@ class S3ObjectStore:
         self._base = httpx.URL(settings.endpoint.rstrip("/"))
         self._prefix_path = self._base.path.rstrip("/")
         self._host = self._base.netloc.decode("ascii")
-        self._client = httpx.Client(timeout=timeout_s)
+        self._client = http_client(timeout=timeout_s)
         self._closed = False
 
     @property

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-
 from ...errors import ClosedError, ModelError, ModelOutputError
 from ..config import anthropic_api_key, anthropic_base_url, anthropic_model
+from ..http import client
 from .parse import checked_reply, checked_value, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing
@@ -64,12 +63,13 @@ class AnthropicChat:
         check_url(self._base_url)
         self._url = self._base_url + "/v1/messages"
         self._temperature = temperature
-        self._client = httpx.Client(
+        self._client = client(
+            timeout=60.0,  # each call sets its deadline's
             headers={
                 "x-api-key": key,
                 "anthropic-version": self.VERSION,
                 "content-type": "application/json",
-            }
+            },
         )
         self._closed = False
 

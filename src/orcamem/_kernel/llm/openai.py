@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import httpx
-
 from ...errors import ClosedError, InvalidInputError, ModelError, ModelOutputError
+from ..http import client
 from .parse import checked_reply, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing, schema_prompt
@@ -68,7 +67,7 @@ class OpenAIChat:
         self._structured: Structured = structured
         self._temperature = temperature
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(headers=headers)
+        self._client = client(timeout=60.0, headers=headers)  # each call sets its deadline's
         self._closed = False
 
     @property
