@@ -1,18 +1,30 @@
 """The kernel's shared helpers, each the one place its concept lives: NOTHING and schema checks
-(``_kernel.llm``), HTTP clients (``_kernel.http``)."""
+(``_kernel.llm``), HTTP clients (``_kernel.http``), atomic writes and the file lock
+(``_kernel.files``)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from orcamem import InvalidInputError
+from orcamem import InvalidInputError, ReadOnlyStoreError, StoreError, TransientError
 from orcamem._kernel import http, llm
+from orcamem._kernel.files import (
+    FileLock,
+    is_temp,
+    remove_stale_temps,
+    temp_path,
+    write_atomic,
+)
 from orcamem._kernel.jobs import queue
 from orcamem._kernel.llm import NOTHING, is_nothing, schema_errors
 from servers import serve
@@ -105,3 +117,81 @@ def test_a_proxy_in_the_environment_is_not_used(monkeypatch: pytest.MonkeyPatch)
 def test_a_client_without_a_positive_timeout_is_refused(options: dict) -> None:
     with pytest.raises(InvalidInputError, match="positive number of seconds"):
         http.client(**options)
+
+
+# -- atomic writes and the file lock ------------------------------------------------------------
+
+
+def test_write_atomic_replaces_the_file_whole_and_privately(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    write_atomic(path, b"old\n")
+    write_atomic(path, b"new\n")
+    assert path.read_bytes() == b"new\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.jsonl"]  # no temp file left
+
+
+def test_write_atomic_names_the_path_it_could_not_write(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file, not a directory")
+    target = tmp_path / "file" / "x.json"
+    with pytest.raises(StoreError, match=f"cannot write {target}"):
+        write_atomic(target, b"{}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_read_only_directory_is_a_read_only_store_error(tmp_path: Path) -> None:
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(ReadOnlyStoreError, match="permission denied"):
+            write_atomic(tmp_path / "x", b"")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_stale_temps_are_recognised_and_removed(tmp_path: Path) -> None:
+    path = tmp_path / "memory.md"
+    fresh, old = temp_path(path), temp_path(path)
+    assert fresh != old and is_temp(fresh.name) and not is_temp(path.name)
+    for leftover in (fresh, old):
+        leftover.write_bytes(b"half")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    remove_stale_temps(path, older_than_s=60)  # a write in flight keeps its file
+    assert fresh.exists() and not old.exists()
+    remove_stale_temps(path)  # with the lock held, every temp file is stale
+    assert not fresh.exists()
+
+
+def test_the_lock_is_reentrant_in_a_thread_and_makes_other_threads_wait(tmp_path: Path) -> None:
+    lock = FileLock(tmp_path / "sub" / ".lock")
+    order: list[str] = []
+
+    def other_thread() -> None:
+        with lock.hold():
+            order.append("b")
+
+    with lock.hold(), lock.hold():  # re-entrant; the directory is made
+        waiter = threading.Thread(target=other_thread)
+        waiter.start()
+        time.sleep(0.2)
+        order.append("a")
+    waiter.join(5)
+    assert order == ["a", "b"]
+
+
+def test_a_lock_held_by_another_process_is_a_transient_error(tmp_path: Path) -> None:
+    path = tmp_path / ".lock"
+    code = (
+        "import sys, time, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+        "print('held', flush=True); time.sleep(30)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        busy = f"the lock {path} is held by another process"
+        with pytest.raises(TransientError, match=busy), FileLock(path, timeout_s=0.2).hold():
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with FileLock(path, timeout_s=5).hold():  # free again once the holder is gone
+        pass

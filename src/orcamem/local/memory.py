@@ -39,6 +39,7 @@ from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.config import memory_dir, user_config_file
+from .._kernel.files import FileLock
 from .._kernel.jobs.queue import Job, JobQueue, JobResult, JobWorker, Ran, job_id
 from .._kernel.llm import NOTHING, is_nothing
 from ..errors import (
@@ -69,7 +70,6 @@ from .ledger import (
     MAX_EXPLICIT_BYTES,
     Candidate,
     DeleteResult,
-    FileLockHolder,
     Ledger,
     LedgerState,
     MemoryLayout,
@@ -365,8 +365,8 @@ class LocalMemory:
         self.model = model
         self.transcript = transcript
         self.history_persistent = history_persistent and transcript is not None
-        self.lock = FileLockHolder(self.files.lock, lock_timeout_s)
-        self.user_lock = FileLockHolder(self.layout.lock, lock_timeout_s)
+        self.lock = FileLock(self.files.lock, lock_timeout_s)
+        self.user_lock = FileLock(self.layout.lock, lock_timeout_s)
         self.ledger = Ledger(self.files, self.lock, self.clock)
         self.job_store = FileJobStore(self.files.jobs, self.lock)
         self.jobs = JobQueue(self.job_store)
