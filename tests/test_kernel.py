@@ -1,6 +1,6 @@
 """The kernel's shared helpers, each the one place its concept lives: NOTHING and schema checks
 (``_kernel.llm``), HTTP clients (``_kernel.http``), atomic writes and the file lock
-(``_kernel.files``)."""
+(``_kernel.files``), the UTC stamp (``_kernel.clock``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,7 @@ from fastapi import FastAPI
 
 from orcamem import InvalidInputError, ReadOnlyStoreError, StoreError, TransientError
 from orcamem._kernel import http, llm
+from orcamem._kernel.clock import format_time, parse_time
 from orcamem._kernel.files import (
     FileLock,
     is_temp,
@@ -195,3 +197,16 @@ def test_a_lock_held_by_another_process_is_a_transient_error(tmp_path: Path) -> 
         holder.wait()
     with FileLock(path, timeout_s=5).hold():  # free again once the holder is gone
         pass
+
+
+# -- the UTC stamp --------------------------------------------------------------------------------
+
+
+def test_one_stamp_in_microseconds_or_the_markdown_stores_milliseconds() -> None:
+    moment = datetime(2026, 8, 28, 21, 30, 0, 987654, tzinfo=timezone(timedelta(hours=2)))
+    assert format_time(moment) == "2026-08-28T19:30:00.987654Z"
+    assert format_time(moment, digits=3) == "2026-08-28T19:30:00.987Z"  # cut, not rounded
+    assert format_time(moment.replace(tzinfo=None)) == "2026-08-28T21:30:00.987654Z"  # naive: UTC
+    assert parse_time(format_time(moment, digits=3)) == moment.replace(microsecond=987000)
+    with pytest.raises(InvalidInputError, match="digits=2"):
+        format_time(moment, digits=2)  # type: ignore[arg-type]
