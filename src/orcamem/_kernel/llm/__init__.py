@@ -30,10 +30,10 @@ can use NOTHING without importing an HTTP client or a schema validator.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from ..config import anthropic_api_key, openai_api_key
+from ..lazy import lazy_names
 from .protocol import NOTHING, ChatModel, is_nothing
 
 if TYPE_CHECKING:
@@ -70,12 +70,7 @@ _LAZY = {
 """Names loaded from their module on first use (httpx and jsonschema are slow to import)."""
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def make_chat_model(upstream: str | None = None, model: str | None = None) -> ChatModel | None:

@@ -10,20 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import ClosedError, ModelError, ModelOutputError
+from ...errors import ModelError, ModelOutputError
 from ..config import anthropic_api_key, anthropic_base_url, anthropic_model
-from ..http import client
 from .parse import checked_reply, checked_value, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing
-from .transport import Deadline, check_call, check_url, http_error, loads, post
+from .transport import Deadline, PooledClient, check_call, check_url, http_error, loads, post
 
 __all__ = ["AnthropicChat"]
 
 _ANSWER_TOOL = "answer"
 
 
-class AnthropicChat:
+class AnthropicChat(PooledClient):
     """The Anthropic Messages API (``POST {base_url}/v1/messages``).
 
     The schema becomes the ``input_schema`` of one tool, ``answer``, which the model is made to
@@ -63,15 +62,13 @@ class AnthropicChat:
         check_url(self._base_url)
         self._url = self._base_url + "/v1/messages"
         self._temperature = temperature
-        self._client = client(
-            timeout=60.0,  # each call sets its deadline's
-            headers={
+        super().__init__(
+            {
                 "x-api-key": key,
                 "anthropic-version": self.VERSION,
                 "content-type": "application/json",
-            },
+            }
         )
-        self._closed = False
 
     @property
     def id(self) -> str:
@@ -91,8 +88,7 @@ class AnthropicChat:
         max_tokens: int = 1024,
     ) -> Any:
         """See :meth:`ChatModel.complete_json`."""
-        if self._closed:
-            raise ClosedError(f"{self.id} was closed: make a new client")
+        self._check_open()
         check_call(deadline_s, max_tokens)
         deadline = Deadline(deadline_s)
         # A tool's input must be an object: the answer (or NOTHING) is its one property.
@@ -146,18 +142,6 @@ class AnthropicChat:
             if isinstance(block, dict) and block.get("type") == "text"
         )
         return checked_reply(reply, schema, truncated=truncated)
-
-    def close(self) -> None:
-        """Close the connection pool (idempotent)."""
-        if not self._closed:
-            self._closed = True
-            self._client.close()
-
-    def __enter__(self) -> AnthropicChat:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"AnthropicChat(model={self._model!r}, base_url={self._base_url!r})"

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...errors import ClosedError, InvalidInputError, ModelError, ModelOutputError
-from ..http import client
+from ...errors import InvalidInputError, ModelError, ModelOutputError
 from .parse import checked_reply, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing, schema_prompt
-from .transport import Deadline, check_call, check_url, http_error, loads, post
+from .transport import Deadline, PooledClient, check_call, check_url, http_error, loads, post
 
 __all__ = ["OpenAIChat", "Structured"]
 
 Structured = Literal["auto", "json_schema", "json_object"]
 
 
-class OpenAIChat:
+class OpenAIChat(PooledClient):
     """Any OpenAI-compatible ``POST {base_url}/chat/completions`` server.
 
     Args:
@@ -66,9 +65,7 @@ class OpenAIChat:
         self._url = self._base_url + "/chat/completions"
         self._structured: Structured = structured
         self._temperature = temperature
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client(timeout=60.0, headers=headers)  # each call sets its deadline's
-        self._closed = False
+        super().__init__({"Authorization": f"Bearer {api_key}"} if api_key else {})
 
     @property
     def id(self) -> str:
@@ -179,22 +176,6 @@ class OpenAIChat:
             content if isinstance(content, str) else "",
             choice.get("finish_reason") == "length",
         )
-
-    def close(self) -> None:
-        """Close the connection pool (idempotent)."""
-        if not self._closed:
-            self._closed = True
-            self._client.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError(f"{self.id} was closed: make a new client")
-
-    def __enter__(self) -> OpenAIChat:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"OpenAIChat({self._model!r}, {self._base_url!r}, structured={self._structured!r})"

@@ -13,16 +13,19 @@ import json
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 import httpx
 
-from ...errors import InvalidInputError, ModelError, ModelTimeoutError
+from ...errors import ClosedError, InvalidInputError, ModelError, ModelTimeoutError
+from ..http import client
 from .parse import excerpt
 
 __all__ = [
     "MAX_REPLY_BYTES",
     "Deadline",
+    "PooledClient",
     "check_call",
     "check_url",
     "http_error",
@@ -32,6 +35,34 @@ __all__ = [
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 """A server's answer larger than this is refused (a chat reply is a few kilobytes)."""
+
+_Self = TypeVar("_Self", bound="PooledClient")
+
+
+class PooledClient:
+    """What every model client shares: one connection pool for its life, closed once."""
+
+    id: str
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._client = client(timeout=60.0, headers=headers)  # each call sets its deadline's
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"{self.id} was closed: make a new client")
+
+    def close(self) -> None:
+        """Close the connection pool (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Deadline:
