@@ -9,7 +9,7 @@ Three backends answer :class:`ObjectStore`:
   ``If-Match`` headers and the error messages under our control (botocore is ~15 MB and
   grows its own retry and threading rules).
 - :class:`FileObjectStore` — a directory; atomic replace + fsync, a cross-process file lock
-  around conditional writes so several processes can share it.
+  around writes and deletes so several processes can share it.
 - :class:`MemoryObjectStore` — a dict, for tests and for a bank without a bucket.
 
 Every backend gives each stored version an ``etag`` and honours the two preconditions:

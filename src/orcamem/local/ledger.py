@@ -21,10 +21,11 @@ Deleting them is harmless once no process runs.
 Rules kept here:
 
 - **Authority.** ``candidates.jsonl`` is the only authority of automatic memory. Every change
-  is a whole-file atomic replace (``orcamem._kernel.files.write_atomic``) under the project lock, so a reader — which takes no lock — sees the old or the new ledger,
-  never a mix. The Markdown view and the FTS5 index are derived from it: if either cannot be
-  written the ledger stays committed, the failure is reported, and the next write (or recall)
-  rebuilds both.
+  is a whole-file atomic replace (``orcamem._kernel.files.write_atomic``) under the project
+  lock, so a reader — which takes no lock — sees the old or the new ledger, never a mix. The
+  Markdown view and the FTS5 index are derived from it: if either cannot be written the
+  ledger stays committed, the failure is reported, and the next write (or recall) rebuilds
+  both.
 - **Revisions.** The ledger has a revision that every change of its candidates increments.
   Deleting is a revisioned, idempotent operation (:meth:`Ledger.delete`): it names the
   revision its caller saw, and repeating it is a no-op. There is no unversioned clear.
