@@ -13,7 +13,7 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem.engine.consolidate.anchor import anchor, find_when, zone
 from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
 from orcamem.engine.consolidate.rules import rule_claims
-from orcamem.engine.consolidate.sleep import verify_claims
+from orcamem.engine.consolidate.sleep import SleepReport, verify_claims
 from orcamem.engine.consolidate.verify import (
     carry_pronouns,
     check_citations,
@@ -355,3 +355,24 @@ def test_a_rule_already_forbidden_in_other_words_is_not_stored_twice(sleeper: Me
     report = sleeper.sleep()
     assert report.stored == [] and report.duplicates == 1
     assert len([m for m in sleeper.facts() if m.prohibited]) == 1
+
+
+def test_a_sleeps_report_is_the_sum_of_its_batches_reports() -> None:
+    claim = Claim(kind="state", attribute="home city", value="Pune", cites=("ep-1:s1",))
+    first = SleepReport(episodes=2, claims=1, stored=["m1"], extractors=["model:m"])
+    second = SleepReport(
+        episodes=1, claims=2, duplicates=1, rejected=[(claim, "grounding")], extractors=["model:m"]
+    )
+    total = SleepReport(failures=["model:m (attempt 1): empty output"])
+    total.add(first)
+    total.add(second)
+    assert total.to_dict() == {
+        "episodes": 3,
+        "claims": 3,
+        "stored": ["m1"],
+        "superseded": [],
+        "duplicates": 1,
+        "rejected": [{"item": claim.to_json(), "reason": "grounding"}],
+        "extractors": ["model:m"],  # named once
+        "failures": ["model:m (attempt 1): empty output"],
+    }

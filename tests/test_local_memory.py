@@ -15,6 +15,7 @@ import pytest
 from local_memory_helpers import KeyedModel, ScriptedModel, items, tree, turn, wait_until
 from orcamem._kernel.clock import FrozenClock, format_time
 from orcamem._kernel.env import memory_dir
+from orcamem._kernel.files import FileLock
 from orcamem._kernel.jobs.queue import JobQueue, job_id
 from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
 from orcamem.local.extract import MAX_SOURCE_BYTES, build_source
@@ -24,7 +25,6 @@ from orcamem.local.ledger import (
     MARKDOWN_NEWEST,
     MAX_EXPLICIT_BYTES,
     Candidate,
-    FileLockHolder,
     normalize_origin,
     project_identity,
     publish_project_json,
@@ -199,7 +199,7 @@ def test_project_metadata_corrupted_during_lock_contention_is_preserved_and_repo
     result: list = []
     waiter = threading.Thread(
         target=lambda: result.append(
-            publish_project_json(files, FileLockHolder(files.lock), moved, format_time(clock.now()))
+            publish_project_json(files, FileLock(files.lock), moved, format_time(clock.now()))
         )
     )
     waiter.start()
@@ -540,7 +540,7 @@ def test_retention_128_candidates_newest_64_in_markdown(project: Path, clock: Fr
 def test_file_job_store_admits_64_active_and_keeps_128_done_per_project(
     tmp_path: Path, clock: FrozenClock
 ) -> None:
-    store = FileJobStore(tmp_path / "jobs", FileLockHolder(tmp_path / ".lock"))
+    store = FileJobStore(tmp_path / "jobs", FileLock(tmp_path / ".lock"))
     queue = JobQueue(store)
     for number in range(64):
         queue.enqueue("project:a", "extract", "s", f"t{number}", f"d{number}", {}, clock.now())

@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from fastapi.testclient import TestClient
 
 from orcamem import InvalidInputError, Memory
+from orcamem._kernel.http import async_client
 from orcamem.bench.load import load_test
+from orcamem.interfaces.http import ui
 from orcamem.interfaces.http.server import build_app
 from orcamem.interfaces.http.settings import ServerSettings
 from servers import serve
@@ -48,6 +52,25 @@ def test_up_serves_api_proxy_mcp_and_the_upstream_ui(tmp_path: Path) -> None:
             assert {"/mcp", "/api/episodes"} <= paths
             models = client.get("/v1/models")  # the proxy, not the UI catch-all
             assert models.status_code in (200, 404, 502) and "llama.cpp" not in models.text
+
+
+def test_the_ui_pass_through_keeps_one_client_while_the_app_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[httpx.AsyncClient] = []
+
+    def counted(**options: Any) -> httpx.AsyncClient:
+        made.append(async_client(**options))
+        return made[-1]
+
+    monkeypatch.setattr(ui, "async_client", counted)
+    with model_server_with_ui() as upstream, Memory(tmp_path / "m.db") as mem:
+        app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", model="m"))
+        with TestClient(app) as client:
+            for _ in range(3):
+                assert client.get("/assets/app.js").status_code == 200
+            assert len(made) == 1 and not made[0].is_closed
+        assert made[0].is_closed  # closed on shutdown
 
 
 def test_up_without_upstream_still_serves_and_says_how_to_name_one(tmp_path: Path) -> None:

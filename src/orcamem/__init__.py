@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import _deprecated, errors
 from ._kernel.config import Config
+from ._kernel.lazy import lazy_names as _lazy_names
 from .engine import AsyncMemory, Memory
 from .errors import *  # noqa: F403 - the whole family, as errors.__all__ lists it
 
@@ -32,14 +33,7 @@ _LAZY = {"Capability": "capability", "LocalMemory": "local", "MemoryBank": "bank
 for the engine's offline default path."""
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'orcamem' has no attribute {name!r}")
+__getattr__ = _lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Protocol
+from typing import Literal, Protocol
+
+from ..errors import InvalidInputError
 
 __all__ = ["Clock", "FrozenClock", "SystemClock", "format_time", "parse_time"]
 
@@ -34,11 +36,19 @@ class FrozenClock:
         self._now += timedelta(**delta)
 
 
-def format_time(moment: datetime) -> str:
-    """``2026-10-17T09:30:00.000000Z``: fixed width, so strings sort like times."""
+def format_time(moment: datetime, *, digits: Literal[3, 6] = 6) -> str:
+    """``2026-10-17T09:30:00.000000Z``: UTC, fixed width, so strings sort like times.
+
+    ``digits``: of the fraction of a second, cut (not rounded) to 3 for the millisecond stamps
+    the Markdown store's files and log are specified with (``2026-10-17T09:30:00.000Z``).
+    A naive ``moment`` is taken as UTC.
+    """
+    if digits not in (3, 6):
+        raise InvalidInputError(f"digits={digits!r}: use 6 (microseconds) or 3 (milliseconds)")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return text[: len(text) - 6 + digits] + "Z"
 
 
 def parse_time(value: str | datetime) -> datetime:

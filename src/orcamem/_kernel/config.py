@@ -21,30 +21,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidInputError
 
-# Readers that moved to ``env``, still imported from here by modules other agents own
-# (``_kernel/llm.py``, ``capability/providers/mcp.py``); new code imports them from ``env``.
-from .env import (
-    HEADROOM_PYTHON_ENV,
-    anthropic_api_key,
-    anthropic_base_url,
-    anthropic_model,
-    headroom_python,
-    openai_api_key,
-)
-
 __all__ = [
-    "HEADROOM_PYTHON_ENV",
     "Config",
     "PackConfig",
     "RecallConfig",
     "SignalsConfig",
     "SleepConfig",
     "StorageConfig",
-    "anthropic_api_key",
-    "anthropic_base_url",
-    "anthropic_model",
-    "headroom_python",
-    "openai_api_key",
 ]
 
 S = TypeVar("S", bound="_Section")

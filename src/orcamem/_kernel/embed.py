@@ -123,12 +123,12 @@ class OpenAIEmbedder:
         timeout: float = 30.0,
         batch_size: int = 64,
     ) -> None:
-        import httpx
+        from .http import client
 
         self._model = model
         self._url = base_url.rstrip("/") + "/embeddings"
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self._client = client(timeout=timeout, headers=headers)
         self._batch = batch_size
         self._dim: int | None = None
 

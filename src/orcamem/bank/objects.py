@@ -8,8 +8,8 @@ Three backends answer :class:`ObjectStore`:
   ships ``httpx``, and owning the requests keeps the timeouts, the ``If-None-Match`` /
   ``If-Match`` headers and the error messages under our control (botocore is ~15 MB and
   grows its own retry and threading rules).
-- :class:`FileObjectStore` — a directory; atomic replace + fsync, a ``flock`` around
-  conditional writes so several processes can share it.
+- :class:`FileObjectStore` — a directory; atomic replace + fsync, a cross-process file lock
+  around writes and deletes so several processes can share it.
 - :class:`MemoryObjectStore` — a dict, for tests and for a bank without a bucket.
 
 Every backend gives each stored version an ``etag`` and honours the two preconditions:
@@ -23,12 +23,10 @@ is :class:`~orcamem.errors.NotFoundError`; anything else that goes wrong is a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
 import re
-import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -42,6 +40,15 @@ from urllib.parse import quote
 import httpx
 
 from .._kernel.env import S3Settings
+from .._kernel.files import (
+    FileLock,
+    is_temp,
+    make_dirs,
+    remove_stale_temps,
+    store_error,
+    write_atomic,
+)
+from .._kernel.http import client as http_client
 from ..errors import InvalidInputError, NotFoundError, PreconditionFailedError, StoreError
 
 __all__ = [
@@ -207,23 +214,18 @@ def _check_preconditions(
 class FileObjectStore:
     """Objects as files under ``root`` (``root/<key>``).
 
-    A write goes to a temporary file, is fsynced and renamed over the key, then the directory
-    is fsynced: a reader sees the old or the new bytes, never half. Conditional writes and
-    deletes hold an exclusive ``flock`` on ``root/.lock``, so processes sharing the directory
-    never lose an update. The etag is the content's SHA-256 (first 32 hex digits).
+    A write replaces the key's file atomically and durably (``_kernel.files.write_atomic``): a
+    reader sees the old or the new bytes, never half. Writes and deletes hold the file lock on
+    ``root/.lock`` (``_kernel.files.FileLock``), so processes sharing the directory never lose
+    an update. The etag is the content's SHA-256 (first 32 hex digits).
     """
 
     LOCK_NAME = ".lock"
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser()
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the object directory {self.root}: {exc.strerror}"
-            ) from None
-        self._thread_lock = threading.Lock()
+        make_dirs(self.root)
+        self._lock = FileLock(self.root / self.LOCK_NAME)
 
     @property
     def location(self) -> str:
@@ -240,20 +242,6 @@ class FileObjectStore:
     def _etag(body: bytes) -> str:
         return hashlib.sha256(body).hexdigest()[:32]
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._thread_lock, open(self.root / self.LOCK_NAME, "a+b") as handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - not POSIX: one process only
-                yield
-                return
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
     def get(self, key: str) -> StoredObject:
         path = self._path(key)
         try:
@@ -263,7 +251,7 @@ class FileObjectStore:
         except IsADirectoryError:
             raise NotFoundError(f"no object {key!r} in {self.location}") from None
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+            raise store_error("read", path, exc) from exc
         return StoredObject(key, body, self._etag(body))
 
     def _current_etag(self, path: Path) -> str | None:
@@ -276,42 +264,23 @@ class FileObjectStore:
         self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None
     ) -> str:
         path = self._path(key)
-        with self._locked():
+        with self._lock.hold():
             if if_none_match or if_match is not None:
                 _check_preconditions(key, self._current_etag(path), if_none_match, if_match)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-                try:
-                    with os.fdopen(fd, "wb") as out:
-                        out.write(body)
-                        out.flush()
-                        os.fsync(out.fileno())
-                    os.replace(temporary, path)
-                except BaseException:
-                    with contextlib.suppress(OSError):
-                        os.unlink(temporary)
-                    raise
-                directory = os.open(path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(directory)
-                finally:
-                    os.close(directory)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot write {path}: {exc.strerror} (check free space and permissions)"
-                ) from None
+            make_dirs(path.parent)
+            remove_stale_temps(path)
+            write_atomic(path, body)
         return self._etag(body)
 
     def delete(self, key: str) -> None:
         path = self._path(key)
-        with self._locked():
+        with self._lock.hold():
             try:
                 path.unlink()
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                raise StoreError(f"cannot delete {path}: {exc.strerror}") from None
+                raise store_error("delete", path, exc) from exc
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         found: list[tuple[str, Path]] = []
@@ -319,7 +288,7 @@ class FileObjectStore:
             folders.sort()
             base = Path(directory).relative_to(self.root)
             for name in files:
-                if name.startswith(".tmp-") or (base == Path(".") and name == self.LOCK_NAME):
+                if is_temp(name) or (base == Path(".") and name == self.LOCK_NAME):
                     continue
                 key = (base / name).as_posix() if base != Path(".") else name
                 if key.startswith(prefix):
@@ -426,7 +395,7 @@ class S3ObjectStore:
         self._base = httpx.URL(settings.endpoint.rstrip("/"))
         self._prefix_path = self._base.path.rstrip("/")
         self._host = self._base.netloc.decode("ascii")
-        self._client = httpx.Client(timeout=timeout_s)
+        self._client = http_client(timeout=timeout_s)
         self._closed = False
 
     @property

@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._kernel.llm import NOTHING, ChatModel
+from .._kernel.llm import ChatModel, is_nothing
 from ..errors import ModelOutputError
 from ..recall import bank as scoring
 from .record import SUMMARY_CHARS, preview
@@ -101,7 +101,7 @@ class MemoryProcessor:
         except Exception as exc:  # unreachable, refused, timed out: skip, never fail the save
             log.warning("memory processor call failed, saving without extraction: %s", exc)
             return Extraction("skipped", reason=str(exc))
-        if value is NOTHING or not isinstance(value, dict):
+        if is_nothing(value) or not isinstance(value, dict):
             return Extraction("preview", reason="the model answered NOTHING")
         content = " ".join(str(value.get("processedContent", "")).split())
         if not content:

@@ -26,6 +26,7 @@ import httpx
 import numpy as np
 from fastapi import FastAPI
 
+from .._kernel.http import client as http_client
 from ..engine.memory import Memory
 from ..errors import StoreError
 from .runs import machine
@@ -64,16 +65,17 @@ def _process(args: list[str], health: str) -> Iterator[None]:
     child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(health, timeout=1).status_code < 500:
-                    break
-            except httpx.HTTPError:
-                pass
-            if child.poll() is not None or time.monotonic() > deadline:
-                detail = child.stderr.read().decode()[-800:] if child.stderr else ""
-                raise StoreError(f"could not start {' '.join(args[:4])}: {detail}")
-            time.sleep(0.1)
+        with http_client(timeout=1) as probe:
+            while True:
+                try:
+                    if probe.get(health).status_code < 500:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if child.poll() is not None or time.monotonic() > deadline:
+                    detail = child.stderr.read().decode()[-800:] if child.stderr else ""
+                    raise StoreError(f"could not start {' '.join(args[:4])}: {detail}")
+                time.sleep(0.1)
         yield
     finally:
         child.terminate()
@@ -161,7 +163,7 @@ def _drive(
 
     def client(number: int) -> None:
         rng = random.Random(number)
-        with httpx.Client(base_url=base, timeout=30) as http:
+        with http_client(base_url=base, timeout=30) as http:
             count = 0
             while time.monotonic() < stop_at:
                 space = f"load-{rng.randrange(spaces)}"

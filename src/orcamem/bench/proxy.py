@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from .._kernel.config import Config
+from .._kernel.http import client as http_client
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from ..interfaces.http.app import create_app
@@ -185,7 +186,7 @@ def proxy_latency(
         with (
             stub.running(),
             _serving(app) as url,
-            httpx.Client(timeout=60, trust_env=False, headers={"x-orma-space": "bench"}) as client,
+            http_client(timeout=60, headers={"x-orma-space": "bench"}) as client,
         ):
             for number, question in enumerate(questions):
                 body = {

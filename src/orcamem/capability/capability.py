@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._kernel.clock import Clock
-from .._kernel.llm import NOTHING, ChatModel, bounded
+from .._kernel.llm import ChatModel, bounded, is_nothing
 from .._kernel.redact import has_secrets, redact
 from .._kernel.text import message_text
 from ..errors import MemoryOffError, ModelError, OrcamemError
@@ -263,7 +263,7 @@ class Capability:
             deadline_s=self.extraction_deadline_s,
             max_tokens=400,
         )
-        if answer == NOTHING:
+        if is_nothing(answer):
             return [], [], True
         items = answer.get("facts") if isinstance(answer, dict) else None
         if not isinstance(items, list):
@@ -272,7 +272,7 @@ class Capability:
         dropped: list[str] = []
         for item in items:
             text = " ".join(item.split()) if isinstance(item, str) else ""
-            if not text or text.upper() == NOTHING:
+            if not text or is_nothing(text):
                 continue
             if text in facts or has_secrets(text) or len(facts) >= MAX_FACTS:
                 dropped.append(text)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._kernel.env import instance_config_path
+from .._kernel.files import write_atomic
 from ..errors import InvalidInputError, SettingsFileError
 
 __all__ = [
@@ -282,9 +283,8 @@ def _edit_workspace(workspace: str | Path, change: Any) -> None:
     if not isinstance(memory, dict):
         raise SettingsFileError(f"{path}: defaults.memory is not an object; fix it by hand first")
     change(memory)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    write_atomic(path, text.encode("utf-8"), mode=0o666)  # a workspace file: the umask decides
 
 
 def _known(key: str) -> None:
@@ -299,6 +299,7 @@ def clear_workspace_override(workspace: str | Path, key: str) -> bool:
     Raises:
         InvalidInputError: ``key`` is not a memory setting.
         SettingsFileError: the file is not JSON or not the expected shape.
+        StoreError: the file could not be written.
     """
     _known(key)
     if not workspace_config_path(workspace).exists():
@@ -318,6 +319,7 @@ def set_workspace_override(workspace: str | Path, key: str, value: Any) -> None:
     Raises:
         InvalidInputError: unknown key or bad value.
         SettingsFileError: the file is not JSON or not the expected shape.
+        StoreError: the file could not be written.
     """
     _known(key)
     _, problems, _ = validate_layer({key: value})

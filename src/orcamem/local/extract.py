@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._kernel.jobs.queue import NOTHING, check_items
+from .._kernel.jobs.queue import check_items
+from .._kernel.llm import NOTHING, is_nothing
 from .._kernel.redact import find_secrets, redact
 from ..errors import AttemptFailed
 from .ledger import CATEGORIES, MAX_CANDIDATE_CHARS
@@ -171,7 +172,7 @@ def parse_candidates(reply: Any) -> list[dict[str, str]] | str:
         AttemptFailed: empty, malformed, unclassified or over-limit output (a failed attempt,
             never a zero-candidate success).
     """
-    if isinstance(reply, str) and reply.strip().strip("\"'`").upper() == NOTHING:
+    if is_nothing(reply):
         return NOTHING
     if reply is None or (isinstance(reply, str) and not reply.strip()):
         raise AttemptFailed("empty output: the model returned nothing (only NOTHING is empty)")

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._kernel.files import remove_stale_temps, temp_path
 from .._kernel.text import content_words, fts_query
 from ..errors import IndexUnavailable
 
@@ -57,7 +57,7 @@ def build(path: Path, fingerprint: str, candidates: Iterable[_Indexed]) -> None:
     Raises:
         IndexUnavailable: it could not be written (disk, permissions, no FTS5).
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = temp_path(path)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
@@ -86,17 +86,7 @@ def build(path: Path, fingerprint: str, candidates: Iterable[_Indexed]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise IndexUnavailable(f"cannot build {path}: {exc}") from exc
-    _sweep(path)
-
-
-def _sweep(path: Path) -> None:
-    """Remove temporary index files older than a minute (left by a killed process)."""
-    import time
-
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            if time.time() - leftover.stat().st_mtime > 60:
-                leftover.unlink()
+    remove_stale_temps(path, older_than_s=60)  # no lock: another build may be in flight
 
 
 def _open(path: Path) -> sqlite3.Connection:

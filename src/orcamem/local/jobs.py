@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._kernel.files import FileLock, make_dirs, remove_stale_temps, store_error, write_atomic
 from ..errors import CorruptStoreError, StoreError
-from .ledger import FileLockHolder, _mkdir, _remove_stale_temps, _store_error, write_atomic
 
 __all__ = ["FileJobStore"]
 
@@ -83,7 +83,7 @@ class _Files:
         except FileNotFoundError:
             return None, None
         except OSError as exc:
-            raise _store_error("read", path, exc) from exc
+            raise store_error("read", path, exc) from exc
         key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         with self._guard:
             cached = self._cache.get(path.name)
@@ -99,7 +99,7 @@ class _Files:
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             row, problem = None, f"{path} is unreadable ({type(exc).__name__}: {exc})"
         except OSError as exc:
-            raise _store_error("read", path, exc) from exc
+            raise store_error("read", path, exc) from exc
         with self._guard:
             self._cache[path.name] = (key, row, problem)
         return row, problem
@@ -119,7 +119,7 @@ class _Files:
         except FileNotFoundError:
             return [], []
         except OSError as exc:
-            raise _store_error("list", self.directory, exc) from exc
+            raise store_error("list", self.directory, exc) from exc
         rows, problems = [], []
         for name in names:
             if not (name.startswith("job-") and name.endswith(".json")):
@@ -229,10 +229,10 @@ class _Rows:
     def commit(self) -> None:
         if not self._changed and not self._deleted:
             return
-        _mkdir(self._files.directory)
+        make_dirs(self._files.directory)
         for job_id, row in self._changed.items():
             path = self._files.path(job_id)
-            _remove_stale_temps(path)
+            remove_stale_temps(path)
             data = json.dumps(_to_file(row), ensure_ascii=False, indent=2, sort_keys=True)
             write_atomic(path, (data + "\n").encode("utf-8"))
         for job_id in self._deleted:
@@ -242,19 +242,19 @@ class _Rows:
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                raise _store_error("delete", path, exc) from exc
+                raise store_error("delete", path, exc) from exc
 
 
 class FileJobStore:
     """The job store of one local-memory project: ``<project>/jobs/<job-id>.json``.
 
     >>> from orcamem._kernel.jobs.queue import JobQueue
-    >>> queue = JobQueue(FileJobStore(tmp / "jobs", FileLockHolder(tmp / ".lock")))  # doctest: +SKIP
+    >>> queue = JobQueue(FileJobStore(tmp / "jobs", FileLock(tmp / ".lock")))  # doctest: +SKIP
     """
 
     capabilities = frozenset({"jobs"})
 
-    def __init__(self, directory: Path, lock: FileLockHolder) -> None:
+    def __init__(self, directory: Path, lock: FileLock) -> None:
         self.directory = directory
         self.lock = lock
         self._files = _Files(directory)

@@ -14,17 +14,18 @@ The layout is exactly the local-memory spec's ("Storage")::
             └── jobs/<job-id>.json       extraction jobs (``orcamem.local.jobs``)
 
 Two more files are implementation details, not memory: ``memory/.lock`` and
-``projects/<id>/.lock`` are the (empty) files that the cross-process locks (``filelock``) hold.
+``projects/<id>/.lock`` are the (empty) files that the cross-process locks
+(``orcamem._kernel.files.FileLock``) hold.
 Deleting them is harmless once no process runs.
 
 Rules kept here:
 
 - **Authority.** ``candidates.jsonl`` is the only authority of automatic memory. Every change
-  is a whole-file atomic replace (temporary file, ``fsync``, ``rename``, directory ``fsync``)
-  under the project lock, so a reader — which takes no lock — sees the old or the new ledger,
-  never a mix. The Markdown view and the FTS5 index are derived from it: if either cannot be
-  written the ledger stays committed, the failure is reported, and the next write (or recall)
-  rebuilds both.
+  is a whole-file atomic replace (``orcamem._kernel.files.write_atomic``) under the project
+  lock, so a reader — which takes no lock — sees the old or the new ledger, never a mix. The
+  Markdown view and the FTS5 index are derived from it: if either cannot be written the
+  ledger stays committed, the failure is reported, and the next write (or recall) rebuilds
+  both.
 - **Revisions.** The ledger has a revision that every change of its candidates increments.
   Deleting is a revisioned, idempotent operation (:meth:`Ledger.delete`): it names the
   revision its caller saw, and repeating it is a no-op. There is no unversioned clear.
@@ -40,31 +41,31 @@ Rules kept here:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import secrets
-import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import filelock
-
 from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.files import (
+    FileLock,
+    make_dirs,
+    remove_stale_temps,
+    store_error,
+    write_atomic,
+)
 from .._kernel.redact import find_secrets
 from ..errors import (
     InvalidInputError,
     NotFoundError,
-    ReadOnlyStoreError,
     RevisionConflictError,
     StoreError,
-    TransientError,
 )
 from . import index as ledger_index
 
@@ -73,14 +74,12 @@ __all__ = [
     "KEEP_APPLIED_JOBS",
     "KEEP_CANDIDATES",
     "KEEP_TOMBSTONES",
-    "LOCK_TIMEOUT_S",
     "MARKDOWN_NEWEST",
     "MAX_CANDIDATE_CHARS",
     "MAX_EXPLICIT_BYTES",
     "Candidate",
     "CorruptLine",
     "DeleteResult",
-    "FileLockHolder",
     "Ledger",
     "LedgerState",
     "MemoryLayout",
@@ -92,7 +91,6 @@ __all__ = [
     "normalize_fact",
     "normalize_origin",
     "project_identity",
-    "write_atomic",
 ]
 
 CATEGORIES = ("user", "feedback", "project", "reference")
@@ -105,114 +103,8 @@ MAX_CANDIDATE_CHARS = 300
 """The longest candidate text kept (the extractor's schema bounds it the same way)."""
 MAX_EXPLICIT_BYTES = 8 * 1024
 """``user.md`` and a project's ``memory.md`` are each loaded up to this many bytes."""
-LOCK_TIMEOUT_S = 10.0
 LEDGER_FORMAT = "orcamem-candidates"
 PROJECT_FORMAT = "orcamem-project"
-
-
-# -- small file helpers ------------------------------------------------------------------------
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _store_error(what: str, path: Path, exc: OSError) -> StoreError:
-    if isinstance(exc, PermissionError):
-        return ReadOnlyStoreError(
-            f"cannot {what} {path}: permission denied; make the directory writable (or point "
-            "ORCA_HOME elsewhere)"
-        )
-    return StoreError(f"cannot {what} {path}: {exc.strerror or exc}")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (temp file, fsync, rename, fsync).
-
-    A reader sees the old or the new content, never a mix; a crash leaves at most a
-    ``.<name>.*.tmp`` file, which the next write of the same file removes.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise _store_error("write", path, exc) from exc
-    _fsync_dir(path.parent)
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """Remove temp files a killed writer of ``path`` left (call with the lock held)."""
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
-
-
-def _mkdir(path: Path) -> None:
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _store_error("create the directory", path, exc) from exc
-
-
-# -- locks -------------------------------------------------------------------------------------
-
-_LOCKS: dict[str, filelock.FileLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-class FileLockHolder:
-    """A cross-process lock on one lock file (``filelock``), re-entrant within a thread.
-
-    Every holder of the same path in a process shares one ``FileLock`` (re-entrant per thread);
-    other threads and other processes wait. A lock that is not acquired within the timeout is a
-    :class:`TransientError` (the job worker then retries in 30 s).
-    """
-
-    def __init__(self, path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> None:
-        self.path = path
-        self.timeout_s = timeout_s
-
-    def _lock(self) -> filelock.FileLock:
-        key = os.path.abspath(self.path)
-        with _LOCKS_GUARD:
-            lock = _LOCKS.get(key)
-            if lock is None:
-                lock = _LOCKS[key] = filelock.FileLock(key, mode=0o600)
-            return lock
-
-    @contextlib.contextmanager
-    def hold(self, timeout_s: float | None = None) -> Iterator[None]:
-        wait = self.timeout_s if timeout_s is None else timeout_s
-        _mkdir(self.path.parent)
-        lock = self._lock()
-        try:
-            lock.acquire(timeout=wait)
-        except filelock.Timeout:
-            raise TransientError(
-                f"the memory lock {self.path} is held by another process (waited {wait:g} s); "
-                "the write is retried later — nothing committed is lost"
-            ) from None
-        except OSError as exc:
-            raise _store_error("lock", self.path, exc) from exc
-        try:
-            yield
-        finally:
-            lock.release()
 
 
 # -- project identity --------------------------------------------------------------------------
@@ -462,7 +354,7 @@ def read_bounded(path: Path, limit: int = MAX_EXPLICIT_BYTES) -> tuple[str, int]
     except FileNotFoundError:
         return "", 0
     except OSError as exc:
-        raise _store_error("read", path, exc) from exc
+        raise store_error("read", path, exc) from exc
     if len(head) > limit:
         head = head[:limit]
         cut = head.rfind(b"\n")
@@ -470,7 +362,7 @@ def read_bounded(path: Path, limit: int = MAX_EXPLICIT_BYTES) -> tuple[str, int]
     return head.decode("utf-8", errors="replace"), size
 
 
-def append_fact(path: Path, lock: FileLockHolder, title: str, fact: str) -> bool:
+def append_fact(path: Path, lock: FileLock, title: str, fact: str) -> bool:
     """Add ``- fact`` to a Markdown fact file under ``lock``; ``False`` if it is already there."""
     with lock.hold():
         try:
@@ -478,7 +370,7 @@ def append_fact(path: Path, lock: FileLockHolder, title: str, fact: str) -> bool
         except FileNotFoundError:
             current = ""
         except OSError as exc:
-            raise _store_error("read", path, exc) from exc
+            raise store_error("read", path, exc) from exc
         wanted = normalize_fact(fact)
         for line in current.splitlines():
             if line.startswith("- ") and normalize_fact(line[2:]) == wanted:
@@ -487,7 +379,7 @@ def append_fact(path: Path, lock: FileLockHolder, title: str, fact: str) -> bool
             current = f"# {title}\n\n"
         elif not current.endswith("\n"):
             current += "\n"
-        _remove_stale_temps(path)
+        remove_stale_temps(path)
         write_atomic(path, (current + f"- {fact}\n").encode("utf-8", "surrogateescape"))
     return True
 
@@ -749,7 +641,7 @@ class Ledger:
     """
 
     files: ProjectFiles
-    lock: FileLockHolder
+    lock: FileLock
     clock: Clock = field(default_factory=SystemClock)
 
     # -- reading ---------------------------------------------------------------------------
@@ -761,15 +653,15 @@ class Ledger:
         except FileNotFoundError:
             data = b""
         except OSError as exc:
-            raise _store_error("read", self.files.candidates, exc) from exc
+            raise store_error("read", self.files.candidates, exc) from exc
         return parse_ledger(data)
 
     # -- writing ---------------------------------------------------------------------------
 
     def _commit(self, state: LedgerState) -> tuple[LedgerState, tuple[str, ...]]:
         """Write ``state`` (the lock is held), then repair the projections."""
-        _mkdir(self.files.dir)
-        _remove_stale_temps(self.files.candidates)
+        make_dirs(self.files.dir)
+        remove_stale_temps(self.files.candidates)
         data = serialize_ledger(state)
         write_atomic(self.files.candidates, data)
         committed = replace(state, fingerprint=fingerprint(data))
@@ -923,7 +815,7 @@ class Ledger:
         problems = []
         if not markdown_matches(self.files.auto_memory_md, state.fingerprint):
             try:
-                _remove_stale_temps(self.files.auto_memory_md)
+                remove_stale_temps(self.files.auto_memory_md)
                 write_markdown(self.files.auto_memory_md, state)
             except (OSError, StoreError) as exc:
                 problems.append(f"auto-memory.md not written: {exc}")
@@ -985,7 +877,7 @@ def render_markdown(state: LedgerState) -> str:
 
 
 def write_markdown(path: Path, state: LedgerState) -> None:
-    _mkdir(path.parent)
+    make_dirs(path.parent)
     write_atomic(path, render_markdown(state).encode("utf-8"))
 
 
@@ -1020,7 +912,7 @@ def read_project_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 def publish_project_json(
     files: ProjectFiles,
-    lock: FileLockHolder,
+    lock: FileLock,
     identity: ProjectIdentity,
     now: str,
     *,
@@ -1052,7 +944,7 @@ def publish_project_json(
             "created_at": (current or {}).get("created_at", now),
             "updated_at": now,
         }
-        _remove_stale_temps(files.project_json)
+        remove_stale_temps(files.project_json)
         data = json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
         write_atomic(files.project_json, data.encode("utf-8"))
     return None

@@ -36,7 +36,9 @@ from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.env import memory_dir
-from .._kernel.jobs.queue import NOTHING, Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.files import FileLock
+from .._kernel.jobs.queue import Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.llm import NOTHING, is_nothing
 from ..errors import (
     AttemptFailed,
     ClosedError,
@@ -65,7 +67,6 @@ from .ledger import (
     MAX_EXPLICIT_BYTES,
     Candidate,
     DeleteResult,
-    FileLockHolder,
     Ledger,
     LedgerState,
     MemoryLayout,
@@ -216,8 +217,8 @@ class LocalMemory:
         self.model = model
         self.transcript = transcript
         self.history_persistent = history_persistent and transcript is not None
-        self.lock = FileLockHolder(self.files.lock, lock_timeout_s)
-        self.user_lock = FileLockHolder(self.layout.lock, lock_timeout_s)
+        self.lock = FileLock(self.files.lock, lock_timeout_s)
+        self.user_lock = FileLock(self.layout.lock, lock_timeout_s)
         self.ledger = Ledger(self.files, self.lock, self.clock)
         self.job_store = FileJobStore(self.files.jobs, self.lock)
         self.jobs = JobQueue(self.job_store)
@@ -524,7 +525,7 @@ class LocalMemory:
         except ModelError as exc:
             raise AttemptFailed(f"{type(exc).__name__}: {exc}") from None
         parsed = parse_candidates(reply)
-        if parsed == NOTHING:
+        if is_nothing(parsed):
             return NOTHING
         kept, rejected = screen(parsed)
         stamp = self._now()

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from .._kernel.files import make_dirs, store_error
 from ..errors import InvalidInputError
-from .ledger import _mkdir, _store_error
 
 __all__ = [
     "MESSAGE_KINDS",
@@ -86,7 +86,7 @@ class JsonlTranscript:
         _check_id("session_id", record.session_id)
         _check_id("turn_id", record.turn_id)
         line = json.dumps(asdict(record), ensure_ascii=False, sort_keys=True) + "\n"
-        _mkdir(self.path.parent)
+        make_dirs(self.path.parent)
         with self._guard:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -96,7 +96,7 @@ class JsonlTranscript:
                 finally:
                     os.close(fd)
             except OSError as exc:
-                raise _store_error("append to", self.path, exc) from exc
+                raise store_error("append to", self.path, exc) from exc
         return record
 
     def message(
@@ -145,7 +145,7 @@ class JsonlTranscript:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise _store_error("read", self.path, exc) from exc
+            raise store_error("read", self.path, exc) from exc
         records = []
         for raw in data.splitlines():
             try:

@@ -23,7 +23,8 @@ as the local-memory spec ("Capture and Recovery") describes them:
   (:meth:`JobQueue.cancel`) releases the lease and gives the attempt back. A transient store or
   lock failure (:meth:`JobQueue.reschedule`) gives it back too and makes the job wait 30 s.
 - **Outcomes.** A handler returns a result (or a :class:`JobResult` with an ``apply`` step), or
-  :data:`NOTHING` for an explicit empty success. ``None`` or an empty container is a failed
+  :data:`NOTHING` (the model's own, ``orcamem._kernel.llm.NOTHING``) for an explicit empty
+  success. ``None`` or an empty container is a failed
   attempt, never a zero-item success; so is :class:`AttemptFailed` (empty, malformed,
   unclassified or over-limit output). :class:`TransientError` (and a ``StoreError``) reschedules;
   :class:`JobCancelled` cancels.
@@ -77,6 +78,7 @@ from ...errors import (
     TransientError,
 )
 from ..clock import Clock, format_time, parse_time
+from ..llm.protocol import NOTHING, is_nothing
 from ..model import validate_space
 
 __all__ = [
@@ -113,13 +115,6 @@ RESCHEDULE_DELAY_S = 30.0
 MAX_PAYLOAD_BYTES = 1024 * 1024
 HISTORY_LIMIT = 32
 JOB_STATUSES = ("pending", "running", "done", "failed")
-
-NOTHING = "NOTHING"
-"""The explicit "nothing to keep" result: the only empty outcome that counts as success.
-
-It is the same string a model answers with (``orcamem._kernel.llm.NOTHING``), so a handler may
-return a model's NOTHING as is. A done job published with NOTHING has ``result`` ``None``.
-"""
 
 Row = dict[str, Any]
 
@@ -302,10 +297,6 @@ def _stamp(now: datetime | str) -> str:
 
 def _later(now: str, seconds: float) -> str:
     return format_time(parse_time(now) + timedelta(seconds=seconds))
-
-
-def _is_nothing(value: Any) -> bool:
-    return isinstance(value, str) and value == NOTHING
 
 
 def _is_empty(value: Any) -> bool:
@@ -552,12 +543,12 @@ class JobQueue:
             InvalidInputError: ``result`` is empty (``None``, ``""``, ``[]``, ``{}``: return
                 NOTHING) or not JSON-serializable.
         """
-        if not _is_nothing(result) and _is_empty(result):
+        if not is_nothing(result) and _is_empty(result):
             raise InvalidInputError(
                 f"an empty result ({result!r}) is not a success: publish NOTHING for an explicit "
                 "empty result, or fail the attempt"
             )
-        encoded = None if _is_nothing(result) else _dump(result, "result")
+        encoded = None if is_nothing(result) else _dump(result, "result")
         stamp = _stamp(now)
         with self.store.writing() as rows:
             current = self._owned(rows, job, stamp, unexpired=True)
@@ -753,7 +744,7 @@ def classify_output(
         raise AttemptFailed(
             f"over-limit output: {len(text):,} characters (the limit is {max_chars:,})"
         )
-    if text.strip().strip("\"'`").strip().upper() == NOTHING:
+    if is_nothing(text):
         return NOTHING
     try:
         value = parse(text)
@@ -761,7 +752,7 @@ def classify_output(
         raise
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise AttemptFailed(f"malformed output: {exc}") from None
-    if _is_nothing(value):
+    if is_nothing(value):
         return NOTHING
     if _is_empty(value):
         raise AttemptFailed("empty output: it parsed to nothing (answer NOTHING for no items)")
@@ -907,7 +898,7 @@ class JobWorker:
         value, apply = (
             (outcome.value, outcome.apply) if isinstance(outcome, JobResult) else (outcome, None)
         )
-        if not _is_nothing(value) and _is_empty(value):
+        if not is_nothing(value) and _is_empty(value):
             raise AttemptFailed(
                 f"empty result ({value!r}) from the {job.kind!r} handler: return NOTHING for an "
                 "explicit empty result"

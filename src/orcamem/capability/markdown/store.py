@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..._kernel.clock import Clock, SystemClock, parse_time
+from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
 from ...errors import InvalidInputError, MarkdownParseError
 from ...recall import markdown as scoring
 from ...recall.presets import get_preset
@@ -68,7 +68,6 @@ __all__ = [
     "parse_entry",
     "render_entry",
     "split_banner",
-    "stamp",
 ]
 
 PROVIDER_NAME = "builtin-markdown"
@@ -80,12 +79,6 @@ BANNER_HEADLINE = (
 _KEY_ORDER = ("id", "created", "updated", "importance", "tags", "citations", "last-cited")
 _TIME_KEYS = ("created", "updated", "last-cited")
 _KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(.*)$")
-
-
-def stamp(moment: datetime) -> str:
-    """``2026-08-28T19:30:00.000Z``: UTC, milliseconds, as the files and the log write times."""
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)
@@ -510,7 +503,9 @@ class MarkdownStore:
                     out.append(hit)
                     continue
                 fresh = replace(
-                    current, last_cited=stamp(now), citations=(current.citations or 0) + 1
+                    current,
+                    last_cited=format_time(now, digits=3),
+                    citations=(current.citations or 0) + 1,
                 )
                 try:
                     io.replace_text(current.path, render_entry(fresh))  # type: ignore[arg-type]
@@ -544,7 +539,7 @@ class MarkdownStore:
     ) -> None:
         """One JSON line: when, the query, counts and the kept ids. Never memory content."""
         line = {
-            "ts": stamp(now),
+            "ts": format_time(now, digits=3),
             "query": query,
             "provider": PROVIDER_NAME,
             "target": {"scope": dict(scope), "destination": destination},
@@ -606,8 +601,8 @@ class MarkdownStore:
             entry = MarkdownEntry(
                 id=entry_id,
                 body=text.strip() + "\n",
-                created=stamp(now),
-                updated=stamp(now),
+                created=format_time(now, digits=3),
+                updated=format_time(now, digits=3),
                 importance=float(importance),
                 tags=tuple(tag.strip() for tag in tags),
                 scope={key: str(value) for key, value in pinned.items()},
@@ -630,7 +625,7 @@ class MarkdownStore:
                     continue
                 reason = f"decayed out (score {score:.3f} after {int(age)}d)"
                 _, rest = split_banner(entry.body)
-                body = f"{banner(stamp(now), reason)}\n\n{rest.lstrip()}"
+                body = f"{banner(format_time(now, digits=3), reason)}\n\n{rest.lstrip()}"
                 try:
                     target = io.move_into(entry.path, self.archive_dir)
                     io.replace_text(target, render_entry(replace(entry, body=body)))

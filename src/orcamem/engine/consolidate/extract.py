@@ -66,12 +66,12 @@ class ModelExtractor:
         self.deadline_s = deadline_s
 
     def claims(self, lines: Sequence[SourceLine]) -> list[Claim]:
-        from ..._kernel.llm import NOTHING
+        from ..._kernel.llm import is_nothing
 
         reply = self.model.complete_json(
             EXTRACTION_PROMPT, render_lines(lines), CLAIMS_SCHEMA, deadline_s=self.deadline_s
         )
-        if reply == NOTHING:
+        if is_nothing(reply):
             return []
         items = reply.get("items") if isinstance(reply, dict) else None
         if not isinstance(items, list):

@@ -26,7 +26,7 @@ from ..._kernel.redact import redact
 from ...errors import AttemptFailed, ModelError, TransientError
 from ..store.base import Store
 from .extract import ExtractionFailed, Extractor, RuleExtractor
-from .sleep import BatchReport, apply_batch, source_lines, verify_claims
+from .sleep import SleepReport, apply_batch, source_lines, verify_claims
 
 __all__ = ["CONSOLIDATE", "ConsolidationJobs"]
 
@@ -44,7 +44,7 @@ class ConsolidationJobs:
     tz: ZoneInfo
     now: Callable[[], str]
     model_extractor: Extractor | None = None
-    reports: dict[str, BatchReport] = field(default_factory=dict)
+    reports: dict[str, SleepReport] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
     def enqueue_next(self, space: str, batch_size: int) -> Job | None:

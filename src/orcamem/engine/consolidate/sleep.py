@@ -27,25 +27,16 @@ from .verify import (
     resolve_pronoun_value,
 )
 
-__all__ = ["BatchReport", "SleepReport", "apply_batch", "source_lines", "verify_claims"]
-
-
-@dataclass
-class BatchReport:
-    """What one batch did (``rejected`` pairs a claim with the reason it was refused)."""
-
-    episodes: int = 0
-    claims: int = 0
-    stored: list[str] = field(default_factory=list)
-    superseded: list[str] = field(default_factory=list)
-    duplicates: int = 0
-    rejected: list[tuple[Claim, str]] = field(default_factory=list)
-    extractor: str = ""
+__all__ = ["SleepReport", "apply_batch", "source_lines", "verify_claims"]
 
 
 @dataclass
 class SleepReport:
-    """The sum of a sleep's batches (``failures``: extractor attempts that were unusable)."""
+    """What a batch, or a whole sleep (the sum of its batches), did.
+
+    ``rejected`` pairs a claim with the reason it was refused; ``failures`` are extractor
+    attempts whose output was unusable.
+    """
 
     episodes: int = 0
     claims: int = 0
@@ -56,15 +47,18 @@ class SleepReport:
     extractors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
-    def add(self, batch: BatchReport) -> None:
-        self.episodes += batch.episodes
-        self.claims += batch.claims
-        self.stored += batch.stored
-        self.superseded += batch.superseded
-        self.duplicates += batch.duplicates
-        self.rejected += batch.rejected
-        if batch.extractor not in self.extractors:
-            self.extractors.append(batch.extractor)
+    def add(self, other: SleepReport) -> None:
+        """Add ``other`` (a batch) to this sum; each extractor is named once."""
+        self.episodes += other.episodes
+        self.claims += other.claims
+        self.stored += other.stored
+        self.superseded += other.superseded
+        self.duplicates += other.duplicates
+        self.rejected += other.rejected
+        for name in other.extractors:
+            if name not in self.extractors:
+                self.extractors.append(name)
+        self.failures += other.failures
 
     def to_dict(self) -> dict:
         return {
@@ -146,7 +140,7 @@ def apply_batch(
     now: str,
     *,
     job_id: str | None = None,
-) -> BatchReport:
+) -> SleepReport:
     """The gate, the audit entries and the new watermark, in one store transaction."""
     with store.writing():
         sources = {line.line_id: line.text for line in lines}
@@ -157,12 +151,12 @@ def apply_batch(
             store.add_audit(space, job_id, claim.to_json(), "duplicate of an active memory", now)
         if episodes:
             store.mark_consolidated(space, max(e.id for e in episodes), now)
-    return BatchReport(
+    return SleepReport(
         episodes=len(episodes),
         claims=len(claims),
         stored=[m.id for m in gate.stored],
         superseded=gate.superseded,
         duplicates=len(gate.duplicates),
         rejected=list(rejected),
-        extractor=extractor,
+        extractors=[extractor],
     )

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -46,6 +46,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ..._kernel.env import openai_api_key
+from ..._kernel.http import async_client
 from ..._kernel.model import DEFAULT_SPACE
 from ..._kernel.text import message_text
 from ...engine.keys import Principal
@@ -61,6 +62,7 @@ from ...errors import (
 from .deps import get_principal
 from .errors import error_body
 from .settings import ServerSettings
+from .upstream import borrow, hold
 
 __all__ = [
     "UpstreamNotConfiguredError",
@@ -97,42 +99,19 @@ router = APIRouter(tags=["proxy"], include_in_schema=False)
 # -- lifecycle ----------------------------------------------------------------------------
 
 
-def _new_client(settings: ServerSettings) -> httpx.AsyncClient:
-    timeout = httpx.Timeout(
-        settings.upstream_timeout_s, connect=min(10.0, settings.upstream_timeout_s)
-    )
-    return httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=32))
+def _new_client(app: FastAPI) -> httpx.AsyncClient:
+    seconds = app.state.settings.upstream_timeout_s
+    return async_client(timeout=seconds, connect=min(10.0, seconds), keepalive=32)
 
 
 def install(app: FastAPI) -> None:
-    """Mount the proxy routes and give the app one pooled ``httpx.AsyncClient`` to the upstream.
-
-    The client is opened and closed by wrapping ``app.router.lifespan_context``: the previous
-    lifespan (FastAPI's default one that runs ``on_startup``/``on_shutdown``, a ``lifespan=``
-    given to ``FastAPI()``, or another installer's wrapper) is entered first and left last, so
-    installers compose in any order and a state dict yielded by an inner lifespan is passed on.
-    (``on_shutdown`` handlers alone would be skipped as soon as anyone passes ``lifespan=``.)
-    Where no lifespan runs (``TestClient`` used without ``with``), each proxied request opens
-    and closes its own client instead, so a client is never shared across event loops.
-    """
+    """Mount the proxy routes and give the app one pooled ``httpx.AsyncClient`` to the upstream,
+    open for the app's lifetime (``upstream.hold``)."""
     if getattr(app.state, "proxy_installed", False):
         return  # idempotent: create_app and a test may both install it
     app.state.proxy_installed = True
     app.include_router(router)
-    previous = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(asgi_app: Any):
-        async with previous(asgi_app) as state:
-            client = _new_client(app.state.settings)
-            setattr(app.state, _STATE, client)
-            try:
-                yield state
-            finally:
-                setattr(app.state, _STATE, None)
-                await client.aclose()
-
-    app.router.lifespan_context = lifespan
+    hold(app, _STATE, _new_client)
 
 
 # -- routes -------------------------------------------------------------------------------
@@ -468,10 +447,6 @@ class _Relay(Response):
         self.raw_headers = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client: httpx.AsyncClient | None = getattr(self.app.state, _STATE, None)
-        owned = client is None
-        if client is None:
-            client = _new_client(self.app.state.settings)
         outcome = _Outcome()
         holder: list[httpx.Response] = []
         failure: BaseException | None = None
@@ -482,26 +457,25 @@ class _Relay(Response):
             started = started or message["type"] == "http.response.start"
             await send(message)
 
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_watch_disconnect, receive, outcome, group.cancel_scope)
-                try:
-                    await self._exchange(client, holder, outcome, scope, receive, tracked)
-                except OSError:  # ASGI 2.4 servers raise on send after a disconnect
-                    outcome.disconnected = not outcome.completed
-                except Exception as exc:
-                    failure = exc
-                group.cancel_scope.cancel()
-        finally:
-            with anyio.CancelScope(shield=True):
-                for upstream in holder:
-                    await upstream.aclose()  # mid-body: closes the upstream connection
-                if owned:
-                    await client.aclose()
-                if self.reply is not None and outcome.status is not None:
-                    outcome.reply = self.reply.text()
-                if self.on_done is not None:
-                    await self.on_done(outcome)
+        async with borrow(self.app, _STATE, _new_client) as client:
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_watch_disconnect, receive, outcome, group.cancel_scope)
+                    try:
+                        await self._exchange(client, holder, outcome, scope, receive, tracked)
+                    except OSError:  # ASGI 2.4 servers raise on send after a disconnect
+                        outcome.disconnected = not outcome.completed
+                    except Exception as exc:
+                        failure = exc
+                    group.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for upstream in holder:
+                        await upstream.aclose()  # mid-body: closes the upstream connection
+                    if self.reply is not None and outcome.status is not None:
+                        outcome.reply = self.reply.text()
+                    if self.on_done is not None:
+                        await self.on_done(outcome)
         if not started and outcome.disconnected:  # middleware still expects a response
             gone = error_body("ClientClosedRequest", "the client closed the request", 499)
             with suppress(OSError):

@@ -1,7 +1,9 @@
 """Pass the upstream's own web UI through (``orcamem up``): every path that is not the API,
 the proxy or MCP is forwarded to the upstream's origin, so a chat UI such as llama.cpp's,
 opened at ``http://127.0.0.1:8080/#/``, calls ``/v1/chat/completions`` on orcamem and every
-message goes through memory. Installed last: it is a catch-all.
+message goes through memory. Installed last: it is a catch-all. One pooled client to the
+upstream serves every request while the app runs (``upstream.hold``): a page load fetches
+dozens of files, and a client per file would open a connection per file.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..._kernel.http import async_client
 from .errors import error_body
+from .upstream import borrow, hold
 
 __all__ = ["install"]
+
+_STATE = "upstream_ui_http"
+_TIMEOUT_S = 30.0
 
 _HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
@@ -27,8 +34,13 @@ def _origin(upstream: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def _new_client(app: FastAPI) -> httpx.AsyncClient:
+    return async_client(timeout=_TIMEOUT_S)
+
+
 def install(app: FastAPI) -> None:
     """Forward unknown GET/HEAD paths to the upstream origin (403-free static UI files)."""
+    hold(app, _STATE, _new_client)
 
     @app.api_route("/{path:path}", methods=["GET", "HEAD"], include_in_schema=False)
     async def upstream_ui(path: str, request: Request) -> Response:
@@ -43,7 +55,7 @@ def install(app: FastAPI) -> None:
         url = f"{_origin(upstream)}/{path}"
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
         try:
-            async with httpx.AsyncClient(timeout=30) as client:
+            async with borrow(request.app, _STATE, _new_client) as client:
                 reply = await client.request(
                     request.method, url, params=request.query_params, headers=headers
                 )

@@ -1,0 +1,169 @@
+"""Files that survive crashes and share with other processes: atomic writes and one file lock.
+
+- :func:`write_atomic` replaces a file whole and durably (temporary file in the same directory,
+  ``fsync``, ``os.replace``, directory ``fsync``): a reader, which takes no lock, sees the old
+  or the new content, never a mix, and a crash leaves at most a ``.<name>.<pid>.<hex>.tmp``
+  file (:func:`is_temp`), which :func:`remove_stale_temps` clears.
+- :class:`FileLock` is a cross-process lock on one lock file (``filelock``) with a timeout.
+- :func:`store_error` turns an ``OSError`` into a :class:`StoreError` that names the path
+  (:class:`ReadOnlyStoreError` for a permission problem).
+
+Every store that keeps files (local agent memory, the Memory Bank's directory store, the
+capability's settings) uses these, so there is one answer to "what if it crashes mid-write".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import filelock
+
+from ..errors import ReadOnlyStoreError, StoreError, TransientError
+
+__all__ = [
+    "LOCK_TIMEOUT_S",
+    "FileLock",
+    "is_temp",
+    "make_dirs",
+    "remove_stale_temps",
+    "store_error",
+    "temp_path",
+    "write_atomic",
+]
+
+LOCK_TIMEOUT_S = 10.0
+"""How long :class:`FileLock` waits for another process before giving up."""
+
+_TEMP = re.compile(r"\..+\.\d+\.[0-9a-f]{8}\.tmp")
+
+
+def store_error(what: str, path: Path, exc: OSError) -> StoreError:
+    """``cannot <what> <path>: <reason>`` as the StoreError to raise ``from exc``."""
+    if isinstance(exc, PermissionError):
+        return ReadOnlyStoreError(
+            f"cannot {what} {path}: permission denied; make the directory writable or choose "
+            "another location (local memory: ORCA_HOME)"
+        )
+    return StoreError(f"cannot {what} {path}: {exc.strerror or exc}")
+
+
+def make_dirs(path: Path) -> None:
+    """Create ``path`` and its parents (the last one private: ``0o700``) if missing."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise store_error("create the directory", path, exc) from exc
+
+
+def temp_path(path: Path) -> Path:
+    """A fresh temporary name beside ``path``, unique across processes and threads."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def is_temp(name: str) -> bool:
+    """Is ``name`` a :func:`temp_path` file (a write in flight, or one a crash left)?"""
+    return _TEMP.fullmatch(name) is not None
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (temp file, fsync, rename, fsync).
+
+    ``mode``: the new file's permissions before the umask (private by default).
+
+    Raises:
+        StoreError: the file could not be written (nothing changed; the message names it).
+    """
+    tmp = temp_path(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise store_error("write", path, exc) from exc
+    _fsync_dir(path.parent)
+
+
+def remove_stale_temps(path: Path, *, older_than_s: float = 0.0) -> None:
+    """Remove the temp files that killed writers of ``path`` left.
+
+    With the file's lock held every temp file is stale; without it, pass ``older_than_s`` so a
+    write still in flight elsewhere keeps its file.
+    """
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if not older_than_s or time.time() - leftover.stat().st_mtime > older_than_s:
+                leftover.unlink()
+
+
+_LOCKS: dict[str, filelock.FileLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+class FileLock:
+    """A cross-process lock on one lock file (``filelock``), re-entrant within a thread.
+
+    Every lock on the same path in a process shares one ``filelock.FileLock`` (re-entrant per
+    thread); other threads and other processes wait. A lock that is not acquired within the
+    timeout is a :class:`TransientError`: the caller retries later.
+    """
+
+    def __init__(self, path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+
+    def _lock(self) -> filelock.FileLock:
+        key = os.path.abspath(self.path)
+        with _LOCKS_GUARD:
+            lock = _LOCKS.get(key)
+            if lock is None:
+                lock = _LOCKS[key] = filelock.FileLock(key, mode=0o600)
+            return lock
+
+    @contextlib.contextmanager
+    def hold(self, timeout_s: float | None = None) -> Iterator[None]:
+        """Hold the lock for the block (``timeout_s`` overrides the lock's own wait).
+
+        Raises:
+            TransientError: another process held it longer than the wait.
+            StoreError: the lock file could not be created or opened.
+        """
+        wait = self.timeout_s if timeout_s is None else timeout_s
+        make_dirs(self.path.parent)
+        lock = self._lock()
+        try:
+            lock.acquire(timeout=wait)
+        except filelock.Timeout:
+            raise TransientError(
+                f"the lock {self.path} is held by another process (waited {wait:g} s); "
+                "nothing committed is lost: retry later"
+            ) from None
+        except OSError as exc:
+            raise store_error("lock", self.path, exc) from exc
+        try:
+            yield
+        finally:
+            lock.release()

@@ -1,0 +1,212 @@
+"""The kernel's shared helpers, each the one place its concept lives: NOTHING and schema checks
+(``_kernel.llm``), HTTP clients (``_kernel.http``), atomic writes and the file lock
+(``_kernel.files``), the UTC stamp (``_kernel.clock``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from orcamem import InvalidInputError, ReadOnlyStoreError, StoreError, TransientError
+from orcamem._kernel import http, llm
+from orcamem._kernel.clock import format_time, parse_time
+from orcamem._kernel.files import (
+    FileLock,
+    is_temp,
+    remove_stale_temps,
+    temp_path,
+    write_atomic,
+)
+from orcamem._kernel.jobs import queue
+from orcamem._kernel.llm import NOTHING, is_nothing, schema_errors
+from servers import serve
+
+# -- NOTHING ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["NOTHING", " nothing\n", '"NOTHING"', "`Nothing`", "“nothing”"])
+def test_nothing_in_any_case_and_quoting_is_nothing(value: str) -> None:
+    assert is_nothing(value)
+
+
+@pytest.mark.parametrize("value", ["NOTHING.", "nothing to report", "", None, [], {}, 0])
+def test_anything_else_is_not_nothing(value: object) -> None:
+    assert not is_nothing(value)
+
+
+def test_the_job_queue_publishes_the_models_nothing() -> None:
+    assert queue.NOTHING is NOTHING
+
+
+def test_the_package_names_load_on_use_and_nothing_loads_light() -> None:
+    code = (
+        "import sys, orcamem._kernel.jobs.queue; "
+        "print(sorted(m for m in ('httpx', 'jsonschema') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    for name in llm.__all__:
+        assert getattr(llm, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Missing'"):
+        _ = llm.Missing  # type: ignore[attr-defined]
+
+
+# -- schema checks --------------------------------------------------------------------------------
+
+
+def test_schema_errors_cut_a_long_value_short() -> None:
+    [line] = schema_errors(
+        {"tags": ["x" * 500]}, {"properties": {"tags": {"items": {"type": "integer"}}}}
+    )
+    assert line.startswith("$.tags[0]: 'xxx") and line.endswith("… is not of type 'integer'")
+    assert len(line) < 120
+
+
+def test_schema_errors_follow_references() -> None:
+    schema = {
+        "$defs": {"name": {"type": "string", "minLength": 2}},
+        "type": "object",
+        "properties": {"who": {"$ref": "#/$defs/name"}},
+    }
+    assert schema_errors({"who": "A"}, schema) == ["$.who: 1 characters, at least 2 allowed"]
+    assert schema_errors({"who": "Ann"}, schema) == []
+
+
+def test_a_broken_schema_is_the_callers_error() -> None:
+    with pytest.raises(InvalidInputError, match=r"not a valid JSON Schema \(\$\.type: "):
+        schema_errors("x", {"type": "text"})
+
+
+# -- HTTP clients ---------------------------------------------------------------------------------
+
+
+def test_a_client_has_explicit_timeouts_and_ignores_the_environment() -> None:
+    with http.client(timeout=5.0, base_url="http://127.0.0.1:9", headers={"x-a": "1"}) as sync:
+        assert sync.timeout == httpx.Timeout(5.0)
+        assert not sync.trust_env
+        assert sync.base_url == "http://127.0.0.1:9" and sync.headers["x-a"] == "1"
+    pool = http.async_client(timeout=600.0, connect=10.0, keepalive=32)
+    try:
+        assert pool.timeout == httpx.Timeout(600.0, connect=10.0) and not pool.trust_env
+    finally:
+        asyncio.run(pool.aclose())
+
+
+def test_a_proxy_in_the_environment_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = FastAPI()
+    app.get("/ping")(lambda: {"ok": True})
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with serve(app) as url, http.client(timeout=5.0, base_url=url) as sync:
+        assert sync.get("/ping").json() == {"ok": True}
+
+
+@pytest.mark.parametrize(
+    "options", [{"timeout": 0}, {"timeout": None}, {"timeout": 5, "connect": -1}]
+)
+def test_a_client_without_a_positive_timeout_is_refused(options: dict) -> None:
+    with pytest.raises(InvalidInputError, match="positive number of seconds"):
+        http.client(**options)
+
+
+# -- atomic writes and the file lock ------------------------------------------------------------
+
+
+def test_write_atomic_replaces_the_file_whole_and_privately(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    write_atomic(path, b"old\n")
+    write_atomic(path, b"new\n")
+    assert path.read_bytes() == b"new\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["ledger.jsonl"]  # no temp file left
+
+
+def test_write_atomic_names_the_path_it_could_not_write(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("a file, not a directory")
+    target = tmp_path / "file" / "x.json"
+    with pytest.raises(StoreError, match=f"cannot write {target}"):
+        write_atomic(target, b"{}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_read_only_directory_is_a_read_only_store_error(tmp_path: Path) -> None:
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(ReadOnlyStoreError, match="permission denied"):
+            write_atomic(tmp_path / "x", b"")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_stale_temps_are_recognised_and_removed(tmp_path: Path) -> None:
+    path = tmp_path / "memory.md"
+    fresh, old = temp_path(path), temp_path(path)
+    assert fresh != old and is_temp(fresh.name) and not is_temp(path.name)
+    for leftover in (fresh, old):
+        leftover.write_bytes(b"half")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    remove_stale_temps(path, older_than_s=60)  # a write in flight keeps its file
+    assert fresh.exists() and not old.exists()
+    remove_stale_temps(path)  # with the lock held, every temp file is stale
+    assert not fresh.exists()
+
+
+def test_the_lock_is_reentrant_in_a_thread_and_makes_other_threads_wait(tmp_path: Path) -> None:
+    lock = FileLock(tmp_path / "sub" / ".lock")
+    order: list[str] = []
+
+    def other_thread() -> None:
+        with lock.hold():
+            order.append("b")
+
+    with lock.hold(), lock.hold():  # re-entrant; the directory is made
+        waiter = threading.Thread(target=other_thread)
+        waiter.start()
+        time.sleep(0.2)
+        order.append("a")
+    waiter.join(5)
+    assert order == ["a", "b"]
+
+
+def test_a_lock_held_by_another_process_is_a_transient_error(tmp_path: Path) -> None:
+    path = tmp_path / ".lock"
+    code = (
+        "import sys, time, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+        "print('held', flush=True); time.sleep(30)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        busy = f"the lock {path} is held by another process"
+        with pytest.raises(TransientError, match=busy), FileLock(path, timeout_s=0.2).hold():
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with FileLock(path, timeout_s=5).hold():  # free again once the holder is gone
+        pass
+
+
+# -- the UTC stamp --------------------------------------------------------------------------------
+
+
+def test_one_stamp_in_microseconds_or_the_markdown_stores_milliseconds() -> None:
+    moment = datetime(2026, 8, 28, 21, 30, 0, 987654, tzinfo=timezone(timedelta(hours=2)))
+    assert format_time(moment) == "2026-08-28T19:30:00.987654Z"
+    assert format_time(moment, digits=3) == "2026-08-28T19:30:00.987Z"  # cut, not rounded
+    assert format_time(moment.replace(tzinfo=None)) == "2026-08-28T21:30:00.987654Z"  # naive: UTC
+    assert parse_time(format_time(moment, digits=3)) == moment.replace(microsecond=987000)
+    with pytest.raises(InvalidInputError, match="digits=2"):
+        format_time(moment, digits=2)  # type: ignore[arg-type]
