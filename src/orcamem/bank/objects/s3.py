@@ -1,310 +1,32 @@
-"""The ``objects`` store: keys → bytes, with conditional writes, behind one small protocol.
+"""``S3ObjectStore``: any S3-compatible server (AWS S3, MinIO, SeaweedFS, R2) over plain
+``httpx`` with AWS Signature V4 and path-style URLs.
 
-Three backends answer :class:`ObjectStore`:
-
-- :class:`S3ObjectStore` — any S3-compatible server (AWS S3, MinIO, SeaweedFS, R2) over plain
-  ``httpx`` with AWS Signature V4, path-style URLs. No ``boto3``: the bank needs five calls
-  (GET, conditional PUT, DELETE, ListObjectsV2 with paging, create bucket), orcamem already
-  ships ``httpx``, and owning the requests keeps the timeouts, the ``If-None-Match`` /
-  ``If-Match`` headers and the error messages under our control (botocore is ~15 MB and
-  grows its own retry and threading rules).
-- :class:`FileObjectStore` — a directory; atomic replace + fsync, a cross-process file lock
-  around writes and deletes so several processes can share it.
-- :class:`MemoryObjectStore` — a dict, for tests and for a bank without a bucket.
-
-Every backend gives each stored version an ``etag`` and honours the two preconditions:
-``put(..., if_none_match=True)`` creates only (fails if the key exists) and
-``put(..., if_match=etag)`` replaces only that version (fails if the object changed or was
-deleted). A failed precondition is :class:`PreconditionFailedError`; an unknown key on ``get``
-is :class:`~orcamem.errors.NotFoundError`; anything else that goes wrong is a
-:class:`~orcamem.errors.StoreError` naming the location and the next step.
-``list`` pages through every key under a prefix (S3 returns at most 1,000 per page).
+No ``boto3``: the bank needs five calls (GET, conditional PUT, DELETE, ListObjectsV2 with
+paging, create bucket), orcamem already ships ``httpx``, and owning the requests keeps the
+timeouts, the ``If-None-Match`` / ``If-Match`` headers and the error messages under our control
+(botocore is ~15 MB and grows its own retry and threading rules).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
-import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Protocol, runtime_checkable
 from urllib.parse import quote
 
 import httpx
 
-from .._kernel.env import S3Settings
-from .._kernel.files import (
-    FileLock,
-    is_temp,
-    make_dirs,
-    remove_stale_temps,
-    store_error,
-    write_atomic,
-)
-from .._kernel.http import client as http_client
-from ..errors import InvalidInputError, NotFoundError, PreconditionFailedError, StoreError
+from ..._kernel.env import S3Settings
+from ..._kernel.http import client as http_client
+from ...errors import InvalidInputError, NotFoundError, PreconditionFailedError, StoreError
+from .base import LIST_PAGE_SIZE, ObjectInfo, StoredObject, check_key, etag_of
 
-__all__ = [
-    "FileObjectStore",
-    "MemoryObjectStore",
-    "ObjectInfo",
-    "ObjectStore",
-    "PreconditionFailedError",
-    "S3ObjectStore",
-    "StoredObject",
-]
+__all__ = ["S3ObjectStore", "sigv4_headers"]
 
-LIST_PAGE_SIZE = 1000
-"""Keys per ListObjectsV2 page: S3's own maximum (servers cap ``max-keys`` at 1,000)."""
-
-_KEY_RE = re.compile(r"[A-Za-z0-9._\-/@:]{1,1024}")
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """A listed object."""
-
-    key: str
-    etag: str
-    """The version's entity tag, without quotes."""
-    size: int
-
-
-@dataclass(frozen=True)
-class StoredObject:
-    """An object read back: its bytes and the etag of that version."""
-
-    key: str
-    body: bytes
-    etag: str
-
-
-@runtime_checkable
-class ObjectStore(Protocol):
-    """Keys to bytes with versions (etags) and conditional writes."""
-
-    @property
-    def location(self) -> str:
-        """Where the objects live, for messages: ``s3://bucket at URL``, ``file://…``, ``memory``."""
-        ...
-
-    @property
-    def durable(self) -> bool:
-        """Whether an object survives this process."""
-        ...
-
-    def get(self, key: str) -> StoredObject:
-        """The object, or ``NotFoundError``."""
-        ...
-
-    def put(
-        self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None
-    ) -> str:
-        """Store ``body`` under ``key``; returns the new etag once the object has landed.
-
-        Raises:
-            PreconditionFailedError: ``if_none_match`` and the key exists, or ``if_match`` and
-                the stored version is another one (or none).
-        """
-        ...
-
-    def delete(self, key: str) -> None:
-        """Remove the object; removing a missing key is not an error."""
-        ...
-
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
-        """Every object whose key starts with ``prefix``, in key order, all pages."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def check_key(key: str) -> str:
-    """``key`` if it is a safe object key (no empty, ``.`` or ``..`` segment, no leading ``/``)."""
-    if (
-        not isinstance(key, str)
-        or not _KEY_RE.fullmatch(key)
-        or key.startswith("/")
-        or any(part in ("", ".", "..") for part in key.split("/"))
-    ):
-        raise InvalidInputError(
-            f"object key {key!r} is not allowed: use 1-1024 characters of A-Z a-z 0-9 . _ - / @ : "
-            "with no empty, '.' or '..' path segment"
-        )
-    return key
-
-
-def _etag_of(body: bytes) -> str:
-    return hashlib.md5(body, usedforsecurity=False).hexdigest()
-
-
-# -- in memory ----------------------------------------------------------------------------------
-
-
-class MemoryObjectStore:
-    """Objects in a dict (this process only). Thread-safe; etags are content MD5s plus a
-    version counter, so rewriting the same bytes still makes a new version."""
-
-    def __init__(self) -> None:
-        self._objects: dict[str, tuple[bytes, str]] = {}
-        self._lock = threading.Lock()
-        self._version = 0
-
-    @property
-    def location(self) -> str:
-        return "memory"
-
-    @property
-    def durable(self) -> bool:
-        return False
-
-    def get(self, key: str) -> StoredObject:
-        with self._lock:
-            found = self._objects.get(check_key(key))
-        if found is None:
-            raise NotFoundError(f"no object {key!r} in memory")
-        return StoredObject(key, found[0], found[1])
-
-    def put(
-        self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None
-    ) -> str:
-        check_key(key)
-        with self._lock:
-            current = self._objects.get(key)
-            _check_preconditions(key, current[1] if current else None, if_none_match, if_match)
-            self._version += 1
-            etag = f"{_etag_of(body)}-{self._version}"
-            self._objects[key] = (bytes(body), etag)
-        return etag
-
-    def delete(self, key: str) -> None:
-        with self._lock:
-            self._objects.pop(check_key(key), None)
-
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
-        with self._lock:
-            items = sorted((k, v) for k, v in self._objects.items() if k.startswith(prefix))
-        for key, (body, etag) in items:
-            yield ObjectInfo(key, etag, len(body))
-
-    def close(self) -> None:
-        pass
-
-
-def _check_preconditions(
-    key: str, current_etag: str | None, if_none_match: bool, if_match: str | None
-) -> None:
-    if if_none_match and current_etag is not None:
-        raise PreconditionFailedError(f"object {key!r} already exists (If-None-Match: *)")
-    if if_match is not None and current_etag != if_match:
-        state = "was deleted" if current_etag is None else "was changed by another writer"
-        raise PreconditionFailedError(f"object {key!r} {state} (If-Match {if_match})")
-
-
-# -- a directory --------------------------------------------------------------------------------
-
-
-class FileObjectStore:
-    """Objects as files under ``root`` (``root/<key>``).
-
-    A write replaces the key's file atomically and durably (``_kernel.files.write_atomic``): a
-    reader sees the old or the new bytes, never half. Writes and deletes hold the file lock on
-    ``root/.lock`` (``_kernel.files.FileLock``), so processes sharing the directory never lose
-    an update. The etag is the content's SHA-256 (first 32 hex digits).
-    """
-
-    LOCK_NAME = ".lock"
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).expanduser()
-        make_dirs(self.root)
-        self._lock = FileLock(self.root / self.LOCK_NAME)
-
-    @property
-    def location(self) -> str:
-        return f"file://{self.root}"
-
-    @property
-    def durable(self) -> bool:
-        return True
-
-    def _path(self, key: str) -> Path:
-        return self.root.joinpath(*check_key(key).split("/"))
-
-    @staticmethod
-    def _etag(body: bytes) -> str:
-        return hashlib.sha256(body).hexdigest()[:32]
-
-    def get(self, key: str) -> StoredObject:
-        path = self._path(key)
-        try:
-            body = path.read_bytes()
-        except FileNotFoundError:
-            raise NotFoundError(f"no object {key!r} in {self.location}") from None
-        except IsADirectoryError:
-            raise NotFoundError(f"no object {key!r} in {self.location}") from None
-        except OSError as exc:
-            raise store_error("read", path, exc) from exc
-        return StoredObject(key, body, self._etag(body))
-
-    def _current_etag(self, path: Path) -> str | None:
-        try:
-            return self._etag(path.read_bytes())
-        except (FileNotFoundError, IsADirectoryError):
-            return None
-
-    def put(
-        self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None
-    ) -> str:
-        path = self._path(key)
-        with self._lock.hold():
-            if if_none_match or if_match is not None:
-                _check_preconditions(key, self._current_etag(path), if_none_match, if_match)
-            make_dirs(path.parent)
-            remove_stale_temps(path)
-            write_atomic(path, body)
-        return self._etag(body)
-
-    def delete(self, key: str) -> None:
-        path = self._path(key)
-        with self._lock.hold():
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise store_error("delete", path, exc) from exc
-
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
-        found: list[tuple[str, Path]] = []
-        for directory, folders, files in os.walk(self.root):
-            folders.sort()
-            base = Path(directory).relative_to(self.root)
-            for name in files:
-                if is_temp(name) or (base == Path(".") and name == self.LOCK_NAME):
-                    continue
-                key = (base / name).as_posix() if base != Path(".") else name
-                if key.startswith(prefix):
-                    found.append((key, Path(directory) / name))
-        for key, path in sorted(found):
-            try:
-                body = path.read_bytes()
-            except FileNotFoundError:  # deleted while listing
-                continue
-            yield ObjectInfo(key, self._etag(body), len(body))
-
-    def close(self) -> None:
-        pass
-
-
-# -- S3 -----------------------------------------------------------------------------------------
 
 _UNRESERVED = "-_.~"
 
@@ -500,7 +222,7 @@ class S3ObjectStore:
         if status not in (200, 201):
             raise self._fail(response, f"PUT {key}")
         etag = _clean_etag(response.headers.get("etag", ""))
-        return etag or _etag_of(body)
+        return etag or etag_of(body)
 
     def delete(self, key: str) -> None:
         response = self._request("DELETE", key, retries=2)
