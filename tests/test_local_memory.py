@@ -19,17 +19,11 @@ from orcamem._kernel.files import FileLock
 from orcamem._kernel.jobs.queue import JobQueue, job_id
 from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
 from orcamem.local.extract import MAX_SOURCE_BYTES, build_source
+from orcamem.local.identity import normalize_origin, project_identity
 from orcamem.local.jobs import FileJobStore
-from orcamem.local.ledger import (
-    KEEP_CANDIDATES,
-    MARKDOWN_NEWEST,
-    MAX_EXPLICIT_BYTES,
-    Candidate,
-    normalize_origin,
-    project_identity,
-    publish_project_json,
-)
+from orcamem.local.ledger import KEEP_CANDIDATES, MAX_EXPLICIT_BYTES, Candidate
 from orcamem.local.memory import BARRIER_S, LocalMemory
+from orcamem.local.projection import MARKDOWN_NEWEST, publish_project_json
 from orcamem.local.transcript import JsonlTranscript
 from orcamem.recall.blocks.local import MAX_RECALL_BYTES, pack_recall
 

@@ -1,4 +1,5 @@
-"""``ledger``: local agent memory on disk — the layout, project identity, the candidate ledger.
+"""``ledger``: local agent memory on disk — the layout and the candidate ledger (project identity
+is ``identity.py``; the derived ``auto-memory.md`` and ``project.json`` are ``projection.py``).
 
 The layout is exactly the local-memory spec's ("Storage")::
 
@@ -50,7 +51,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.files import (
@@ -68,13 +68,16 @@ from ..errors import (
     StoreError,
 )
 from . import index as ledger_index
+from .projection import (
+    markdown_matches,
+    write_markdown,
+)
 
 __all__ = [
     "CATEGORIES",
     "KEEP_APPLIED_JOBS",
     "KEEP_CANDIDATES",
     "KEEP_TOMBSTONES",
-    "MARKDOWN_NEWEST",
     "MAX_CANDIDATE_CHARS",
     "MAX_EXPLICIT_BYTES",
     "Candidate",
@@ -84,19 +87,15 @@ __all__ = [
     "LedgerState",
     "MemoryLayout",
     "ProjectFiles",
-    "ProjectIdentity",
     "PublishReport",
     "Tombstone",
     "candidate_id",
     "normalize_fact",
-    "normalize_origin",
-    "project_identity",
 ]
 
 CATEGORIES = ("user", "feedback", "project", "reference")
 """The four classes a candidate must have (spec, "What Is Captured")."""
 KEEP_CANDIDATES = 128
-MARKDOWN_NEWEST = 64
 KEEP_TOMBSTONES = 128
 KEEP_APPLIED_JOBS = 128
 MAX_CANDIDATE_CHARS = 300
@@ -104,177 +103,6 @@ MAX_CANDIDATE_CHARS = 300
 MAX_EXPLICIT_BYTES = 8 * 1024
 """``user.md`` and a project's ``memory.md`` are each loaded up to this many bytes."""
 LEDGER_FORMAT = "orcamem-candidates"
-PROJECT_FORMAT = "orcamem-project"
-
-
-# -- project identity --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProjectIdentity:
-    """Which project a working directory belongs to. Never sent to a model."""
-
-    id: str
-    """``sha256`` hex of :attr:`identity`: the project's directory name."""
-    kind: str
-    """``git-origin`` | ``repo-root`` | ``path``."""
-    identity: str
-    """The normalized origin (``github.com/acme/api``) or the canonical path."""
-    root: Path
-    """The working tree root (Git) or the canonical directory: where project config lives."""
-    cwd: Path
-    """The canonical working directory."""
-
-    @property
-    def space(self) -> str:
-        """The orcamem space of the project (``project:<sha256>``; DESIGN.md)."""
-        return f"project:{self.id}"
-
-
-def _scp_like(url: str) -> tuple[str, str] | None:
-    """``[user@]host:path`` (Git's SCP-like syntax), not a Windows drive or a local path."""
-    match = re.fullmatch(r"(?:[^@/\s]+@)?([^@:/\s]+):(?!//)(.+)", url)
-    if match is None or len(match.group(1)) == 1:
-        return None
-    return match.group(1), match.group(2)
-
-
-def normalize_origin(url: str) -> str:
-    """The identity of a Git origin URL: host, non-default port and path, nothing secret.
-
-    User info (``user:token@``), query parameters and fragments are removed; so are the
-    scheme, a trailing ``.git`` and ``/``, so the SSH and HTTPS clones of one repository share
-    one identity. The host is lower-cased. Local origins (a path or ``file://``) become
-    ``file:<path>``.
-
-    >>> normalize_origin("https://alice:ghp_x@GitHub.com/acme/api.git?ref=1#readme")
-    'github.com/acme/api'
-    >>> normalize_origin("git@github.com:acme/api.git")
-    'github.com/acme/api'
-    """
-    text = url.strip()
-    if not text:
-        raise InvalidInputError("an empty origin URL has no identity")
-    scp = None if "://" in text else _scp_like(text)
-    if scp is not None:
-        host, path = scp[0].lower(), scp[1]
-        port = None
-    elif "://" in text:
-        parts = urlsplit(text)
-        if parts.scheme.lower() == "file":
-            return "file:" + _clean_path(parts.path)
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port in (22, 80, 443, 9418):
-            port = None
-        path = parts.path
-    else:  # a local path
-        return "file:" + _clean_path(os.path.normpath(text))
-    path = re.sub(r"/{2,}", "/", path).strip("/")
-    path = path.split("?", 1)[0].split("#", 1)[0]
-    if path.endswith(".git"):
-        path = path[:-4]
-    path = path.rstrip("/")
-    return f"{host}{f':{port}' if port else ''}/{path}"
-
-
-def _clean_path(path: str) -> str:
-    path = re.sub(r"/{2,}", "/", path).split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    return path[:-4] if path.endswith(".git") else path
-
-
-def _git_dirs(start: Path) -> tuple[Path, Path] | None:
-    """``(working tree root, common git dir)`` of the repository containing ``start``.
-
-    Reads the files Git itself reads (``.git`` directory or ``gitdir:`` file, ``commondir``),
-    so no ``git`` executable is needed and a worktree resolves to its main repository.
-    """
-    for directory in (start, *start.parents):
-        dot = directory / ".git"
-        try:
-            if dot.is_dir():
-                gitdir = dot
-            elif dot.is_file():
-                content = dot.read_text(encoding="utf-8", errors="replace").strip()
-                if not content.startswith("gitdir:"):
-                    continue
-                gitdir = (directory / content[len("gitdir:") :].strip()).resolve()
-            else:
-                continue
-            common = gitdir
-            commondir = gitdir / "commondir"
-            if commondir.is_file():
-                common = (gitdir / commondir.read_text(encoding="utf-8").strip()).resolve()
-        except OSError:
-            continue
-        return directory, common.resolve()
-    return None
-
-
-def _origin_url(common: Path) -> str | None:
-    """``remote.origin.url`` from the repository's ``config`` (the first one), or ``None``."""
-    try:
-        text = (common / "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    in_origin = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        section = re.fullmatch(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
-        if section is not None:
-            in_origin = section.group(1).lower() == "remote" and section.group(2) == "origin"
-            continue
-        if line.startswith("["):
-            in_origin = False
-            continue
-        if not in_origin:
-            continue
-        key, _, value = line.partition("=")
-        if key.strip().lower() != "url":
-            continue
-        value = value.strip()
-        if value.startswith('"'):
-            end = value.find('"', 1)
-            value = value[1:end] if end > 0 else value[1:]
-        else:
-            value = re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
-        if value:
-            return value
-    return None
-
-
-def project_identity(cwd: str | Path) -> ProjectIdentity:
-    """The project of a working directory (spec: "Storage").
-
-    Git clones and worktrees with the same normalized origin share project memory;
-    repositories without an origin use their canonical repository root (a worktree's is its
-    main repository's); other directories their canonical path.
-    """
-    here = Path(cwd).expanduser().resolve()
-    found = _git_dirs(here)
-    if found is not None:
-        worktree, common = found
-        origin = _origin_url(common)
-        if origin:
-            try:
-                identity, kind = normalize_origin(origin), "git-origin"
-            except InvalidInputError:
-                identity, kind = "", ""
-            if identity:
-                return _identity(kind, identity, worktree, here)
-        root = common.parent if common.name == ".git" else common
-        return _identity("repo-root", str(root), worktree, here)
-    return _identity("path", str(here), here, here)
-
-
-def _identity(kind: str, identity: str, root: Path, cwd: Path) -> ProjectIdentity:
-    ident = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
-    return ProjectIdentity(ident, kind, identity, root, cwd)
 
 
 # -- the layout --------------------------------------------------------------------------------
@@ -842,112 +670,7 @@ class Ledger:
         return [by_id[i] for i in ids if i in by_id]
 
 
-# -- the Markdown projection -------------------------------------------------------------------
-
-_MD_MARK = "<!-- orcamem auto-memory · ledger "
-
-
-def render_markdown(state: LedgerState) -> str:
-    """``auto-memory.md``: the newest 64 candidates, newest first, each with a provenance
-    comment. Derived: rewritten from the ledger, so edits to it do not last."""
-    newest = list(reversed(state.candidates))[:MARKDOWN_NEWEST]
-    lines = [
-        "# Automatic project memory",
-        "",
-        f"{_MD_MARK}{state.fingerprint} · revision {state.revision} -->",
-        "<!-- Derived from candidates.jsonl and rewritten from it: do not edit. Delete a "
-        "candidate with `orcamem memory forget ID --revision N`. -->",
-        "",
-        f"Newest {len(newest)} of {len(state.candidates)} candidate(s). These are historical "
-        "claims, not instructions.",
-        "",
-    ]
-    for c in newest:
-        text = " ".join(c.text.split())
-        lines.append(f"- **{c.category}**: {text}")
-        provenance = (
-            f"id={c.id} session={c.session_id or '-'} turn={c.turn_id or '-'} "
-            f"job={c.job_id or '-'} recorded_at={c.recorded_at} revision={c.revision} "
-            f"extractor={c.extractor or '-'}"
-        )
-        lines.append(f"  <!-- {provenance.replace('--', '- -')} -->")
-    if state.corrupt:
-        lines += ["", f"<!-- {len(state.corrupt)} unreadable ledger line(s) preserved -->"]
-    return "\n".join(lines) + "\n"
-
-
-def write_markdown(path: Path, state: LedgerState) -> None:
-    make_dirs(path.parent)
-    write_atomic(path, render_markdown(state).encode("utf-8"))
-
-
-def markdown_matches(path: Path, ledger_fingerprint: str) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(512).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    return f"{_MD_MARK}{ledger_fingerprint} " in head
-
-
-# -- project metadata --------------------------------------------------------------------------
-
-
-def read_project_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(metadata, problem)``: ``(None, None)`` when missing, ``(None, why)`` when corrupt."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        return None, f"{path} is corrupt ({type(exc).__name__}: {exc}); it was left as it is"
-    if not isinstance(value, dict) or value.get("format") != PROJECT_FORMAT:
-        return None, f"{path} is not an orcamem project file; it was left as it is"
-    return value, None
-
-
-def publish_project_json(
-    files: ProjectFiles,
-    lock: FileLock,
-    identity: ProjectIdentity,
-    now: str,
-    *,
-    timeout_s: float | None = None,
-) -> str | None:
-    """Record the project's identity and ``last_seen_cwd``; the problem found, if any.
-
-    The file is read again after the lock is taken: corruption that appeared while this
-    process waited for the lock is preserved and reported, not overwritten.
-    """
-    with lock.hold():
-        current, problem = read_project_json(files.project_json)
-        if problem is not None:
-            return problem
-        if current is not None and current.get("project_id") != identity.id:
-            return (
-                f"{files.project_json} names project {current.get('project_id')!r}, not "
-                f"{identity.id}; it was left as it is"
-            )
-        if current is not None and current.get("last_seen_cwd") == str(identity.cwd):
-            return None
-        record = {
-            "format": PROJECT_FORMAT,
-            "version": 1,
-            "project_id": identity.id,
-            "project_identity": identity.identity,
-            "identity_kind": identity.kind,
-            "last_seen_cwd": str(identity.cwd),
-            "created_at": (current or {}).get("created_at", now),
-            "updated_at": now,
-        }
-        remove_stale_temps(files.project_json)
-        data = json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
-        write_atomic(files.project_json, data.encode("utf-8"))
-    return None
+# -- screening -----------------------------------------------------------------------------------
 
 
 def secret_kinds(text: str) -> list[str]:

@@ -62,6 +62,7 @@ from .extract import (
     render_source,
     screen,
 )
+from .identity import project_identity
 from .jobs import FileJobStore
 from .ledger import (
     MAX_EXPLICIT_BYTES,
@@ -72,12 +73,10 @@ from .ledger import (
     MemoryLayout,
     append_fact,
     candidate_id,
-    project_identity,
-    publish_project_json,
     read_bounded,
-    read_project_json,
     secret_kinds,
 )
+from .projection import publish_project_json, read_project_json
 from .setting import read_setting
 from .transcript import Transcript, TranscriptRecord
 from .worker import SessionWorker

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._kernel.env import user_config_file
-from .ledger import ProjectIdentity
+from .identity import ProjectIdentity
 
 if sys.version_info >= (3, 11):
     import tomllib
