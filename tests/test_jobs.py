@@ -21,23 +21,27 @@ from pathlib import Path
 import pytest
 
 from orcamem._kernel.clock import FrozenClock, format_time, parse_time
-from orcamem._kernel.jobs.queue import (
+from orcamem._kernel.jobs import (
     NOTHING,
-    AttemptFailed,
     Job,
-    JobCancelled,
     JobQueue,
     JobResult,
     JobWorker,
-    LeaseLostError,
-    QueueFullError,
-    TransientError,
     check_items,
     classify_output,
 )
+from orcamem._kernel.jobs.sqlite import SQLiteJobStore
 from orcamem.engine.store import SQLiteStore
-from orcamem.engine.store.jobs import SQLiteJobStore
-from orcamem.errors import InvalidInputError, InvalidSpaceError, NotFoundError
+from orcamem.errors import (
+    AttemptFailed,
+    InvalidInputError,
+    InvalidSpaceError,
+    JobCancelled,
+    LeaseLostError,
+    NotFoundError,
+    QueueFullError,
+    TransientError,
+)
 
 T0 = "2026-11-01T10:00:00Z"
 
@@ -558,9 +562,9 @@ def test_a_worker_thread_runs_jobs_until_stopped(
 
 RACER = textwrap.dedent("""
     import os, sys, time
-    from orcamem._kernel.jobs.queue import JobQueue
+    from orcamem._kernel.jobs import JobQueue
     from orcamem.engine.store import SQLiteStore
-    from orcamem.engine.store.jobs import SQLiteJobStore
+    from orcamem._kernel.jobs.sqlite import SQLiteJobStore
     path, name, now, go = sys.argv[1:5]
     queue = JobQueue(SQLiteJobStore(SQLiteStore(path, synchronous="NORMAL")))
     print("ready", flush=True)
@@ -607,9 +611,9 @@ def test_racing_processes_never_claim_the_same_job(
 VICTIM = textwrap.dedent("""
     import sys, time
     from orcamem._kernel.clock import FrozenClock
-    from orcamem._kernel.jobs.queue import JobQueue, JobResult, JobWorker
+    from orcamem._kernel.jobs import JobQueue, JobResult, JobWorker
     from orcamem.engine.store import SQLiteStore
-    from orcamem.engine.store.jobs import SQLiteJobStore
+    from orcamem._kernel.jobs.sqlite import SQLiteJobStore
     path, now, where = sys.argv[1:4]
     store = SQLiteStore(path, synchronous="NORMAL")
     queue = JobQueue(SQLiteJobStore(store))

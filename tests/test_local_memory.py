@@ -16,11 +16,11 @@ from local_memory_helpers import KeyedModel, ScriptedModel, items, tree, turn, w
 from orcamem._kernel.clock import FrozenClock, format_time
 from orcamem._kernel.env import memory_dir
 from orcamem._kernel.files import FileLock
-from orcamem._kernel.jobs.queue import JobQueue, job_id
+from orcamem._kernel.jobs import JobQueue, job_id
+from orcamem._kernel.jobs.files import FileJobStore
 from orcamem.errors import InvalidInputError, NotFoundError, QueueFullError, RevisionConflictError
 from orcamem.local.extract import MAX_SOURCE_BYTES, build_source
 from orcamem.local.identity import normalize_origin, project_identity
-from orcamem.local.jobs import FileJobStore
 from orcamem.local.ledger import KEEP_CANDIDATES, MAX_EXPLICIT_BYTES, Candidate
 from orcamem.local.memory import BARRIER_S, LocalMemory
 from orcamem.local.projection import MARKDOWN_NEWEST, publish_project_json

@@ -18,7 +18,7 @@ import pytest
 
 from local_memory_helpers import ScriptedModel, items, turn, wait_until
 from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.jobs.queue import JobWorker
+from orcamem._kernel.jobs import JobWorker
 from orcamem.errors import TransientError
 from orcamem.local import index as ledger_index
 from orcamem.local.memory import LocalMemory

@@ -10,7 +10,7 @@ import pytest
 
 from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.jobs.queue import JobWorker
+from orcamem._kernel.jobs import JobWorker
 from orcamem._kernel.llm import OpenAIChat
 from orcamem._kernel.text import STOPWORDS
 from orcamem.engine import SleepConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orcamem import Memory
 from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.jobs.queue import JobQueue
+from orcamem._kernel.jobs import JobQueue
 from orcamem.engine.store import SQLiteStore
 
 NOW = "2026-11-01T10:00:00Z"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._kernel.clock import parse_time
 from .._kernel.embed import embed_texts
-from .._kernel.jobs.queue import JobQueue, JobWorker
+from .._kernel.jobs import JobQueue, JobWorker
 from .consolidate.anchor import zone
 from .consolidate.extract import ModelExtractor
 from .consolidate.jobs import CONSOLIDATE, ConsolidationJobs

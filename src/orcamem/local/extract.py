@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._kernel.jobs.queue import check_items
+from .._kernel.jobs import check_items
 from .._kernel.llm import NOTHING, is_nothing
 from .._kernel.redact import find_secrets, redact
 from ..errors import AttemptFailed

@@ -12,7 +12,7 @@ The layout is exactly the local-memory spec's ("Storage")::
             ├── candidates.jsonl         the authoritative automatic-memory ledger
             ├── auto-memory.md           derived: the newest 64 candidates, provenance comments
             ├── index.sqlite3            derived: FTS5 index keyed by the ledger fingerprint
-            └── jobs/<job-id>.json       extraction jobs (``orcamem.local.jobs``)
+            └── jobs/<job-id>.json       extraction jobs (``orcamem._kernel.jobs.files``)
 
 Two more files are implementation details, not memory: ``memory/.lock`` and
 ``projects/<id>/.lock`` are the (empty) files that the cross-process locks
@@ -506,7 +506,7 @@ class Ledger:
 
         Idempotent by ``job_id``: a job applied before (a worker killed mid-publish and its
         job run again) adds nothing. Call it with the job's fence checked, under the lock —
-        :class:`~orcamem._kernel.jobs.queue.JobQueue` ``publish`` does both.
+        :class:`~orcamem._kernel.jobs.JobQueue` ``publish`` does both.
         """
         with self.lock.hold():
             state = self.read()

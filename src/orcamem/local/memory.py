@@ -37,7 +37,8 @@ from typing import Any
 from .._kernel.clock import Clock, SystemClock, format_time
 from .._kernel.env import memory_dir
 from .._kernel.files import FileLock
-from .._kernel.jobs.queue import Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.jobs import Job, JobQueue, JobResult, JobWorker, Ran, job_id
+from .._kernel.jobs.files import FileJobStore
 from .._kernel.llm import NOTHING, is_nothing
 from ..errors import (
     AttemptFailed,
@@ -63,7 +64,6 @@ from .extract import (
     screen,
 )
 from .identity import project_identity
-from .jobs import FileJobStore
 from .ledger import (
     MAX_EXPLICIT_BYTES,
     Candidate,

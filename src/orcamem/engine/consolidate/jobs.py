@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from ..._kernel.jobs.queue import MAX_ATTEMPTS, Job, JobQueue, JobResult
+from ..._kernel.jobs import MAX_ATTEMPTS, Job, JobQueue, JobResult
 from ..._kernel.redact import redact
 from ...errors import AttemptFailed, ModelError, TransientError
 from ..store.base import Store

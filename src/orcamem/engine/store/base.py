@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..._kernel.jobs.queue import JobStore
+from ..._kernel.jobs import JobStore
 from ..._kernel.model import Episode, MemoryRecord, NewEpisode, NewMemory
 from ...recall.candidates import CandidateSource, LineRow
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._kernel.jobs.sqlite import SQLiteJobStore
 from ..._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
 from ...errors import (
     ClosedError,
@@ -30,7 +31,6 @@ from ...errors import (
     StoreError,
 )
 from .base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, SpaceInfo
-from .jobs import SQLiteJobStore
 from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
 from .notes import SQLiteNotes

@@ -1,7 +1,7 @@
 """``SQLiteJobStore``: job rows in the ``jobs`` table of an orcamem SQLite file.
 
 Only row access lives here; the job rules (idempotency, admission, leases, fencing, attempts,
-retention) are in ``orcamem._kernel.jobs.queue.JobQueue``. Every change runs inside
+retention) are in :class:`~orcamem._kernel.jobs.queue.JobQueue`. Every change runs inside
 ``SQLiteStore.writing()`` — ``BEGIN IMMEDIATE``, so a claim or a publish excludes every other
 writer, in this process or another, until it commits — and store writes made inside it (a
 publish's ``apply``) join the same transaction as savepoints.
@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .sqlite import SQLiteStore
+__all__ = ["Connections", "SQLiteJobStore"]
 
-__all__ = ["SQLiteJobStore"]
+
+class Connections(Protocol):
+    """What the rows need from a SQLite store: its reads and its ``BEGIN IMMEDIATE`` writes
+    (the engine's ``SQLiteStore`` answers it)."""
+
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
+    def writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
 
 COLUMNS = (
     "id",
@@ -158,16 +164,16 @@ class _Rows:
 
 
 class SQLiteJobStore:
-    """The job store of one :class:`SQLiteStore` (same file, same connection, same lock).
+    """The job store of one SQLite store (same file, same connection, same lock).
 
-    >>> from orcamem._kernel.jobs.queue import JobQueue
+    >>> from orcamem._kernel.jobs import JobQueue
     >>> from orcamem.engine.store import SQLiteStore
     >>> queue = JobQueue(SQLiteStore(":memory:").jobs)
     """
 
     capabilities = frozenset({"jobs"})
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Connections) -> None:
         self.store = store
 
     @contextmanager

@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._kernel.files import FileLock, make_dirs, remove_stale_temps, store_error, write_atomic
-from ..errors import CorruptStoreError, StoreError
+from ...errors import CorruptStoreError, StoreError
+from ..files import FileLock, make_dirs, remove_stale_temps, store_error, write_atomic
 
 __all__ = ["FileJobStore"]
 
@@ -248,7 +248,7 @@ class _Rows:
 class FileJobStore:
     """The job store of one local-memory project: ``<project>/jobs/<job-id>.json``.
 
-    >>> from orcamem._kernel.jobs.queue import JobQueue
+    >>> from orcamem._kernel.jobs import JobQueue
     >>> queue = JobQueue(FileJobStore(tmp / "jobs", FileLock(tmp / ".lock")))  # doctest: +SKIP
     """
 
