@@ -23,6 +23,7 @@ from orcamem._kernel.clock import format_time, parse_time
 from orcamem._kernel.files import (
     FileLock,
     is_temp,
+    remove,
     remove_stale_temps,
     temp_path,
     write_atomic,
@@ -138,6 +139,16 @@ def test_write_atomic_names_the_path_it_could_not_write(tmp_path: Path) -> None:
     target = tmp_path / "file" / "x.json"
     with pytest.raises(StoreError, match=f"cannot write {target}"):
         write_atomic(target, b"{}")
+
+
+def test_remove_deletes_once_and_names_a_path_it_cannot_delete(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    path.write_bytes(b"{}")
+    assert remove(path) is True and not path.exists()
+    assert remove(path) is False  # already gone: idempotent
+    (tmp_path / "file").write_text("a file, not a directory")
+    with pytest.raises(StoreError, match="cannot delete"):
+        remove(tmp_path / "file" / "x.json")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

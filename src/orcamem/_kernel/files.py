@@ -32,6 +32,7 @@ __all__ = [
     "FileLock",
     "is_temp",
     "make_dirs",
+    "remove",
     "remove_stale_temps",
     "store_error",
     "temp_path",
@@ -105,6 +106,22 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             tmp.unlink()
         raise store_error("write", path, exc) from exc
     _fsync_dir(path.parent)
+
+
+def remove(path: Path) -> bool:
+    """Delete ``path`` durably; False if it was already gone.
+
+    Raises:
+        StoreError: it exists but cannot be deleted (permissions, a read-only disk).
+    """
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise store_error("delete", path, exc) from exc
+    _fsync_dir(path.parent)
+    return True
 
 
 def remove_stale_temps(path: Path, *, older_than_s: float = 0.0) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CorruptStoreError, StoreError
-from ..files import FileLock, make_dirs, remove_stale_temps, store_error, write_atomic
+from ..files import FileLock, make_dirs, remove, remove_stale_temps, store_error, write_atomic
 
 __all__ = ["FileJobStore"]
 
@@ -237,12 +237,7 @@ class _Rows:
             write_atomic(path, (data + "\n").encode("utf-8"))
         for job_id in self._deleted:
             path = self._files.path(job_id)
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise store_error("delete", path, exc) from exc
+            remove(path)
 
 
 class FileJobStore:

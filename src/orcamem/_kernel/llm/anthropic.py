@@ -15,7 +15,7 @@ from ..env import anthropic_api_key, anthropic_base_url, anthropic_model
 from .parse import checked_reply, checked_value, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing
-from .transport import Deadline, PooledClient, check_call, check_url, http_error, loads, post
+from .transport import Deadline, PooledClient, check_url, http_error, loads, post
 
 __all__ = ["AnthropicChat"]
 
@@ -78,19 +78,9 @@ class AnthropicChat(PooledClient):
     def model(self) -> str:
         return self._model
 
-    def complete_json(
-        self,
-        system: str,
-        user: str,
-        schema: dict[str, Any],
-        *,
-        deadline_s: float = 60.0,
-        max_tokens: int = 1024,
+    def _complete(
+        self, system: str, user: str, schema: dict[str, Any], deadline: Deadline, max_tokens: int
     ) -> Any:
-        """See :meth:`ChatModel.complete_json`."""
-        self._check_open()
-        check_call(deadline_s, max_tokens)
-        deadline = Deadline(deadline_s)
         # A tool's input must be an object: the answer (or NOTHING) is its one property.
         input_schema = {
             "type": "object",

@@ -20,7 +20,7 @@ from ...errors import InvalidInputError, ModelError, ModelOutputError
 from .parse import checked_reply, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing, schema_prompt
-from .transport import Deadline, PooledClient, check_call, check_url, http_error, loads, post
+from .transport import Deadline, PooledClient, check_url, http_error, loads, post
 
 __all__ = ["OpenAIChat", "Structured"]
 
@@ -76,19 +76,9 @@ class OpenAIChat(PooledClient):
         """The way schemas are sent now: ``auto`` until a call has shown what the server takes."""
         return self._structured
 
-    def complete_json(
-        self,
-        system: str,
-        user: str,
-        schema: dict[str, Any],
-        *,
-        deadline_s: float = 60.0,
-        max_tokens: int = 1024,
+    def _complete(
+        self, system: str, user: str, schema: dict[str, Any], deadline: Deadline, max_tokens: int
     ) -> Any:
-        """See :meth:`ChatModel.complete_json`."""
-        self._check_open()
-        check_call(deadline_s, max_tokens)
-        deadline = Deadline(deadline_s)
         mode = self._structured
         if mode != "auto":
             return self._ask_checked(mode, system, user, schema, max_tokens, deadline)

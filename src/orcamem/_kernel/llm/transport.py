@@ -13,6 +13,7 @@ import json
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 _Self = TypeVar("_Self", bound="PooledClient")
 
 
-class PooledClient:
+class PooledClient(ABC):
     """What every model client shares: one connection pool for its life, closed once."""
 
     id: str
@@ -51,6 +52,26 @@ class PooledClient:
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError(f"{self.id} was closed: make a new client")
+
+    def complete_json(
+        self,
+        system: str,
+        user: str,
+        schema: dict[str, Any],
+        *,
+        deadline_s: float = 60.0,
+        max_tokens: int = 1024,
+    ) -> Any:
+        """See :meth:`ChatModel.complete_json`: checked here once, answered by ``_complete``."""
+        self._check_open()
+        check_call(deadline_s, max_tokens)
+        return self._complete(system, user, schema, Deadline(deadline_s), max_tokens)
+
+    @abstractmethod
+    def _complete(
+        self, system: str, user: str, schema: dict[str, Any], deadline: Deadline, max_tokens: int
+    ) -> Any:
+        """One call to the model's API within ``deadline``: the checked JSON answer."""
 
     def close(self) -> None:
         """Close the connection pool (idempotent)."""

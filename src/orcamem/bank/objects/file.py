@@ -12,6 +12,7 @@ from ..._kernel.files import (
     FileLock,
     is_temp,
     make_dirs,
+    remove,
     remove_stale_temps,
     store_error,
     write_atomic,
@@ -86,12 +87,7 @@ class FileObjectStore:
     def delete(self, key: str) -> None:
         path = self._path(key)
         with self._lock.hold():
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise store_error("delete", path, exc) from exc
+            remove(path)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         found: list[tuple[str, Path]] = []
