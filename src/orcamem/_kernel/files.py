@@ -32,6 +32,7 @@ __all__ = [
     "FileLock",
     "is_temp",
     "make_dirs",
+    "read_optional",
     "remove",
     "remove_stale_temps",
     "store_error",
@@ -106,6 +107,18 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             tmp.unlink()
         raise store_error("write", path, exc) from exc
     _fsync_dir(path.parent)
+
+
+def read_optional(path: Path) -> tuple[bytes | None, str | None]:
+    """``(data, None)``; ``(None, None)`` when the file does not exist; ``(None, why)`` when it
+    cannot be read. For the small files a missing copy of which is a normal state (settings,
+    a project's metadata): the caller decides whether a problem is fatal."""
+    try:
+        return path.read_bytes(), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read {path}: {exc.strerror or exc}"
 
 
 def remove(path: Path) -> bool:

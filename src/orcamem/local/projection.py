@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._kernel.files import FileLock, make_dirs, remove_stale_temps, write_atomic
+from .._kernel.files import FileLock, make_dirs, read_optional, remove_stale_temps, write_atomic
 from .identity import ProjectIdentity
 
 if TYPE_CHECKING:  # the ledger imports this module; its types are only annotations here
@@ -77,12 +77,9 @@ def markdown_matches(path: Path, ledger_fingerprint: str) -> bool:
 
 def read_project_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(metadata, problem)``: ``(None, None)`` when missing, ``(None, why)`` when corrupt."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
+    data, problem = read_optional(path)
+    if data is None:
+        return None, problem
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

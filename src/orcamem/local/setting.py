@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._kernel.env import user_config_file
+from .._kernel.files import read_optional
 from .identity import ProjectIdentity
 
 if sys.version_info >= (3, 11):
@@ -30,12 +31,9 @@ class Setting:
 
 
 def _read_toml(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
+    data, problem = read_optional(path)
+    if data is None:
+        return None, problem
     try:
         return tomllib.loads(data.decode("utf-8")), None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -21,6 +21,7 @@ from ...bank import FileObjectStore, MemoryBank
 from ...errors import OrcamemError
 from .console import (
     JsonOption,
+    command_group,
     fail,
     out,
     print_json,
@@ -29,11 +30,7 @@ from .console import (
 __all__ = ["bank_app", "register"]
 
 
-bank_app = typer.Typer(
-    help="The Memory Bank: profile-scoped agent memory (see docs/memory-bank.md).",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+bank_app = command_group("The Memory Bank: profile-scoped agent memory (see docs/memory-bank.md).")
 
 DirOption = Annotated[
     Path | None,

@@ -13,16 +13,13 @@ from ..._kernel.config import Config, RecallConfig
 from ...errors import OrcamemError
 from ...recall.presets import engine_preset
 from .console import (
+    command_group,
     fail,
     out,
     progress,
 )
 
-bench_app = typer.Typer(
-    help="Benchmarks: latency and LoCoMo retrieval quality.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+bench_app = command_group("Benchmarks: latency and LoCoMo retrieval quality.")
 
 
 def _run(work, label: str, quiet: bool):

@@ -27,6 +27,7 @@ __all__ = [
     "EmbedderOption",
     "JsonOption",
     "SpaceOption",
+    "command_group",
     "err",
     "exit_code",
     "fail",
@@ -67,6 +68,12 @@ EmbedderOption = Annotated[
         "--embedder", help="Embedder spec: static (default), openai:<model>@<url>, st:<model>."
     ),
 ]
+
+
+def command_group(help: str, **options: Any) -> typer.Typer:
+    """A Typer app for a group of commands, set up the way every orcamem group is: help on a
+    bare call, plain help text (no Rich markup to escape)."""
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
 
 
 def exit_code(exc: BaseException) -> int:

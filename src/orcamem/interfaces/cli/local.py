@@ -21,6 +21,7 @@ from ...errors import OrcamemError
 from ...local.memory import LocalMemory
 from .console import (
     JsonOption,
+    command_group,
     err,
     fail,
     out,
@@ -31,10 +32,8 @@ from .console import (
 __all__ = ["memory_app", "register"]
 
 
-memory_app = typer.Typer(
-    help="Local agent memory: explicit facts, automatic project memory, its ledger and jobs.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
+memory_app = command_group(
+    "Local agent memory: explicit facts, automatic project memory, its ledger and jobs."
 )
 
 CwdOption = Annotated[

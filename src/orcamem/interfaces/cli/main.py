@@ -23,6 +23,7 @@ from .console import (
     EmbedderOption,
     JsonOption,
     SpaceOption,
+    command_group,
     err,
     fail,
     out,
@@ -31,11 +32,8 @@ from .console import (
     warn,
 )
 
-app = typer.Typer(
-    help="orcamem: durable, local-first long-term memory for LLM agents.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
+app = command_group(
+    "orcamem: durable, local-first long-term memory for LLM agents.", add_completion=False
 )
 
 

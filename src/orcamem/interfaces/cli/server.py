@@ -14,16 +14,13 @@ from .console import (
     DbOption,
     EmbedderOption,
     SpaceOption,
+    command_group,
     err,
     fail,
     out,
 )
 
-keys_app = typer.Typer(
-    help="API keys for servers that bind beyond loopback.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+keys_app = command_group("API keys for servers that bind beyond loopback.")
 
 HostOption = Annotated[
     str, typer.Option(help="Address to bind (anything but loopback needs --require-keys).")
