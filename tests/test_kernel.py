@@ -221,3 +221,21 @@ def test_one_stamp_in_microseconds_or_the_markdown_stores_milliseconds() -> None
     assert parse_time(format_time(moment, digits=3)) == moment.replace(microsecond=987000)
     with pytest.raises(InvalidInputError, match="digits=2"):
         format_time(moment, digits=2)  # type: ignore[arg-type]
+
+
+def test_stable_ids_are_the_ones_already_on_disk() -> None:
+    """Job and candidate ids name files and ledger lines written by earlier versions: the one
+    id helper must give exactly the ids the old code gave (values recorded from it)."""
+    from orcamem._kernel.jobs import job_id
+    from orcamem.local.ledger import candidate_id
+
+    assert job_id("user_a", "extract", "s1", "t1", "sha256:ab12") == "job-1f196e14d3061554da6c1596"
+    assert candidate_id("job-x", "We deploy with Helm") == "cand-7e2162d7bad27d78"
+
+
+def test_random_ids_follow_the_name_rules() -> None:
+    from orcamem._kernel.ids import random_id
+    from orcamem._kernel.names import KEY_ID, MEMORY_ID
+
+    assert MEMORY_ID.ok(random_id("mem-")) and KEY_ID.ok(random_id("key-"))
+    assert random_id("mem-") != random_id("mem-")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,6 +9,7 @@ from typing import Any, Literal
 
 from ..errors import InvalidInputError
 from .clock import format_time, parse_time
+from .ids import random_id, sha256
 from .names import MEMORY_ID, SPACE
 
 __all__ = [
@@ -103,14 +103,12 @@ def validate_time(value: str | datetime | None, *, what: str = "occurred_at") ->
 
 def digest(text: str) -> str:
     """A stable content digest (sha256 hex) used for idempotency and provenance."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text)
 
 
 def new_memory_id() -> str:
     """A fresh ``mem-<8hex>`` id."""
-    import secrets
-
-    return f"mem-{secrets.token_hex(4)}"
+    return random_id("mem-")
 
 
 def is_memory_id(value: str) -> bool:

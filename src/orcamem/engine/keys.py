@@ -8,11 +8,11 @@ spaces and the key routes. The keys live in the memory database (``api_keys``), 
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
 
+from .._kernel.ids import random_id, sha256
 from .._kernel.model import validate_space
 from ..errors import AuthError, ForbiddenError, InvalidInputError, NotFoundError
 from .store.base import KeyRows
@@ -48,7 +48,7 @@ ADMIN = Principal("local", True, frozenset())
 
 
 def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return sha256(key)
 
 
 class ApiKeys:
@@ -66,7 +66,7 @@ class ApiKeys:
         if not admin and not spaces:
             raise InvalidInputError("a key needs at least one space (--space NAME), or --admin")
         secret = "om_" + secrets.token_urlsafe(32)
-        key_id = "key-" + secrets.token_hex(4)
+        key_id = random_id("key-")
         self.rows.add(key_id, _hash(secret), name, spaces, admin, now)
         return key_id, secret
 

@@ -15,11 +15,11 @@ files, no locks, no model calls (``local.memory`` does those).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._kernel.ids import tagged
 from .._kernel.jobs import check_items
 from .._kernel.llm import NOTHING, is_nothing
 from .._kernel.redact import find_secrets, redact
@@ -158,7 +158,7 @@ def build_source(messages: Sequence[Mapping[str, Any]]) -> Source:
         kept.append({"role": role, "text": text})
         used += cost
     rendered = render_source(kept)
-    digest = "sha256:" + hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+    digest = tagged(rendered)
     return Source(tuple(kept), rendered, digest, truncated, redactions)
 
 

@@ -5,13 +5,13 @@ repository root, else the directory itself. The id is a SHA-256; nothing here is
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .._kernel.ids import sha256
 from ..errors import InvalidInputError
 
 __all__ = ["ProjectIdentity", "normalize_origin", "project_identity"]
@@ -180,5 +180,5 @@ def project_identity(cwd: str | Path) -> ProjectIdentity:
 
 
 def _identity(kind: str, identity: str, root: Path, cwd: Path) -> ProjectIdentity:
-    ident = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+    ident = sha256(identity)
     return ProjectIdentity(ident, kind, identity, root, cwd)

@@ -42,7 +42,6 @@ Rules kept here:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -60,6 +59,7 @@ from .._kernel.files import (
     store_error,
     write_atomic,
 )
+from .._kernel.ids import stable_id, tagged
 from .._kernel.redact import find_secrets
 from ..errors import (
     InvalidInputError,
@@ -229,8 +229,7 @@ def normalize_fact(text: str) -> str:
 
 def candidate_id(job_id: str, text: str) -> str:
     """A candidate's id: the same for the same job and fact (a replayed job adds nothing)."""
-    key = f"{job_id}\x1f{normalize_fact(text)}"
-    return "cand-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return stable_id("cand-", job_id, normalize_fact(text), length=16)
 
 
 @dataclass(frozen=True)
@@ -366,7 +365,7 @@ class LedgerState:
 
 
 def fingerprint(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return tagged(data)
 
 
 def parse_ledger(data: bytes) -> LedgerState:
@@ -565,11 +564,8 @@ class Ledger:
         wanted = None if ids is None else sorted(dict.fromkeys(ids))
         if wanted is not None and not wanted:
             raise InvalidInputError("name at least one candidate id (cand-…) to delete")
-        request = (
-            "del-"
-            + hashlib.sha256(
-                json.dumps([wanted if wanted is not None else "*", revision]).encode()
-            ).hexdigest()[:16]
+        request = stable_id(
+            "del-", json.dumps([wanted if wanted is not None else "*", revision]), length=16
         )
         stamp = now or format_time(self.clock.now())
         with self.lock.hold():

@@ -55,7 +55,6 @@ The rules live here, once; a store supplies only row access inside its transacti
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping
@@ -71,6 +70,7 @@ from ...errors import (
     QueueFullError,
 )
 from ..clock import format_time, parse_time
+from ..ids import stable_id
 from ..llm.protocol import NOTHING, is_nothing
 from ..model import validate_space
 
@@ -173,8 +173,7 @@ def job_id(
     space: str, kind: str, session_id: str | None, turn_id: str | None, source_digest: str
 ) -> str:
     """The job id of an idempotency key: the same in every process and store."""
-    key = "\x1f".join((space, kind, session_id or "", turn_id or "", source_digest))
-    return "job-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return stable_id("job-", space, kind, session_id or "", turn_id or "", source_digest, length=24)
 
 
 # -- the store interface -----------------------------------------------------------------------

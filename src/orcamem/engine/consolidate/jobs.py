@@ -13,7 +13,6 @@ unusable uses the rules, so pending episodes never pile up behind a broken model
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from ..._kernel.ids import tagged
 from ..._kernel.jobs import MAX_ATTEMPTS, Job, JobQueue, JobResult
 from ..._kernel.redact import redact
 from ...errors import AttemptFailed, ModelError, TransientError
@@ -57,7 +57,7 @@ class ConsolidationJobs:
         if not episodes:
             return None
         source = "\n".join(redact(e.text).text for e in episodes)
-        digest = "sha256:" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+        digest = tagged(source)
         first, last = episodes[0].id, episodes[-1].id
         return self.queue.enqueue(
             space,
