@@ -68,14 +68,6 @@ SYSTEM = (
 USER = "I moved from Paris to Pune last week."
 
 
-@pytest.fixture(autouse=True)
-def no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own model settings must not leak into these tests."""
-    for name in ("ORCAMEM_ANTHROPIC_MODEL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-
-
 def _fits(value: Any) -> bool:
     """An answer a caller can use: NOTHING, or JSON that fits ITEMS."""
     return value is NOTHING or schema_errors(value, ITEMS) == []

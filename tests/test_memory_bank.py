@@ -42,34 +42,7 @@ from orcamem.bank.objects import (
 
 pytest_plugins = ["llm_server"]
 
-BANK_ENV = (
-    "INTERNAL_S3_BUCKET",
-    "INTERNAL_S3_ENDPOINT",
-    "INTERNAL_S3_REGION",
-    "INTERNAL_S3_ACCESS_KEY_ID",
-    "INTERNAL_S3_SECRET_ACCESS_KEY",
-    "S3_BUCKET",
-    "S3_ENDPOINT",
-    "S3_REGION",
-    "S3_ACCESS_KEY_ID",
-    "S3_SECRET_ACCESS_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "ANTHROPIC_MEMORY_MODEL",
-    "ORCAMEM_PROFILES",
-)
 NOW = "2026-11-01T10:00:00Z"
-
-
-@pytest.fixture(autouse=True)
-def no_bank_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in BANK_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
