@@ -25,6 +25,7 @@ from orcamem.capability.providers import (
 )
 from orcamem.capability.providers.mcp import parse_orcamem_block, parse_ranked_lines
 from orcamem.capability.settings import set_workspace_override
+from servers import child_env
 
 BROKEN = str(Path(__file__).with_name("broken_mcp_server.py"))
 
@@ -52,7 +53,15 @@ def orcamem_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProv
     """orcamem's own MCP server as a provider (one subprocess for the module)."""
     db = tmp_path_factory.mktemp("mcp-provider") / "memory.db"
     command = [sys.executable, "-m", "orcamem", "mcp", "--db", str(db)]
-    with McpProvider(command, profile=ORCAMEM) as provider:
+    with McpProvider(command, profile=ORCAMEM, env=child_env()) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def failing() -> Iterator[McpProvider]:
+    """The broken server whose every call fails, shared by the tests that only call it (no
+    call can change it)."""
+    with broken("fail-calls") as provider:
         yield provider
 
 
@@ -109,21 +118,22 @@ def test_the_provider_reports_its_own_limits(orcamem_server: McpProvider) -> Non
 # -- against a deliberately broken server -----------------------------------------------------
 
 
-def test_started_and_listed_but_every_call_fails_is_installed_not_set_up() -> None:
+def test_started_and_listed_but_every_call_fails_is_installed_not_set_up(
+    failing: McpProvider,
+) -> None:
     said = "embedding model all-MiniLM-L6-v2 not found (HF_HUB_OFFLINE=1)"
-    with broken("fail-calls") as provider:
-        status = provider.check()
-        assert provider._tools == {"memory_search", "memory_save"}  # it launched and listed
-        assert status.state == NOT_SET_UP and status.label == "Installed, but not set up"
-        assert status.detail == (
-            "headroom-mcp: the server starts and lists its tools, but a memory_search call "
-            f"fails: Error executing tool memory_search: {said}"
-        )
-        assert "do not reinstall" in status.action and "headroom memory stats" in status.action
-        with pytest.raises(ProviderError) as searching:
-            provider.search("anything", top_k=1)
-        with pytest.raises(ProviderError) as saving:
-            provider.save("anything")
+    status = failing.check()
+    assert failing._tools == {"memory_search", "memory_save"}  # it launched and listed
+    assert status.state == NOT_SET_UP and status.label == "Installed, but not set up"
+    assert status.detail == (
+        "headroom-mcp: the server starts and lists its tools, but a memory_search call "
+        f"fails: Error executing tool memory_search: {said}"
+    )
+    assert "do not reinstall" in status.action and "headroom memory stats" in status.action
+    with pytest.raises(ProviderError) as searching:
+        failing.search("anything", top_k=1)
+    with pytest.raises(ProviderError) as saving:
+        failing.save("anything")
     assert str(searching.value) == status.detail  # one message for the state
     assert str(saving.value) == status.detail.replace("memory_search", "memory_save")
 
@@ -244,13 +254,12 @@ def test_headroom_is_looked_for_where_uv_installs_it_or_the_env_var(
     assert headroom_provider().command[0] == str(tmp_path / "py")
 
 
-def test_doctor_surfaces_the_mcp_state_and_notes(tmp_path: Path) -> None:
+def test_doctor_surfaces_the_mcp_state_and_notes(tmp_path: Path, failing: McpProvider) -> None:
     set_workspace_override(tmp_path, "provider", "headroom-mcp")
-    with broken("fail-calls") as provider:
-        report = doctor_report(tmp_path, instance_config=tmp_path / "x.json", provider=provider)
-        assert report["provider"]["state"] == NOT_SET_UP
-        assert report["provider"]["notes"] == list(provider.notes())
-        assert report["files"] is None
+    report = doctor_report(tmp_path, instance_config=tmp_path / "x.json", provider=failing)
+    assert report["provider"]["state"] == NOT_SET_UP
+    assert report["provider"]["notes"] == list(failing.notes())
+    assert report["files"] is None
 
 
 # -- reading the text formats -----------------------------------------------------------------
