@@ -5,12 +5,16 @@ tools (``memory_search``, ``memory_save``) and their text read format. ``MODE``:
 
 - ``fail-calls`` — starts, completes the handshake, lists both tools; every call fails (what
   Headroom does while its embedding model is missing);
-- ``hang`` — every call sleeps far past any operation timeout;
+- ``mute`` — reads its input and never answers, so the handshake never completes;
 - ``crash`` — writes to stderr and exits before the handshake;
 - ``wrong-tools`` — a healthy server that offers no memory tools;
 - ``works`` — a healthy in-memory stand-in that answers ``1. [relevance=0.50] <content>``
   (the query ``__env__`` answers with the offline switches and whether ``ORCAMEM_TEST_LEAK``
-  reached it, so a test can see the environment it was started with).
+  reached it, so a test can see the environment it was started with; the query ``__hang__``
+  sleeps far past any operation timeout).
+
+With ``BROKEN_MCP_STARTS`` set to a file, each start appends a line to it first, so a test can
+count how often the provider started the server.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "works"
+
+if os.environ.get("BROKEN_MCP_STARTS"):
+    with open(os.environ["BROKEN_MCP_STARTS"], "a", encoding="utf-8") as starts:
+        print(MODE, file=starts)
+
+if MODE == "mute":
+    sys.stdin.read()  # until the client closes the pipe
+    sys.exit(0)
 
 if MODE == "crash":
     print("fatal: cannot import the embedder (simulated crash)", file=sys.stderr)
@@ -43,7 +55,7 @@ else:
     def memory_search(query: str, top_k: int = 10) -> str:
         if MODE == "fail-calls":
             raise ToolError("embedding model all-MiniLM-L6-v2 not found (HF_HUB_OFFLINE=1)")
-        if MODE == "hang":
+        if query == "__hang__":
             time.sleep(3600)
         if query == "__env__":
             seen = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
@@ -61,8 +73,6 @@ else:
     def memory_save(facts: list[str], importance: float = 0.7) -> str:
         if MODE == "fail-calls":
             raise ToolError("embedding model all-MiniLM-L6-v2 not found (HF_HUB_OFFLINE=1)")
-        if MODE == "hang":
-            time.sleep(3600)
         stored.extend(facts)
         return f"Saved {len(facts)} new, updated 0 existing ({len(facts)} total)"
 

@@ -1,4 +1,5 @@
-"""Real servers for tests: an ASGI app under uvicorn on 127.0.0.1 (a free port), in a thread."""
+"""Real servers for tests: an ASGI app under uvicorn on 127.0.0.1 (a free port), in a thread;
+and the environment a server in a child process needs to run the orcamem under test."""
 
 from __future__ import annotations
 
@@ -6,9 +7,22 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
+
+import orcamem
+
+ORCAMEM_SOURCE = str(Path(orcamem.__file__).resolve().parents[1])
+"""Where the orcamem this test run imports lives (a checkout's ``src``, or site-packages)."""
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """Extra environment for a child Python given only a minimal environment (the MCP SDK's
+    stdio client passes HOME, PATH and little else): it imports the same orcamem as this
+    process, not whichever one the interpreter has installed (another checkout's, say)."""
+    return {"PYTHONPATH": ORCAMEM_SOURCE, **extra}
 
 
 @contextmanager

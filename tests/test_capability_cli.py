@@ -11,9 +11,18 @@ import typer
 from typer.testing import CliRunner
 
 from orcamem.capability.settings import load_settings
+from orcamem.interfaces.cli import console
 from orcamem.interfaces.cli.capability import register
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 40-column terminal: every path below is longer than that, so a line that Rich wrapped
+    or a table cell that it cut would fail the whole-line assertions."""
+    for stream in (console.out, console.err):
+        monkeypatch.setattr(stream, "width", 40)
 
 
 @pytest.fixture
@@ -30,9 +39,21 @@ def app() -> typer.Typer:
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
+    """A workspace whose path is far longer than the terminal is wide, with square brackets
+    (Rich markup, were a path not printed as it is)."""
+    folder = tmp_path / ("a-long-folder-name-" * 6) / ("the-[bold]workspace-" * 6)
+    folder.mkdir(parents=True)
     return folder
+
+
+def table_rows(output: str) -> dict[str, list[str]]:
+    """The settings table's rows, key → [value, source], from the printed box."""
+    rows = {}
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if len(cells) == 3:
+            rows[cells[0]] = cells[1:]
+    return rows
 
 
 @pytest.fixture
@@ -58,10 +79,11 @@ def test_doctor_shows_origins_state_and_the_providers_own_notes(
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    rows = {row["key"]: row for row in report["settings"]["fields"]}
-    assert rows["enabled"]["badge"] == "Workspace override" and rows["enabled"]["value"] is True
-    assert rows["enabled"]["clear"].startswith("orcamem doctor --clear enabled")
-    assert rows["topK"]["badge"] == "Instance default" and rows["topK"]["value"] == 9
+    rows_json = {row["key"]: row for row in report["settings"]["fields"]}
+    assert rows_json["enabled"]["badge"] == "Workspace override"
+    assert rows_json["enabled"]["value"] is True
+    assert rows_json["enabled"]["clear"] == f"orcamem doctor --clear enabled --workspace {ws}"
+    assert rows_json["topK"]["badge"] == "Instance default" and rows_json["topK"]["value"] == 9
     assert report["settings"]["layers"]["workspace"]["ignored"] == ["newKey"]
     assert report["provider"]["state"] == "ready"
     assert any("lexical" in note for note in report["provider"]["notes"])
@@ -70,9 +92,14 @@ def test_doctor_shows_origins_state_and_the_providers_own_notes(
     text = runner.invoke(
         app, ["doctor", "--workspace", str(ws), "--instance-config", str(base)]
     ).output
-    assert "provider builtin-markdown: Ready" in text
-    assert "Workspace override" in text and "Instance default" in text
-    assert "unknown keys ignored: newKey" in text
+    lines = text.splitlines()
+    assert f"memory in {ws}: on" in lines
+    assert "provider builtin-markdown: Ready" in lines
+    rows = table_rows(text)
+    assert rows["enabled"] == ["true", "Workspace override"]
+    assert rows["topK"] == ["9", "Instance default"]
+    assert f"clear the enabled override: {rows_json['enabled']['clear']}" in lines
+    assert f"workspace layer {ws / 'config.json'}: unknown keys ignored: newKey" in lines
 
 
 def test_doctor_reports_a_discarded_layer_and_unreadable_files(
@@ -85,10 +112,16 @@ def test_doctor_reports_a_discarded_layer_and_unreadable_files(
     entries.mkdir(parents=True)
     (entries / "bad.md").write_text("no frontmatter", encoding="utf-8")
     result = runner.invoke(app, ["doctor", "-w", str(ws), "--instance-config", str(base)])
-    assert result.exit_code == 0
-    assert "discarded whole" in result.output and "topK=99" in result.output
-    assert "memory in" in result.output and ": off" in result.output  # fell through to off
-    assert "unreadable memory file, skipped" in result.output and "bad.md" in result.output
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert (
+        f"workspace layer {ws / 'config.json'} discarded whole: "
+        "topK=99: must be a whole number from 1 to 50"
+    ) in lines
+    # the whole layer went, so enabled fell through to the instance's default: off
+    assert f"memory in {ws}: off (nothing is searched or saved)" in lines
+    assert table_rows(result.output)["enabled"] == ["false", "Instance default"]
+    assert f"unreadable memory file, skipped: {entries / 'bad.md'}" in lines
 
 
 def test_doctor_clear_drops_the_override(app: typer.Typer, ws: Path, base: Path) -> None:

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from orcamem import EmbedderError, EmbedderMismatchError, InvalidInputError, Memory
 from orcamem._kernel.embed import DEFAULT_MODEL_DIR, OpenAIEmbedder, StaticEmbedder, make_embedder
 from orcamem.interfaces.cli.main import app
+from servers import child_env
 
 DIM = 64
 
@@ -146,6 +147,7 @@ def test_default_embedder_works_offline_in_a_fresh_process(tmp_path: Path) -> No
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "ORCA_HOME": str(tmp_path / "orca"),
+        **child_env(),
     }
     done = subprocess.run(
         [sys.executable, "-c", OFFLINE_SCRIPT, str(tmp_path / "m.db")],

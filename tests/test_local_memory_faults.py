@@ -6,18 +6,21 @@ repairs what is derived."""
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
-import time
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from local_memory_helpers import ScriptedModel, items, turn, wait_until
-from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.clock import FrozenClock, format_time
 from orcamem._kernel.jobs import JobWorker
 from orcamem.errors import TransientError
 from orcamem.local import index as ledger_index
@@ -200,10 +203,19 @@ HOLDER = textwrap.dedent("""
 
 
 def test_a_lock_held_by_another_process_delays_writes_never_reads_and_loses_nothing(
-    project: Path, transcript: JsonlTranscript, clock: FrozenClock
+    project: Path, transcript: JsonlTranscript, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ScriptedModel()
     with local(project, transcript, clock, model=model, lock_timeout_s=0.2) as memory:
+        waited_for: list[Path] = []  # every attempt to take either lock, in order
+        for holder_of in (memory.lock, memory.user_lock):
+            real_hold = holder_of.hold
+
+            def hold(*args: Any, _real: Any = real_hold, _path: Path = holder_of.path) -> Any:
+                waited_for.append(_path)
+                return _real(*args)
+
+            monkeypatch.setattr(holder_of, "hold", hold)
         publish(memory, transcript, "t1", ("project", "The API gateway is Kong."))
         memory.files.index.unlink()  # derived: recall must rebuild it without the lock
         holder = subprocess.Popen(
@@ -214,12 +226,13 @@ def test_a_lock_held_by_another_process_delays_writes_never_reads_and_loses_noth
         )
         try:
             assert holder.stdout.readline().strip() == "holding"
-            started = time.monotonic()
+            waited_for.clear()
             snapshot = memory.begin_turn("t10", "which API gateway do we use?")
             assert "Kong" in snapshot.text and snapshot.source == "index"
-            assert time.monotonic() - started < 2  # reads never wait for the lock
+            assert waited_for == []  # reads never wait for the lock: they never ask for it
             with pytest.raises(TransientError, match="held by another process"):
                 memory.remember("project: The gateway config lives in infra/kong.")
+            assert waited_for == [memory.files.lock]  # the write did ask, and was refused
             # a capture meets the busy lock: nothing is written, it is retried later
             turn(transcript, "t2", "Rate limits?", "100 requests per second per key.")
             with pytest.raises(TransientError):
@@ -324,7 +337,8 @@ def test_the_lease_is_renewed_by_wall_clock_while_the_model_streams_nothing(
     assert started.wait(5)
     for _ in range(4):  # 16 s pass, more than the 10 s lease: renewals keep it
         clock.advance(seconds=4)
-        time.sleep(0.05)
+        renewed_to = format_time(clock.now() + timedelta(seconds=10))
+        wait_until(lambda to=renewed_to: memory.jobs.get(job.id).lease_expires_at == to)
     with local(project, transcript, clock, model=ScriptedModel()) as thief:
         assert thief.run_jobs() == []  # nothing to take over
     release.set()
@@ -380,20 +394,36 @@ def test_cancellation_releases_the_lease_without_using_an_attempt(
         assert later.jobs.get(job.id).attempts == 1
 
 
-def test_the_worker_looks_again_30_seconds_after_a_store_failure() -> None:
+def test_the_worker_looks_again_30_seconds_after_a_store_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's waits are read off its command queue, and no time passes: each wait ends
+    at once, as if it had run out, and the next wait shows how long the worker chose."""
     from orcamem.local import memory as service
-    from orcamem.local.worker import SessionWorker
+    from orcamem.local import worker as session_worker
 
     assert service.RETRY_S == 30.0
-    calls: list[float] = []
+    waits: list[float | None] = []
+    outcomes = iter(["store_error", "idle"])
+
+    class Commands(queue.Queue):
+        def get(self, block: bool = True, timeout: float | None = None) -> Any:
+            waits.append(timeout)
+            if len(waits) <= 2:  # the first two waits run out at once
+                raise queue.Empty
+            return super().get()  # then only stop() wakes it
+
+    monkeypatch.setattr(session_worker, "queue", SimpleNamespace(Queue=Commands, Empty=queue.Empty))
+    passes: list[str] = []
 
     def run_jobs() -> str:
-        calls.append(time.monotonic())
-        return "store_error" if len(calls) == 1 else "idle"
+        passes.append(next(outcomes))
+        return passes[-1]
 
-    worker = SessionWorker(run_jobs, poll_s=60.0, retry_s=0.2, name="pace")  # passes at once
-    wait_until(lambda: len(calls) >= 2)
-    assert 0.15 < calls[1] - calls[0] < 2  # the retry delay, not the 60 s idle poll
-    time.sleep(0.3)
-    assert len(calls) == 2  # idle again: back to the 60 s poll
+    worker = session_worker.SessionWorker(
+        run_jobs, poll_s=60.0, retry_s=service.RETRY_S, name="pace"
+    )
+    wait_until(lambda: len(waits) == 3)
+    # a pass at once; after its store failure, the next in 30 s; after an idle pass, the poll
+    assert (passes, waits) == (["store_error", "idle"], [0.0, 30.0, 60.0])
     assert worker.stop(5)

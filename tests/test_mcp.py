@@ -25,6 +25,7 @@ from orcamem.bench.mcp import mcp_recall_latency
 from orcamem.engine.store.base import MemoryUpdate
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.mcp.server import TOOLS, install
+from servers import child_env
 from servers import serve as serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,9 +34,9 @@ SERVER = [sys.executable, "-m", "orcamem", "mcp"]
 NOW = "2026-11-01T10:00:00.000000Z"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    return "asyncio"
+    return "asyncio"  # module-scoped, so a module-scoped async fixture can share its loop
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -45,7 +46,9 @@ def anyio_backend() -> str:
 async def stdio_session(
     command: list[str], env: dict[str, str] | None = None
 ) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], env=child_env(**(env or {}))
+    )
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, read_timeout_seconds=30) as session,
@@ -111,41 +114,81 @@ def runnable(command: str, args: list[str]) -> list[str]:
 # -- stdio -----------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_stdio_lists_the_five_tools_with_schemas(tmp_path: Path) -> None:
-    async with stdio_session([*SERVER, "--db", str(tmp_path / "m.db")]) as session:
-        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert sorted(tools) == sorted(TOOLS)
-    schema = {name: tool.input_schema for name, tool in tools.items()}
-    props = {name: s["properties"] for name, s in schema.items()}
+@pytest.fixture(scope="class")
+async def reader(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[tuple[ClientSession, Path]]:
+    """One server and one session over an empty database, shared by the tests of
+    :class:`TestOneServerForReads` (starting a server costs seconds). Class-scoped: while it
+    lives, the event loop it runs on is busy in this thread, which a synchronous test that
+    starts its own loop (the bench) could not bear."""
+    db = tmp_path_factory.mktemp("mcp-reader") / "m.db"
+    async with stdio_session([*SERVER, "--db", str(db)]) as session:
+        yield session, db
 
-    assert schema["orma_recall"]["required"] == ["query"]
-    assert schema["orma_remember"]["required"] == ["text"]
-    assert schema["orma_forbid"]["required"] == ["rule"]
-    assert schema["orma_forget"]["required"] == ["state_id"]
-    assert "required" not in schema["orma_facts"] or schema["orma_facts"]["required"] == []
-    for name in TOOLS:
-        space = props[name]["space"]
-        assert (space["type"], space["default"]) == ("string", "default")
-        assert "ctx" not in props[name]  # the SDK context is not an argument
-        description = tools[name].description or ""
-        assert "Returns" in description and "Call it" in description, name  # what, when
-        assert all(p.get("description") for p in props[name].values()), name
-    assert props["orma_facts"]["include_history"] == {
-        **props["orma_facts"]["include_history"],
-        "type": "boolean",
-        "default": False,
-    }
-    assert props["orma_remember"]["kind"]["default"] == "fact"
-    assert set(props["orma_remember"]["kind"]["enum"]) == {
-        "fact", "preference", "state", "event", "rule", "decision", "note", "anti_pattern"
-    }  # fmt: skip
-    assert props["orma_remember"]["role"]["default"] == "user"
-    assert tools["orma_recall"].annotations.read_only_hint is True
-    assert tools["orma_forget"].annotations.destructive_hint is True
-    assert tools["orma_remember"].output_schema["required"] == [
-        "id", "space", "kind", "category", "forbidden", "tags"
-    ]  # fmt: skip
+
+@pytest.mark.anyio
+class TestOneServerForReads:
+    """The stdio tests that only read or are refused share one server; a test that writes, or
+    needs a database of its own, starts its own."""
+
+    async def test_stdio_lists_the_five_tools_with_schemas(
+        self,
+        reader: tuple[ClientSession, Path],
+    ) -> None:
+        session, _ = reader
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert sorted(tools) == sorted(TOOLS)
+        schema = {name: tool.input_schema for name, tool in tools.items()}
+        props = {name: s["properties"] for name, s in schema.items()}
+
+        assert schema["orma_recall"]["required"] == ["query"]
+        assert schema["orma_remember"]["required"] == ["text"]
+        assert schema["orma_forbid"]["required"] == ["rule"]
+        assert schema["orma_forget"]["required"] == ["state_id"]
+        assert "required" not in schema["orma_facts"] or schema["orma_facts"]["required"] == []
+        for name in TOOLS:
+            space = props[name]["space"]
+            assert (space["type"], space["default"]) == ("string", "default")
+            assert "ctx" not in props[name]  # the SDK context is not an argument
+            description = tools[name].description or ""
+            assert "Returns" in description and "Call it" in description, name  # what, when
+            assert all(p.get("description") for p in props[name].values()), name
+        assert props["orma_facts"]["include_history"] == {
+            **props["orma_facts"]["include_history"],
+            "type": "boolean",
+            "default": False,
+        }
+        assert props["orma_remember"]["kind"]["default"] == "fact"
+        assert set(props["orma_remember"]["kind"]["enum"]) == {
+            "fact", "preference", "state", "event", "rule", "decision", "note", "anti_pattern"
+        }  # fmt: skip
+        assert props["orma_remember"]["role"]["default"] == "user"
+        assert tools["orma_recall"].annotations.read_only_hint is True
+        assert tools["orma_forget"].annotations.destructive_hint is True
+        assert tools["orma_remember"].output_schema["required"] == [
+            "id", "space", "kind", "category", "forbidden", "tags"
+        ]  # fmt: skip
+
+    async def test_stdio_errors_are_tool_errors_with_the_message(
+        self,
+        reader: tuple[ClientSession, Path],
+    ) -> None:
+        session, db = reader
+        message = await refused(session, "orma_recall", query="deploy", space="../etc")
+        assert "invalid space name '../etc'" in message and "1-128 characters" in message
+        message = await refused(session, "orma_remember", text="x", space="a b")
+        assert "invalid space name 'a b'" in message
+        assert "query" in await refused(session, "orma_recall", query="   ")
+        assert "memory text" in await refused(session, "orma_remember", text="")
+        assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
+        message = await refused(session, "orma_forget", state_id="yesterday")
+        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
+        assert "orma_nothing" in await refused(session, "orma_nothing")
+        # the session survives every failure, and nothing was written
+        assert (await ok(session, "orma_facts")).structured_content["count"] == 0
+        with Memory(db) as mem:
+            assert mem.spaces() == []
 
 
 @pytest.mark.anyio
@@ -233,26 +276,6 @@ async def test_stdio_facts_with_history_and_default_space(tmp_path: Path) -> Non
             (old.id, False, new.id),
             (new.id, True, None),
         ]
-
-
-@pytest.mark.anyio
-async def test_stdio_errors_are_tool_errors_with_the_message(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
-    async with stdio_session([*SERVER, "--db", str(db)]) as session:
-        message = await refused(session, "orma_recall", query="deploy", space="../etc")
-        assert "invalid space name '../etc'" in message and "1-128 characters" in message
-        message = await refused(session, "orma_remember", text="x", space="a b")
-        assert "invalid space name 'a b'" in message
-        assert "query" in await refused(session, "orma_recall", query="   ")
-        assert "memory text" in await refused(session, "orma_remember", text="")
-        assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
-        message = await refused(session, "orma_forget", state_id="yesterday")
-        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
-        assert "orma_nothing" in await refused(session, "orma_nothing")
-        # the session survives every failure, and nothing was written
-        assert (await ok(session, "orma_facts")).structured_content["count"] == 0
-    with Memory(db) as mem:
-        assert mem.spaces() == []
 
 
 def test_the_server_refuses_a_bad_database_cleanly(tmp_path: Path) -> None:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,12 +26,27 @@ from orcamem.capability.providers import (
 from orcamem.capability.providers.mcp import parse_orcamem_block, parse_ranked_lines
 from orcamem.capability.settings import set_workspace_override
 from orcamem.recall.blocks.capability import render_block
+from servers import child_env
 
 BROKEN = str(Path(__file__).with_name("broken_mcp_server.py"))
 
 
-def broken(mode: str, timeout_s: float = 10.0) -> McpProvider:
-    return McpProvider([sys.executable, BROKEN, mode], timeout_s=timeout_s)
+def broken(mode: str, timeout_s: float = 10.0, starts: Path | None = None) -> McpProvider:
+    """The broken server as a Headroom provider; each start is logged to ``starts``."""
+    env = {"BROKEN_MCP_STARTS": str(starts)} if starts is not None else None
+    return McpProvider([sys.executable, BROKEN, mode], timeout_s=timeout_s, env=env)
+
+
+def over_the_limit(operation: str, seconds: str) -> str:
+    """The one message of the state an operation over the limit leaves the provider in."""
+    return (
+        f"headroom-mcp: {operation} took longer than {seconds} s, so the provider is treated "
+        "as unavailable for the rest of this session"
+    )
+
+
+def starts_of(log: Path) -> int:
+    return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +54,15 @@ def orcamem_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProv
     """orcamem's own MCP server as a provider (one subprocess for the module)."""
     db = tmp_path_factory.mktemp("mcp-provider") / "memory.db"
     command = [sys.executable, "-m", "orcamem", "mcp", "--db", str(db)]
-    with McpProvider(command, profile=ORCAMEM) as provider:
+    with McpProvider(command, profile=ORCAMEM, env=child_env()) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def failing() -> Iterator[McpProvider]:
+    """The broken server whose every call fails, shared by the tests that only call it (no
+    call can change it)."""
+    with broken("fail-calls") as provider:
         yield provider
 
 
@@ -96,62 +119,109 @@ def test_the_provider_reports_its_own_limits(orcamem_server: McpProvider) -> Non
 # -- against a deliberately broken server -----------------------------------------------------
 
 
-def test_started_and_listed_but_every_call_fails_is_installed_not_set_up() -> None:
-    with broken("fail-calls") as provider:
-        status = provider.check()
-        assert provider._tools == {"memory_search", "memory_save"}  # it launched and listed
-        assert status.state == NOT_SET_UP and status.label == "Installed, but not set up"
-        assert "embedding model" in status.detail
-        assert "do not reinstall" in status.action and "headroom memory stats" in status.action
-        with pytest.raises(ProviderError):
-            provider.save("anything")
+def test_started_and_listed_but_every_call_fails_is_installed_not_set_up(
+    failing: McpProvider,
+) -> None:
+    said = "embedding model all-MiniLM-L6-v2 not found (HF_HUB_OFFLINE=1)"
+    status = failing.check()
+    assert failing._tools == {"memory_search", "memory_save"}  # it launched and listed
+    assert status.state == NOT_SET_UP and status.label == "Installed, but not set up"
+    assert status.detail == (
+        "headroom-mcp: the server starts and lists its tools, but a memory_search call "
+        f"fails: Error executing tool memory_search: {said}"
+    )
+    assert "do not reinstall" in status.action and "headroom memory stats" in status.action
+    with pytest.raises(ProviderError) as searching:
+        failing.search("anything", top_k=1)
+    with pytest.raises(ProviderError) as saving:
+        failing.save("anything")
+    assert str(searching.value) == status.detail  # one message for the state
+    assert str(saving.value) == status.detail.replace("memory_search", "memory_save")
 
 
 def test_a_server_that_dies_before_the_handshake_is_not_available() -> None:
     with broken("crash") as provider:
         status = provider.check()
+        with pytest.raises(ProviderError) as raised:
+            provider.search("anything", top_k=1)
     assert status.state == NOT_AVAILABLE and status.label == "Not available"
-    assert "simulated crash" in status.detail  # its stderr is shown
+    assert status.detail.startswith("the headroom-mcp server could not be started (")
+    # its stderr is shown: this start's, not every start's so far
+    assert status.detail.count("fatal: cannot import the embedder (simulated crash)") == 1
+    assert str(raised.value) == status.detail
 
 
-def test_a_server_without_the_memory_tools_is_not_available() -> None:
-    with broken("wrong-tools") as provider:
+def test_a_server_without_the_memory_tools_is_not_available(tmp_path: Path) -> None:
+    starts = tmp_path / "starts.log"
+    with broken("wrong-tools", starts=starts) as provider:
         status = provider.check()
-    assert status.state == NOT_AVAILABLE and "memory_search" in status.detail
+        with pytest.raises(ProviderError) as raised:
+            provider.save("anything")
+        again = provider.check()
+    assert status.state == NOT_AVAILABLE
+    assert status.detail == (
+        "headroom-mcp: the server started but offers no memory_save, memory_search tool (it "
+        "offers weather): it is not the expected memory server"
+    )
+    assert str(raised.value) == again.detail == status.detail
+    assert starts_of(starts) == 1  # given up on for the session, not started again
 
 
 def test_missing_software_is_not_available(tmp_path: Path) -> None:
-    provider = headroom_provider(python=tmp_path / "no-such" / "python")
+    python = tmp_path / "no-such" / "python"
+    provider = headroom_provider(python=python)
     status = provider.check()
     assert status.state == NOT_AVAILABLE
+    assert status.detail == f"{python} is not installed on this machine"
     assert "uv tool install headroom-ai" in status.action
     assert "pip install headroom" in status.action  # the name-collision warning
     assert provider._portal is None  # nothing was spawned
-    with pytest.raises(ProviderError, match="not installed"):
+    with pytest.raises(ProviderError) as raised:
         provider.search("x", top_k=1)
+    assert str(raised.value) == status.detail
     provider.close()
 
 
 def test_an_operation_over_the_limit_is_unavailable_and_never_blocks_the_turn(
     tmp_path: Path,
 ) -> None:
+    """A call that never answers. No clock is read here: the call sleeps for an hour, so it is
+    over any limit; what is asserted is the outcome — the provider gives up on the server,
+    says so in one message, and every later turn goes on without touching it again."""
     assert OPERATION_TIMEOUT_S == 20.0
     assert headroom_provider().timeout_s == 20.0
     assert McpProvider(["python"]).timeout_s == 20.0
+    starts = tmp_path / "starts.log"
     set_workspace_override(tmp_path, "enabled", True)
     messages = [{"role": "user", "content": "what do we know?"}]
-    with broken("hang", timeout_s=1.0) as provider:
-        started = time.monotonic()
+    with broken("works", starts=starts) as provider:
+        assert provider.check().state == READY  # up within the (generous) limit
+        provider.timeout_s = 0.5  # the limit of every operation from here on
+        with pytest.raises(ProviderError) as raised:
+            provider.search("__hang__", top_k=1)
+        message = over_the_limit("a memory_search call", "0.5")
+        assert str(raised.value) == message
         status = provider.check()
-        assert status.state == NOT_AVAILABLE and "took longer than 1 s" in status.detail
-        assert time.monotonic() - started < 5
-        started = time.monotonic()
-        with pytest.raises(ProviderError, match="treated as unavailable"):
-            provider.search("anything", top_k=1)  # unavailable for the rest of the session
+        assert (status.state, status.detail) == (NOT_AVAILABLE, message)
+        with pytest.raises(ProviderError) as saving:
+            provider.save("anything")  # unavailable for the rest of the session
+        assert str(saving.value) == message
         with Capability(tmp_path, instance_config=tmp_path / "x.json", provider=provider) as cap:
             assert cap.prepare_messages(messages) == messages  # the turn goes on, no memory
-            assert "treated as unavailable" in (cap.before_turn("again").error or "")
-        assert time.monotonic() - started < 1
+            assert cap.before_turn("again").error == message
+    # never blocks: nothing after the give-up waited on the server, as none was started again
+    assert starts_of(starts) == 1
+
+
+def test_a_server_that_never_completes_the_handshake_is_over_the_limit(tmp_path: Path) -> None:
+    starts = tmp_path / "starts.log"
+    with broken("mute", timeout_s=0.5, starts=starts) as provider:
+        status = provider.check()
+        with pytest.raises(ProviderError) as raised:
+            provider.search("anything", top_k=1)
+    message = over_the_limit("the server's start and handshake", "0.5")
+    assert (status.state, status.detail, str(raised.value)) == (NOT_AVAILABLE, message, message)
+    assert starts_of(starts) == 1  # the start is not retried on every turn
 
 
 def test_the_headroom_format_reads_as_text_lines() -> None:
@@ -179,19 +249,18 @@ def test_offline_mode_is_set_explicitly_not_inherited(monkeypatch: pytest.Monkey
 def test_headroom_is_looked_for_where_uv_installs_it_or_the_env_var(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("ORCAMEM_HEADROOM_PYTHON", raising=False)
+    assert "ORCAMEM_HEADROOM_PYTHON" not in os.environ  # conftest strips it
     assert headroom_provider().command[0].endswith("/.local/share/uv/tools/headroom-ai/bin/python")
     monkeypatch.setenv("ORCAMEM_HEADROOM_PYTHON", str(tmp_path / "py"))
     assert headroom_provider().command[0] == str(tmp_path / "py")
 
 
-def test_doctor_surfaces_the_mcp_state_and_notes(tmp_path: Path) -> None:
+def test_doctor_surfaces_the_mcp_state_and_notes(tmp_path: Path, failing: McpProvider) -> None:
     set_workspace_override(tmp_path, "provider", "headroom-mcp")
-    with broken("fail-calls") as provider:
-        report = doctor_report(tmp_path, instance_config=tmp_path / "x.json", provider=provider)
-        assert report["provider"]["state"] == NOT_SET_UP
-        assert report["provider"]["notes"] == list(provider.notes())
-        assert report["files"] is None
+    report = doctor_report(tmp_path, instance_config=tmp_path / "x.json", provider=failing)
+    assert report["provider"]["state"] == NOT_SET_UP
+    assert report["provider"]["notes"] == list(failing.notes())
+    assert report["files"] is None
 
 
 # -- reading the text formats -----------------------------------------------------------------

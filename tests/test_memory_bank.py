@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,34 +36,7 @@ from orcamem.bank.processor import PROCESSOR_DEADLINE_S
 
 pytest_plugins = ["llm_server"]
 
-BANK_ENV = (
-    "INTERNAL_S3_BUCKET",
-    "INTERNAL_S3_ENDPOINT",
-    "INTERNAL_S3_REGION",
-    "INTERNAL_S3_ACCESS_KEY_ID",
-    "INTERNAL_S3_SECRET_ACCESS_KEY",
-    "S3_BUCKET",
-    "S3_ENDPOINT",
-    "S3_REGION",
-    "S3_ACCESS_KEY_ID",
-    "S3_SECRET_ACCESS_KEY",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "ANTHROPIC_MEMORY_MODEL",
-    "ORCAMEM_PROFILES",
-)
 NOW = "2026-11-01T10:00:00Z"
-
-
-@pytest.fixture(autouse=True)
-def no_bank_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in BANK_ENV:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -186,7 +158,9 @@ class FakeAnthropic:
             500,
             {},
         )
-        self.delay = 0.0
+        self.answering = threading.Event()
+        """Cleared: a request waits (up to a minute) before it is answered."""
+        self.answering.set()
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         fake = self
 
@@ -195,7 +169,7 @@ class FakeAnthropic:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length))
                 fake.requests.append((dict(self.headers), body))
-                time.sleep(fake.delay)
+                fake.answering.wait(60)
                 status, payload = fake.reply(body)
                 data = json.dumps(payload).encode()
                 try:
@@ -217,6 +191,7 @@ class FakeAnthropic:
         self.thread.start()
 
     def close(self) -> None:
+        self.answering.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -290,7 +265,7 @@ def test_when_the_call_fails_the_save_proceeds_without_extraction(
 def test_a_call_past_the_deadline_counts_as_failed(
     anthropic: FakeAnthropic, clock: FrozenClock
 ) -> None:
-    anthropic.delay = 3.0
+    anthropic.answering.clear()  # the model answers only after the save has returned
     anthropic.reply = lambda body: tool_answer({"processedContent": "late"})
     bank = MemoryBank(
         profiles={"researcher": []},
@@ -298,13 +273,13 @@ def test_a_call_past_the_deadline_counts_as_failed(
         processor=MemoryProcessor(bank_model(anthropic), deadline_s=0.3),
     )
     with bank:
-        started = time.monotonic()
         saved = bank.save("researcher", raw_input="Slow models must not block saves.")
-        assert time.monotonic() - started < 2.5
+        assert len(anthropic.requests) == 1  # the model was asked, and had not answered
         assert (saved.processed_content, saved.confidence) == (
             "Slow models must not block saves.",
             1.0,
         )
+        anthropic.answering.set()
 
 
 def bank_model(fake: FakeAnthropic) -> Any:
@@ -561,11 +536,10 @@ def test_mark_accessed_never_delays_the_run(clock: FrozenClock) -> None:
 
     with MemoryBank(SlowWrites(), profiles={"p": ["@memory"]}, clock=clock) as bank:
         saved = bank.save("p", content="The user prefers tea.", category="preference")
-        started = time.monotonic()
         assert bank.inject("p", "Hi").startswith("--- CONTEXT FROM MEMORY ---")
         bank.recall("p", "tea")
-        assert time.monotonic() - started < 1.0  # the writes are still blocked
-        assert bank.get("p", saved.id).access_count == 0
+        # both returned while their access writes are still held at the gate
+        assert not gate.is_set() and bank.get("p", saved.id).access_count == 0
         gate.set()
         bank.flush()
         assert bank.get("p", saved.id).access_count == 2

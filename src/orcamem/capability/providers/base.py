@@ -8,6 +8,10 @@ it launched):
   the step, do not reinstall);
 - ``not-available`` — missing on this machine (install it, or pick the other provider).
 
+Each state has one message: the ``detail`` a check reports is, word for word, the message of
+the :class:`ProviderError` that a search or save raises for the same cause, so what a host logs
+from a failed turn is what ``orcamem doctor`` shows.
+
 Its capability notes (what it can and cannot do) come from the provider itself, so they cannot
 drift from a list kept beside it.
 """
@@ -123,7 +127,8 @@ class ProviderStatus:
     provider: str
     state: State
     detail: str
-    """What the check saw."""
+    """What the check saw: for a state other than ``ready``, the same message a search or save
+    raises (as :class:`ProviderError`) for the same cause."""
     action: str
     """What to do about it (empty when ready)."""
     notes: tuple[str, ...]
@@ -171,7 +176,8 @@ class MemoryProvider(Protocol):
         ...
 
     def check(self) -> ProviderStatus:
-        """Call the provider once for real and report its state (never raises)."""
+        """Call the provider once for real and report its state (never raises); its detail is
+        the message an operation raises for the same cause."""
         ...
 
     def search(

@@ -15,7 +15,10 @@ Limits of this surface, reported by the provider itself (:meth:`McpProvider.note
 
 State (:meth:`McpProvider.check`) is decided by one real tool call, not by whether the server
 launched: a server that starts, completes its handshake and lists both tools while every call
-fails is *installed but not set up*.
+fails is *installed but not set up*. Each state has one message: the detail ``check()``
+reports is, word for word, the message of the :class:`ProviderError` an operation raises in
+that state (and a state that lasts for the session, such as an operation over the limit or a
+server without the memory tools, is reported the same way until the provider is closed).
 """
 
 from __future__ import annotations
@@ -233,6 +236,9 @@ class McpProvider:
         self._session: Any = None
         self._tools: set[str] = set()
         self._failed: str | None = None
+        """Why the provider is unavailable for the rest of its life (then nothing is retried)."""
+        self._phase = "the server's start"
+        """The start-up step under way, for the message of one that runs over the limit."""
         self._reaper: threading.Thread | None = None
         # The server's stderr, for the state's detail; open for the provider's life (close()).
         self._errlog = tempfile.TemporaryFile(  # noqa: SIM115
@@ -253,6 +259,30 @@ class McpProvider:
             "treated as unavailable.",
             "No decay, no archive and no retrieval log.",
             f"What leaves this machine: {self.profile.leaves_machine}.",
+        )
+
+    # -- the one message of each state ----------------------------------------------------
+
+    def _not_installed(self) -> str:
+        return f"{self.command[0]} is not installed on this machine"
+
+    def _over_limit(self, operation: str) -> str:
+        return (
+            f"{self.name}: {operation} took longer than {self.timeout_s:g} s, so the provider "
+            "is treated as unavailable for the rest of this session"
+        )
+
+    def _without_tools(self, missing: Sequence[str]) -> str:
+        return (
+            f"{self.name}: the server started but offers no {', '.join(missing)} tool (it "
+            f"offers {', '.join(sorted(self._tools)) or 'none'}): it is not the expected memory "
+            "server"
+        )
+
+    def _call_failed(self, tool: str, result: Any) -> str:
+        said = " ".join(_text(result).split())[:400] or "no message"
+        return (
+            f"{self.name}: the server starts and lists its tools, but a {tool} call fails: {said}"
         )
 
     # -- the session ----------------------------------------------------------------------
@@ -285,12 +315,17 @@ class McpProvider:
             env=dict(self.env),
             cwd=str(self.cwd) if self.cwd is not None else None,
         )
+        # No session-wide read timeout: the one limit is the fail_after around each operation,
+        # so an operation over it always ends the same way (TimeoutError), never as an MCP
+        # error that a second, racing timer raised.
+        self._phase = "the server's start and handshake"
         async with (
             stdio_client(params, errlog=self._errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=self.timeout_s) as session,
+            ClientSession(read, write) as session,
         ):
             with anyio.fail_after(self.timeout_s):
                 await session.initialize()
+            self._phase = "the server's tool listing"
             with anyio.fail_after(self.timeout_s):
                 listed = await session.list_tools()
             self._tools = {tool.name for tool in listed.tools}
@@ -305,12 +340,12 @@ class McpProvider:
             if self._failed:
                 raise ProviderError(self._failed)
             if self._executable() is None:
-                raise ProviderError(
-                    f"{self.command[0]} is not installed on this machine: "
-                    f"{self.profile.install_action}"
-                )
+                raise ProviderError(self._not_installed())
             from anyio.from_thread import start_blocking_portal
 
+            with contextlib.suppress(OSError, ValueError):  # this start's stderr only
+                self._errlog.seek(0)
+                self._errlog.truncate()
             self._portal_cm = start_blocking_portal()
             self._portal = self._portal_cm.__enter__()
             session_cm = self._portal.wrap_async_context_manager(self._connect())
@@ -321,16 +356,19 @@ class McpProvider:
                 tail = self._stderr_tail()
                 while getattr(exc, "exceptions", None):  # an exception group: its first cause
                     exc = exc.exceptions[0]
-                why = (
-                    f"took longer than {self.timeout_s:g} s"
-                    if isinstance(exc, TimeoutError)
-                    else f"{type(exc).__name__}: {exc}"
-                )
+                if isinstance(exc, TimeoutError):
+                    self._failed = self._over_limit(self._phase)
+                    raise ProviderError(self._failed) from None
                 raise ProviderError(
-                    f"the {self.name} server could not be started ({why})"
+                    f"the {self.name} server could not be started ({type(exc).__name__}: {exc})"
                     + (f"; its stderr: {tail}" if tail else "")
                 ) from None
             self._session_cm = session_cm
+            missing = sorted({self.profile.search_tool, self.profile.save_tool} - self._tools)
+            if missing:
+                why = self._without_tools(missing)
+                self._give_up(why)
+                raise ProviderError(why)
             return self._session
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
@@ -348,21 +386,21 @@ class McpProvider:
         try:
             result = self._portal.call(run)
         except TimeoutError:
-            self._give_up(
-                f"{self.name}: {tool} took longer than {self.timeout_s:g} s and is treated as "
-                "unavailable"
-            )
-            raise ProviderError(self._failed or "timed out") from None
+            why = self._over_limit(f"a {tool} call")
+            self._give_up(why)
+            raise ProviderError(why) from None
         except Exception as exc:
-            self._give_up(f"{self.name}: the session broke during {tool}: {exc}")
-            raise ProviderError(self._failed or str(exc)) from None
+            why = f"{self.name}: the session broke during {tool}: {exc}"
+            self._give_up(why)
+            raise ProviderError(why) from None
         if not isinstance(result, CallToolResult):
             raise ProviderError(f"{self.name}: {tool} did not return a tool result")
         return result
 
     def _give_up(self, why: str) -> None:
-        """Mark the provider unavailable and stop the server in the background: stopping a
-        stuck server takes the SDK a grace period, which the caller's turn must not wait."""
+        """Mark the provider unavailable (for its life: ``why`` is then the message of every
+        later operation and check) and stop the server in the background: stopping a stuck
+        server takes the SDK a grace period, which the caller's turn must not wait."""
         with self._lock:
             self._failed = why
             parts = self._detach()
@@ -397,25 +435,6 @@ class McpProvider:
 
     def check(self) -> ProviderStatus:
         """Start the server if needed, then call its search tool once for real."""
-        if self._executable() is None:
-            return self._status(
-                NOT_AVAILABLE,
-                f"{self.command[0]} was not found on this machine",
-                self.profile.install_action,
-            )
-        try:
-            self._open()
-        except ProviderError as exc:
-            return self._status(NOT_AVAILABLE, str(exc), self.profile.install_action)
-        missing = sorted({self.profile.search_tool, self.profile.save_tool} - self._tools)
-        if missing:
-            return self._status(
-                NOT_AVAILABLE,
-                f"the server started but offers no {', '.join(missing)} tool (it offers "
-                f"{', '.join(sorted(self._tools)) or 'none'}): it is not the expected memory "
-                "server",
-                self.profile.install_action,
-            )
         try:
             result = self._call(
                 self.profile.search_tool,
@@ -424,11 +443,9 @@ class McpProvider:
         except ProviderError as exc:
             return self._status(NOT_AVAILABLE, str(exc), self.profile.install_action)
         if result.is_error:
-            said = " ".join(_text(result).split())[:400] or "no message"
             return self._status(
                 NOT_SET_UP,
-                f"the server starts and lists its tools, but a {self.profile.search_tool} "
-                f"call fails: {said}",
+                self._call_failed(self.profile.search_tool, result),
                 self.profile.setup_action,
             )
         return self._status(READY, f"{self.profile.search_tool} answered", "")
@@ -446,7 +463,7 @@ class McpProvider:
         apply). Results are text, as the provider's notes say."""
         result = self._call(self.profile.search_tool, self.profile.search_arguments(query, top_k))
         if result.is_error:
-            raise ProviderError(f"{self.name}: {self.profile.search_tool} failed: {_text(result)}")
+            raise ProviderError(self._call_failed(self.profile.search_tool, result))
         return self.profile.parse(_text(result))[:top_k]
 
     def save(
@@ -460,7 +477,7 @@ class McpProvider:
         """Save to the user layer (a scoped save collapses to it; tags are not kept)."""
         result = self._call(self.profile.save_tool, self.profile.save_arguments(text, importance))
         if result.is_error:
-            raise ProviderError(f"{self.name}: {self.profile.save_tool} failed: {_text(result)}")
+            raise ProviderError(self._call_failed(self.profile.save_tool, result))
         structured = getattr(result, "structured_content", None)
         if isinstance(structured, dict) and isinstance(structured.get("id"), str):
             return structured["id"]

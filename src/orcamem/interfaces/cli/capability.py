@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from ...errors import OrcamemError
@@ -41,6 +43,17 @@ InstanceOption = Annotated[
 
 def _value(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
+
+
+_UNBOUNDED = 1_000_000
+
+
+def _at_natural_width(table: Table) -> Table:
+    """``table`` fixed at the width its cells need, whatever the terminal's: Rich otherwise
+    shrinks even ``no_wrap`` columns to fit (cutting a long path or badge), so the output
+    would depend on the terminal's width. A line wider than the terminal is left to it."""
+    table.width = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).maximum
+    return table
 
 
 def doctor(
@@ -79,14 +92,15 @@ def doctor(
         table.add_column(title, no_wrap=True)
     for row in report["settings"]["fields"]:
         table.add_row(row["key"], _value(row["value"]), row["badge"])
-    out.print(table)
+    out.print(_at_natural_width(table))
     for row in report["settings"]["fields"]:
         if row["clear"]:
             out.print(f"clear the {row['key']} override: {row['clear']}", markup=False)
     for name, layer in report["settings"]["layers"].items():
         for problem in layer["problems"]:
             err.print(
-                f"[yellow]{name} layer {layer['path']} discarded whole:[/yellow] {problem}",
+                f"[yellow]{name} layer {escape(str(layer['path']))} discarded whole:[/yellow] "
+                + escape(str(problem)),
                 highlight=False,
             )
         if layer["ignored"]:
