@@ -2,68 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from orcamem import Memory
+from orcamem._kernel import env
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine.store import SQLiteStore
 
-FALLBACK_ENV_NAMES: tuple[str, ...] = (
-    # the home of every default path
-    "ORCA_HOME",
-    "ORCAMEM_DB",
-    "ORCAMEM_PROFILES",
-    "ORCAMEM_HEADROOM_PYTHON",
-    # models
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MEMORY_MODEL",
-    "ORCAMEM_ANTHROPIC_MODEL",
-    # the Memory Bank's bucket: INTERNAL_S3_*, else S3_*, each falling back to AWS_*
-    *(
-        f"{prefix}{field}"
-        for prefix in ("INTERNAL_S3_", "S3_")
-        for field in (
-            "BUCKET",
-            "ENDPOINT",
-            "REGION",
-            "ACCESS_KEY_ID",
-            "SECRET_ACCESS_KEY",
-            "SESSION_TOKEN",
-        )
-    ),
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT_URL",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-)
-"""Every environment variable src reads, until ``orcamem._kernel.env.NAMES`` lists them
-(``test_environment.py`` scans src and fails on a read missing here)."""
-
-PASSED_THROUGH = ("PYTHONPATH",)
-"""Read by src only to hand to a child process, never as a setting: kept, because the tests'
-own subprocesses import orcamem by it."""
-
-
-def _env_names() -> tuple[str, ...]:
-    """``orcamem._kernel.env.NAMES`` where that module exists, else the fallback above."""
-    if importlib.util.find_spec("orcamem._kernel.env") is None:
-        return FALLBACK_ENV_NAMES
-    names = importlib.import_module("orcamem._kernel.env").NAMES
-    return tuple(name for name in names if name not in PASSED_THROUGH)
-
-
-ENV_NAMES = _env_names()
-"""The one list of variables stripped before every test."""
+ENV_NAMES = env.NAMES
+"""The one list of variables stripped before every test: every one orcamem reads
+(``tests/test_env.py`` fails if src reads one that is not in it, or one outside ``env.py``).
+``env.PASSTHROUGH`` (``PYTHONPATH``) is kept: the tests' own child processes import by it."""
 
 
 def strip_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

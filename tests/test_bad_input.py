@@ -7,7 +7,9 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,16 +209,6 @@ def test_schema_from_the_future(tmp_path: Path) -> None:
         Memory(path)
 
 
-def test_every_error_is_an_orcamem_error_with_a_status() -> None:
-    import orcamem
-
-    for name in orcamem.__all__:
-        obj = getattr(orcamem, name)
-        if isinstance(obj, type) and issubclass(obj, Exception):
-            assert issubclass(obj, OrcamemError)
-            assert 400 <= obj.status < 600
-
-
 class LyingEmbedder:
     """Declares the default model's id and dim but returns shorter vectors."""
 
@@ -245,3 +237,365 @@ def test_wrong_dimension_vectors_are_refused(tmp_path: Path) -> None:
             mem.reembed()
         assert [e.text for e in mem.iter_episodes()] == ["a note written with the real model"]
         assert mem.facts() == []
+
+
+# -- the public surface, method by method --------------------------------------------------------
+#
+# Every public method of Memory, MemoryBank, LocalMemory and Capability, one argument at a time,
+# given a wrong type, an empty value, an oversized one and a control character (a number where a
+# number goes: a string, a negative). A refusal is an OrcamemError subclass with a message and an
+# HTTP status, and leaves the database or files exactly as they were. A hook that a user's turn
+# feeds (a prompt, a user message) may also go on without memory for an empty, oversized or
+# odd message, but a wrong type is the caller's bug and is refused too.
+
+MIB = 1024 * 1024
+TEXT = {
+    "wrong-type": 123,
+    "empty": "",
+    "oversized": "x" * (MIB + 1),
+    "control-character": "bad\x00input",
+}
+NUMBER = {"wrong-type": "3", "negative": -1}
+OPTIONAL_ID = {k: v for k, v in TEXT.items() if k != "empty"}  # "" there means "the default"
+CONTAINER = {"wrong-type": 123, "a-string": "not a list"}
+NOT_A_SURFACE_ERROR = (TypeError, AttributeError, ValueError, KeyError, sqlite3.Error)
+
+
+class Surfaces:
+    """One of each public object, on files under ``root``, and a snapshot of what they wrote."""
+
+    def __init__(self, root: Path) -> None:
+        from local_memory_helpers import ScriptedModel
+        from orcamem._kernel.clock import FrozenClock
+        from orcamem.bank import MemoryBank, MemoryObjectStore
+        from orcamem.capability.capability import Capability
+        from orcamem.capability.settings import set_workspace_override
+        from orcamem.local.memory import LocalMemory
+        from orcamem.local.transcript import JsonlTranscript
+
+        self.root = root
+        clock = FrozenClock("2026-11-01T10:00:00Z")
+        self.db = root / "memory.db"
+        self.memory = Memory(self.db, clock=clock)
+        self.memory.add("An existing note about the deploy.")
+        self.objects = MemoryObjectStore()
+        self.bank = MemoryBank(self.objects, profiles={"p": ["@memory"]}, clock=clock)
+        self.bank.save("p", content="An existing bank memory.", category="fact")
+        self.bank.flush()
+        project = root / "project"
+        project.mkdir(parents=True)
+        self.local = LocalMemory(
+            project,
+            session_id="s1",
+            transcript=JsonlTranscript(root / "transcript.jsonl"),
+            clock=clock,
+            model=ScriptedModel(),
+            start=False,
+        )
+        workspace = root / "workspace"
+        workspace.mkdir()
+        set_workspace_override(workspace, "enabled", True)
+        self.capability = Capability(workspace, instance_config=root / "app.json", clock=clock)
+        self.capability.remember("An existing workspace memory.")
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every row of the database, every object of the bank, every file on disk."""
+        with sqlite3.connect(self.db) as conn:
+            tables = [
+                row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            rows = {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}
+        objects = {info.key: self.objects.get(info.key).body for info in self.objects.list("")}
+        home = Path(os.environ["ORCA_HOME"])
+        files = {
+            str(path): path.read_bytes()
+            for base in (self.root, home)
+            for path in sorted(base.rglob("*"))
+            if path.is_file() and not path.name.startswith("memory.db") and path.name != ".lock"
+        }
+        return {"rows": rows, "objects": objects, "files": files}
+
+    def close(self) -> None:
+        self.capability.close()
+        self.local.close()
+        self.bank.close()
+        self.memory.close()
+
+
+KNOWN_GAPS: dict[str, str] = {
+    "Memory.add-role-control-character": "accepted",
+    "Memory.add-session_id-control-character": "accepted",
+    "Memory.add-turn_id-control-character": "accepted",
+    "Memory.add-occurred_at-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "Memory.add-meta-wrong-type": "TypeError: 'int' object is not iterable",
+    "Memory.add-meta-a-string": "ValueError: dictionary update sequence element #0 has length 1",
+    "Memory.add_file-path-wrong-type": "TypeError: expected str, bytes or os.PathLike object, not int",
+    "Memory.add_file-path-control-character": "ValueError: embedded null byte",
+    "Memory.add_many-items-wrong-type": "TypeError: 'int' object is not iterable",
+    "Memory.add_many-item-wrong-type": "TypeError: 'int' object is not iterable",
+    "Memory.observe-role-control-character": "accepted",
+    "Memory.search-top_k-wrong-type": "TypeError: '<=' not supported between instances of 'int' and ",
+    "Memory.remember-tag-oversized": "accepted",
+    "Memory.remember-tag-control-character": "accepted",
+    "Memory.remember-entity-wrong-type": "accepted",
+    "Memory.remember-entity-empty": "accepted",
+    "Memory.remember-entity-oversized": "accepted",
+    "Memory.remember-entity-control-character": "accepted",
+    "Memory.remember-event_date-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "Memory.remember-source-wrong-type": "accepted",
+    "Memory.remember-source-empty": "accepted",
+    "Memory.remember-source-oversized": "accepted",
+    "Memory.remember-source-control-character": "accepted",
+    "Memory.audit_log-limit-wrong-type": "accepted",
+    "Memory.audit_log-limit-negative": "accepted",
+    "Memory.episodes_page-after-wrong-type": "accepted",
+    "Memory.episodes_page-limit-wrong-type": "accepted",
+    "Memory.episodes_page-limit-negative": "accepted",
+    "Memory.episodes_page-session_id-wrong-type": "accepted",
+    "Memory.episodes_page-session_id-oversized": "accepted",
+    "Memory.episodes_page-session_id-control-character": "accepted",
+    "Memory.build_context-content-wrong-type": "accepted",
+    "Memory.import_jsonl-lines-wrong-type": "TypeError: 'int' object is not iterable",
+    "Memory.import_jsonl-line-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "Memory.export-out-wrong-type": "AttributeError: 'int' object has no attribute 'write'",
+    "Memory.export-out-a-string": "AttributeError: 'str' object has no attribute 'write'",
+    "MemoryBank.save-summary-oversized": "accepted",
+    "MemoryBank.save-summary-control-character": "accepted",
+    "MemoryBank.context-query-wrong-type": "TypeError: expected string or bytes-like object, got 'int'",
+    "MemoryBank.inject-prompt-wrong-type": "TypeError: expected string or bytes-like object, got 'int'",
+    "MemoryBank.declare-tool-empty": "accepted",
+    "MemoryBank.declare-tool-oversized": "accepted",
+    "MemoryBank.declare-tool-control-character": "accepted",
+    "MemoryBank.browse-q-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "MemoryBank.mark_accessed-id-wrong-type": "accepted",
+    "MemoryBank.mark_accessed-id-empty": "accepted",
+    "MemoryBank.mark_accessed-id-oversized": "accepted",
+    "MemoryBank.mark_accessed-id-control-character": "accepted",
+    "LocalMemory.remember-text-control-character": "accepted",
+    "LocalMemory.begin_turn-turn_id-wrong-type": "accepted",
+    "LocalMemory.begin_turn-turn_id-empty": "accepted",
+    "LocalMemory.begin_turn-turn_id-oversized": "accepted",
+    "LocalMemory.begin_turn-turn_id-control-character": "accepted",
+    "LocalMemory.begin_turn-prompt-wrong-type": "accepted",
+    "LocalMemory.begin_turn-session_id-wrong-type": "accepted",
+    "LocalMemory.begin_turn-session_id-oversized": "accepted",
+    "LocalMemory.begin_turn-session_id-control-character": "accepted",
+    "LocalMemory.continue_turn-turn_id-wrong-type": "accepted",
+    "LocalMemory.continue_turn-turn_id-empty": "accepted",
+    "LocalMemory.continue_turn-turn_id-oversized": "accepted",
+    "LocalMemory.continue_turn-turn_id-control-character": "accepted",
+    "LocalMemory.finish_turn-turn_id-wrong-type": "accepted",
+    "LocalMemory.finish_turn-turn_id-empty": "accepted",
+    "LocalMemory.finish_turn-turn_id-oversized": "accepted",
+    "LocalMemory.finish_turn-turn_id-control-character": "accepted",
+    "LocalMemory.capture-session_id-wrong-type": "accepted",
+    "LocalMemory.capture-session_id-empty": "accepted",
+    "LocalMemory.capture-session_id-oversized": "accepted",
+    "LocalMemory.capture-session_id-control-character": "accepted",
+    "LocalMemory.capture-turn_id-wrong-type": "accepted",
+    "LocalMemory.capture-turn_id-empty": "accepted",
+    "LocalMemory.capture-turn_id-oversized": "accepted",
+    "LocalMemory.capture-turn_id-control-character": "accepted",
+    "LocalMemory.recall-prompt-wrong-type": "accepted",
+    "LocalMemory.forget-id-wrong-type": "TypeError: sequence item 0: expected str instance, int found",
+    "LocalMemory.run_jobs-max_jobs-wrong-type": "TypeError: 'str' object cannot be interpreted as an integer",
+    "LocalMemory.run_jobs-max_jobs-negative": "accepted",
+    "Capability.before_turn-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "Capability.after_turn-user-wrong-type": "accepted",
+    "Capability.after_turn-reply-wrong-type": "accepted",
+    "Capability.prepare_messages-wrong-type": "TypeError: object of type 'int' has no len()",
+    "Capability.prepare_messages-a-string": "AttributeError: 'str' object has no attribute 'get'",
+    "Capability.prepare_messages-content-wrong-type": "accepted",
+    "Capability.prepare_prompt-prompt-wrong-type": "accepted",
+    "Capability.prepare_prompt-user-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
+    "Capability.remember-text-oversized": "accepted",
+    "Capability.remember-text-control-character": "accepted",
+    "Capability.remember-tag-oversized": "accepted",
+    "Capability.remember-tag-control-character": "accepted",
+    "Capability.search-query-empty": "accepted",
+    "Capability.search-query-oversized": "accepted",
+    "Capability.search-query-control-character": "accepted",
+    "Capability.search-top_k-wrong-type": "TypeError: '<=' not supported between instances of 'int' and ",
+}
+"""Where the surface falls short today, and what it does instead (found by this test when it
+was written; the fixes belong to the modules' owners). Each is a strict xfail: once a fix lands,
+the case passes, the xfail fails, and the entry must go."""
+
+
+def _p(
+    case: str, values: dict[str, Any], call: Callable[[Surfaces, Any], Any], hook: bool = False
+) -> list[Any]:
+    params = []
+    for label, value in values.items():
+        name = f"{case}-{label}"
+        gap = KNOWN_GAPS.get(name)
+        marks = [pytest.mark.xfail(strict=True, reason=f"today: {gap}")] if gap else []
+        params.append(
+            pytest.param(call, value, hook and label != "wrong-type", id=name, marks=marks)
+        )
+    return params
+
+
+def test_every_known_gap_names_a_case() -> None:
+    assert set(KNOWN_GAPS) <= {param.id for param in SURFACE}
+
+
+SURFACE = [
+    # Memory
+    *_p("Memory.add-text", TEXT, lambda s, v: s.memory.add(v)),
+    *_p("Memory.add-space", TEXT, lambda s, v: s.memory.add("hi", space=v)),
+    *_p("Memory.add-kind", TEXT, lambda s, v: s.memory.add("hi", kind=v)),
+    *_p("Memory.add-role", TEXT, lambda s, v: s.memory.add("hi", role=v)),
+    *_p("Memory.add-session_id", TEXT, lambda s, v: s.memory.add("hi", session_id=v)),
+    *_p("Memory.add-turn_id", TEXT, lambda s, v: s.memory.add("hi", turn_id=v)),
+    *_p("Memory.add-occurred_at", TEXT, lambda s, v: s.memory.add("hi", occurred_at=v)),
+    *_p("Memory.add-meta", CONTAINER, lambda s, v: s.memory.add("hi", meta=v)),
+    *_p("Memory.add_file-path", TEXT, lambda s, v: s.memory.add_file(v)),
+    *_p("Memory.add_many-items", CONTAINER, lambda s, v: s.memory.add_many(v)),
+    *_p("Memory.add_many-item", TEXT, lambda s, v: s.memory.add_many(["fine", v])),
+    *_p("Memory.observe-role", TEXT, lambda s, v: s.memory.observe(v, "hi")),
+    *_p("Memory.observe-text", TEXT, lambda s, v: s.memory.observe("user", v)),
+    *_p("Memory.recall-query", TEXT, lambda s, v: s.memory.recall(v)),
+    *_p("Memory.search-query", TEXT, lambda s, v: s.memory.search(v)),
+    *_p("Memory.search-top_k", NUMBER, lambda s, v: s.memory.search("deploy", top_k=v)),
+    *_p("Memory.forbid-rule", TEXT, lambda s, v: s.memory.forbid(v)),
+    *_p("Memory.remember-text", TEXT, lambda s, v: s.memory.remember(v)),
+    *_p("Memory.remember-category", TEXT, lambda s, v: s.memory.remember("hi", category=v)),
+    *_p("Memory.remember-tag", TEXT, lambda s, v: s.memory.remember("hi", tags=[v])),
+    *_p("Memory.remember-entity", TEXT, lambda s, v: s.memory.remember("hi", entity=v)),
+    *_p("Memory.remember-event_date", TEXT, lambda s, v: s.memory.remember("hi", event_date=v)),
+    *_p("Memory.remember-source", TEXT, lambda s, v: s.memory.remember("hi", source=v)),
+    *_p("Memory.forget-id", TEXT, lambda s, v: s.memory.forget(v)),
+    *_p("Memory.memory-id", TEXT, lambda s, v: s.memory.memory(v)),
+    *_p("Memory.episode-id", NUMBER, lambda s, v: s.memory.episode(v)),
+    *_p("Memory.space_info-space", TEXT, lambda s, v: s.memory.space_info(v)),
+    *_p("Memory.stats-space", TEXT, lambda s, v: s.memory.stats(space=v)),
+    *_p("Memory.facts-space", TEXT, lambda s, v: s.memory.facts(space=v)),
+    *_p("Memory.iter_episodes-space", TEXT, lambda s, v: list(s.memory.iter_episodes(space=v))),
+    *_p("Memory.reembed-space", TEXT, lambda s, v: s.memory.reembed(space=v)),
+    *_p("Memory.sleep-space", TEXT, lambda s, v: s.memory.sleep(space=v)),
+    *_p("Memory.audit_log-limit", NUMBER, lambda s, v: s.memory.audit_log(limit=v)),
+    *_p(
+        "Memory.episodes_page-after",
+        {"wrong-type": "3"},  # a cursor before the first episode is the start
+        lambda s, v: s.memory.episodes_page(after=v),
+    ),
+    *_p("Memory.episodes_page-limit", NUMBER, lambda s, v: s.memory.episodes_page(limit=v)),
+    *_p(
+        "Memory.episodes_page-session_id",
+        OPTIONAL_ID,
+        lambda s, v: s.memory.episodes_page(session_id=v),
+    ),
+    *_p("Memory.build_context-messages", CONTAINER, lambda s, v: s.memory.build_context(v)),
+    *_p(
+        "Memory.build_context-content",
+        TEXT,
+        lambda s, v: s.memory.build_context([{"role": "user", "content": v}]),
+        hook=True,
+    ),
+    *_p("Memory.context-messages", CONTAINER, lambda s, v: s.memory.context(v)),
+    *_p("Memory.import_jsonl-lines", CONTAINER, lambda s, v: s.memory.import_jsonl(v)),
+    *_p(
+        "Memory.import_jsonl-line",
+        {**TEXT, "empty": "not json"},
+        lambda s, v: s.memory.import_jsonl([v]),
+    ),
+    *_p("Memory.export-out", CONTAINER, lambda s, v: s.memory.export(v)),
+    # MemoryBank
+    *_p("MemoryBank.save-profile", TEXT, lambda s, v: s.bank.save(v, content="hi")),
+    *_p("MemoryBank.save-content", TEXT, lambda s, v: s.bank.save("p", content=v)),
+    *_p("MemoryBank.save-raw_input", TEXT, lambda s, v: s.bank.save("p", raw_input=v)),
+    *_p("MemoryBank.save-category", TEXT, lambda s, v: s.bank.save("p", content="hi", category=v)),
+    *_p("MemoryBank.save-summary", TEXT, lambda s, v: s.bank.save("p", content="hi", summary=v)),
+    *_p("MemoryBank.recall-profile", TEXT, lambda s, v: s.bank.recall(v, "bank")),
+    *_p("MemoryBank.recall-query", TEXT, lambda s, v: s.bank.recall("p", v)),
+    *_p("MemoryBank.search-query", TEXT, lambda s, v: s.bank.search("p", v)),
+    *_p("MemoryBank.context-query", TEXT, lambda s, v: s.bank.context("p", v), hook=True),
+    *_p("MemoryBank.inject-prompt", TEXT, lambda s, v: s.bank.inject("p", v), hook=True),
+    *_p("MemoryBank.get-id", TEXT, lambda s, v: s.bank.get("p", v)),
+    *_p("MemoryBank.delete-id", TEXT, lambda s, v: s.bank.delete("p", v)),
+    *_p("MemoryBank.declare-name", TEXT, lambda s, v: s.bank.declare(v)),
+    *_p("MemoryBank.declare-tool", TEXT, lambda s, v: s.bank.declare("q", [v])),
+    *_p("MemoryBank.list-profile", TEXT, lambda s, v: s.bank.list(v)),
+    *_p("MemoryBank.list-limit", NUMBER, lambda s, v: s.bank.list("p", limit=v)),
+    *_p("MemoryBank.browse-q", TEXT, lambda s, v: s.bank.browse(q=v), hook=True),
+    *_p("MemoryBank.browse-category", TEXT, lambda s, v: s.bank.browse(category=v)),
+    *_p("MemoryBank.browse-limit", NUMBER, lambda s, v: s.bank.browse(limit=v)),
+    *_p("MemoryBank.profile-name", TEXT, lambda s, v: s.bank.profile(v)),
+    *_p("MemoryBank.mark_accessed-id", TEXT, lambda s, v: s.bank.mark_accessed("p", [v]).result()),
+    # LocalMemory
+    *_p("LocalMemory.remember-text", TEXT, lambda s, v: s.local.remember(v)),
+    *_p("LocalMemory.begin_turn-turn_id", TEXT, lambda s, v: s.local.begin_turn(v, "deploy?")),
+    *_p("LocalMemory.begin_turn-prompt", TEXT, lambda s, v: s.local.begin_turn("t1", v), hook=True),
+    *_p(
+        "LocalMemory.begin_turn-session_id",
+        OPTIONAL_ID,
+        lambda s, v: s.local.begin_turn("t1", "deploy?", session_id=v),
+    ),
+    *_p("LocalMemory.continue_turn-turn_id", TEXT, lambda s, v: s.local.continue_turn(v)),
+    *_p("LocalMemory.finish_turn-turn_id", TEXT, lambda s, v: s.local.finish_turn(v)),
+    *_p("LocalMemory.capture-session_id", TEXT, lambda s, v: s.local.capture(v, "t1")),
+    *_p("LocalMemory.capture-turn_id", TEXT, lambda s, v: s.local.capture("s1", v)),
+    *_p("LocalMemory.recall-prompt", TEXT, lambda s, v: s.local.recall(v), hook=True),
+    *_p("LocalMemory.forget-id", TEXT, lambda s, v: s.local.forget([v], revision=0)),
+    *_p("LocalMemory.forget-revision", NUMBER, lambda s, v: s.local.forget(None, revision=v)),
+    *_p("LocalMemory.run_jobs-max_jobs", NUMBER, lambda s, v: s.local.run_jobs(v)),
+    # Capability
+    *_p("Capability.before_turn", TEXT, lambda s, v: s.capability.before_turn(v), hook=True),
+    *_p(
+        "Capability.after_turn-user", TEXT, lambda s, v: s.capability.after_turn(v, "ok"), hook=True
+    ),
+    *_p(
+        "Capability.after_turn-reply",
+        TEXT,
+        lambda s, v: s.capability.after_turn("hi", v),
+        hook=True,
+    ),
+    *_p("Capability.prepare_messages", CONTAINER, lambda s, v: s.capability.prepare_messages(v)),
+    *_p(
+        "Capability.prepare_messages-content",
+        TEXT,
+        lambda s, v: s.capability.prepare_messages([{"role": "user", "content": v}]),
+        hook=True,
+    ),
+    *_p(
+        "Capability.prepare_prompt-prompt",
+        TEXT,
+        lambda s, v: s.capability.prepare_prompt(v, "deploy?"),
+        hook=True,
+    ),
+    *_p(
+        "Capability.prepare_prompt-user",
+        TEXT,
+        lambda s, v: s.capability.prepare_prompt("You help.", v),
+        hook=True,
+    ),
+    *_p("Capability.remember-text", TEXT, lambda s, v: s.capability.remember(v)),
+    *_p("Capability.remember-tag", TEXT, lambda s, v: s.capability.remember("hi", tags=(v,))),
+    *_p("Capability.search-query", TEXT, lambda s, v: s.capability.search(v)),
+    *_p("Capability.search-top_k", NUMBER, lambda s, v: s.capability.search("hi", top_k=v)),
+]
+
+
+@pytest.fixture
+def surfaces(tmp_path: Path) -> Iterator[Surfaces]:
+    instance = Surfaces(tmp_path / "surfaces")
+    yield instance
+    instance.close()
+
+
+@pytest.mark.parametrize(("call", "value", "may_go_on"), SURFACE)
+def test_bad_input_to_the_public_surface_is_a_clear_refusal_that_writes_nothing(
+    surfaces: Surfaces, call: Callable[[Surfaces, Any], Any], value: Any, may_go_on: bool
+) -> None:
+    before = surfaces.snapshot()
+    try:
+        call(surfaces, value)
+    except OrcamemError as exc:
+        assert str(exc).strip(), "a refusal says why"
+        assert 400 <= exc.status < 600
+        assert surfaces.snapshot() == before, "a refused call wrote something"
+    except NOT_A_SURFACE_ERROR as exc:
+        pytest.fail(f"not an OrcamemError: {type(exc).__name__}: {exc}")
+    else:
+        assert may_go_on, "accepted input it should have refused"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,6 @@ from orcamem.capability.settings import set_workspace_override
 from orcamem.recall.blocks.capability import (
     BLOCK_CHARS,
     COLD_WARNING,
-    INSTRUCTION,
     MEMORY_CHARS,
     render_block,
 )
@@ -242,10 +242,19 @@ def test_the_block_is_spliced_before_the_turns_message_under_memory(session: Cap
 
 def test_the_block_says_use_but_do_not_cite(session: Capability) -> None:
     session.remember("Lychee is the staging cluster.")
-    block = session.before_turn("lychee staging cluster").block
-    assert INSTRUCTION in block
-    assert "Use them as context" in INSTRUCTION and "Do not cite" in INSTRUCTION
-    assert "unless the user asks" in INSTRUCTION
+    messages = session.prepare_messages([{"role": "user", "content": "lychee staging cluster"}])
+    # what the model receives, word for word: the memory, and how (not) to use it
+    assert messages == [
+        {
+            "role": "system",
+            "content": "<memory>\n"
+            "Memory: facts remembered from earlier sessions in this workspace. Use them as "
+            "context for this turn. Do not cite, quote or mention them unless the user asks.\n"
+            "- Lychee is the staging cluster.\n"
+            "</memory>",
+        },
+        {"role": "user", "content": "lychee staging cluster"},
+    ]
 
 
 def test_one_memory_is_cut_at_1000_characters() -> None:
@@ -376,11 +385,14 @@ def test_one_small_model_call_per_turn(session: Capability) -> None:
 
 
 def test_nothing_worth_remembering_is_a_normal_outcome(session: Capability, on: Path) -> None:
-    assert "NOTHING" in EXTRACTION_PROMPT and "nothing worth remembering" in EXTRACTION_PROMPT
     for answer in (NOTHING, {"facts": []}):
-        session.model = FakeModel(answer)
+        session.model = model = FakeModel(answer)
         outcome = session.after_turn("hi!", "Hello! How can I help?").result(10)  # type: ignore[union-attr]
         assert outcome.nothing is True and outcome.error is None and outcome.facts == ()
+    # the word the model is told to answer with is the one the client reads as "nothing"
+    system, _, _ = model.calls[0]
+    asked = re.search(r"answer with the single word (\w+)\.?$", system)
+    assert asked is not None and asked.group(1) == NOTHING
     assert not (on / "memory").exists()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,20 @@ def test_readers_take_a_mapping_and_ignore_blank_values(tmp_path: Path) -> None:
         "https://s3.us-east-1.amazonaws.com",
     )
     assert env.child_environ({"PYTHONPATH": "/src", "ORCA_HOME": "/h"}) == {"PYTHONPATH": "/src"}
+
+
+def test_a_developers_variables_do_not_reach_a_test(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The autouse fixture's strip, on a shell that has every variable orcamem reads set."""
+    import conftest
+
+    for name in env.NAMES:
+        monkeypatch.setenv(name, "from-the-developers-shell")
+    monkeypatch.setenv("PYTHONPATH", "kept")
+    conftest.strip_environment(monkeypatch, tmp_path)
+    assert {n for n in env.NAMES if os.environ.get(n) == "from-the-developers-shell"} == set()
+    assert os.environ["ORCA_HOME"] == str(tmp_path / "orca-home")  # the test's own home
+    assert os.environ["PYTHONPATH"] == "kept"  # what the tests' own subprocesses import by
+    for name in ("S3_BUCKET", "INTERNAL_S3_BUCKET", "AWS_ACCESS_KEY_ID", "ANTHROPIC_API_KEY"):
+        assert name in env.NAMES

@@ -1,9 +1,11 @@
 """The extraction path against a real model (SmolLM2-135M on llama.cpp, tests/llm_server.py).
 
-A model this small is not wise; the test asserts the guarantees that hold whatever it says:
-what leaves the machine is the turn's user and assistant messages only, redacted and bounded;
-the job ends done or failed, never as an unexplained zero-candidate success; whatever reaches
-the ledger is classified, secret-free, attributed and projected.
+A model this small is not wise, and what it answers varies; so the test records each answer
+and asserts the exact handling of it: what leaves the machine is the turn's user and assistant
+messages only, redacted and bounded; an attempt is retried only after an answer that is not
+NOTHING and not well-formed candidates; NOTHING ends the job done with no candidates;
+well-formed candidates are kept or rejected one by one, none invented; three failed attempts
+fail the job; whatever reaches the ledger is classified, secret-free, attributed and projected.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import pytest
 
 from local_memory_helpers import turn
 from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.llm import OpenAIChat
+from orcamem._kernel.llm import NOTHING, OpenAIChat
 from orcamem._kernel.redact import find_secrets
-from orcamem.local.extract import MAX_SOURCE_BYTES
+from orcamem.errors import ModelOutputError
+from orcamem.local.extract import MAX_CANDIDATES_PER_TURN, MAX_SOURCE_BYTES
 from orcamem.local.ledger import CATEGORIES, MAX_CANDIDATE_CHARS
 from orcamem.local.memory import LocalMemory
 from orcamem.local.transcript import JsonlTranscript
@@ -28,11 +31,13 @@ TOKEN = "ghp_" + "Q7w8" * 9
 
 
 class Recording:
-    """Passes calls to the real client and keeps what was sent."""
+    """Passes calls to the real client and keeps what was sent and what came back (the
+    answer, or the error it raised)."""
 
     def __init__(self, inner: OpenAIChat) -> None:
         self.inner = inner
         self.sent: list[str] = []
+        self.answers: list[Any] = []
 
     @property
     def id(self) -> str:
@@ -40,7 +45,13 @@ class Recording:
 
     def complete_json(self, system: str, user: str, schema: dict, **kw: Any) -> Any:
         self.sent.append(system + "\n" + user)
-        return self.inner.complete_json(system, user, schema, **kw)
+        try:
+            answer = self.inner.complete_json(system, user, schema, **kw)
+        except Exception as exc:
+            self.answers.append(exc)
+            raise
+        self.answers.append(answer)
+        return answer
 
     def close(self) -> None:
         self.inner.close()
@@ -78,6 +89,8 @@ def test_real_model_extraction_keeps_every_guarantee(
         state = memory.candidates()
         snapshot = memory.begin_turn("t2", "How do we deploy the API?")
         stale = memory.ledger.stale_projections(state) if state.candidates else []
+        files = sorted(p for p in memory.files.dir.rglob("*") if p.is_file())
+        stored = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in files}
     model.close()
 
     # what left the machine: this turn's user and assistant text, redacted, bounded
@@ -86,13 +99,26 @@ def test_real_model_extraction_keeps_every_guarantee(
         assert TOKEN not in sent and "[REDACTED:github_token]" in sent
         assert "TOOL-OUTPUT-MARKER" not in sent
         assert len(sent.split("\n[user]\n", 1)[-1].encode()) <= MAX_SOURCE_BYTES + 64
-    # an outcome, never a silent zero-candidate success
+    # each answer handled exactly: retried only after a failed attempt, then done or failed
     assert final.status in ("done", "failed"), [r.outcome for r in ran]
+    assert len(model.answers) == final.attempts
+    *retried, last = model.answers
+    assert all(attempt_fails(answer) for answer in retried), retried
+    mine = [c for c in state.candidates if c.job_id == job.id]
     if final.status == "failed":
-        assert final.attempts == 3 and final.error
-        assert not any(c.job_id == job.id for c in state.candidates)
-    elif final.result is not None:
+        assert final.attempts == 3 and attempt_fails(last) and final.error
+        assert mine == []
+    elif isinstance(last, str):  # the job is done: the last answer did not fail, so NOTHING
+        assert not attempt_fails(last), last
+        assert final.result is None and mine == []
+    else:
+        assert not attempt_fails(last), last
+        items = last["candidates"] if isinstance(last, dict) else last
         assert set(final.result) == {"candidates", "rejected"}
+        assert len(final.result["candidates"]) + len(final.result["rejected"]) == len(items)
+        answered = {(item["category"], " ".join(item["text"].split())) for item in items}
+        assert {(c.category, c.text) for c in mine} <= answered  # nothing invented
+        assert [c.id for c in mine] == final.result["candidates"]
     # whatever reached the ledger keeps its guarantees
     for candidate in state.candidates:
         assert candidate.category in CATEGORIES
@@ -102,4 +128,36 @@ def test_real_model_extraction_keeps_every_guarantee(
         assert candidate.extractor == model.id
     assert stale == []
     assert len(snapshot.text.encode()) <= 3072 and len(snapshot.entries) <= 6
-    assert TOKEN not in memory.files.candidates.read_text() if state.candidates else True
+    # the token is in no file the memory keeps, whatever the model said
+    assert stored and not [name for name, text in stored.items() if TOKEN in text]
+
+
+def attempt_fails(answer: Any) -> bool:
+    """The spec's failed attempt: the client's error, or an answer that is neither NOTHING nor
+    well-formed candidates (a list of one to eight, each a known category and a non-blank text
+    of at most MAX_CANDIDATE_CHARS; an empty list is not NOTHING)."""
+    if isinstance(answer, Exception):
+        return True
+    if isinstance(answer, str) and answer.strip().strip("\"'`").upper() == NOTHING:
+        return False
+    items = answer.get("candidates") if isinstance(answer, dict) else answer
+    if not isinstance(items, list) or not 0 < len(items) <= MAX_CANDIDATES_PER_TURN:
+        return True
+    return not all(
+        isinstance(item, dict)
+        and item.get("category") in CATEGORIES
+        and isinstance(item.get("text"), str)
+        and 0 < len(item["text"].strip()) <= MAX_CANDIDATE_CHARS
+        for item in items
+    )
+
+
+def test_the_failed_attempt_oracle_is_the_spec() -> None:
+    """The oracle above, on answers a small model does give."""
+    assert attempt_fails(ModelOutputError("not JSON")) and not attempt_fails(NOTHING)
+    assert not attempt_fails({"candidates": [{"category": "user", "text": "Prefers tabs."}]})
+    assert attempt_fails({"candidates": []})  # only NOTHING is empty
+    assert attempt_fails({"candidates": [{"category": "gossip", "text": "x"}]})
+    assert attempt_fails({"candidates": [{"category": "user", "text": "  "}]})
+    assert attempt_fails({"facts": ["x"]}) and attempt_fails("maybe")
+    assert attempt_fails({"candidates": [{"category": "user", "text": "x"}] * 9})
