@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 
 from ..errors import InvalidInputError
 
-__all__ = ["Clock", "FrozenClock", "SystemClock", "format_time", "parse_time"]
+__all__ = ["Clock", "FrozenClock", "SystemClock", "format_time", "parse_time", "stamp"]
 
 
 class Clock(Protocol):
@@ -49,6 +49,11 @@ def format_time(moment: datetime, *, digits: Literal[3, 6] = 6) -> str:
         moment = moment.replace(tzinfo=timezone.utc)
     text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
     return text[: len(text) - 6 + digits] + "Z"
+
+
+def stamp(clock: Clock) -> str:
+    """``clock``'s now as a stored time (:func:`format_time`): what every write records."""
+    return format_time(clock.now())
 
 
 def parse_time(value: str | datetime) -> datetime:

@@ -41,7 +41,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._kernel.clock import Clock, SystemClock, format_time, parse_time
+from .._kernel.clock import Clock, SystemClock, parse_time, stamp
 from .._kernel.env import (
     anthropic_api_key,
     anthropic_base_url,
@@ -310,9 +310,6 @@ class MemoryBank:
         if self._closed:
             raise ClosedError("this MemoryBank is closed: create a new one")
 
-    def _now(self) -> str:
-        return format_time(self.clock.now())
-
     def _read(self) -> None:
         """Before a read: a conductor re-syncs when its copy is older than the TTL."""
         self._check_open()
@@ -448,7 +445,7 @@ class MemoryBank:
                 short = preview(summary)
         chosen_category = category or default_category
         chosen_confidence = float(confidence) if confidence is not None else default_confidence
-        now = self._now()
+        now = stamp(self.clock)
         for _ in range(8):
             memory = BankMemory(
                 id=new_memory_id(),
@@ -578,7 +575,7 @@ class MemoryBank:
         """
         self._check_open()
         name = validate_profile(profile)
-        at = self._now()
+        at = stamp(self.clock)
         wanted = list(dict.fromkeys(ids))
 
         def work() -> None:

@@ -22,7 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.model import validate_text
 from .._kernel.names import AUTOMATION_ID
 from ..errors import InvalidInputError
@@ -93,7 +93,7 @@ class AutomationNotes:
                 "and where it stopped)"
             )
         note = validate_text(note, what="the note")
-        return self.rows.put(automation_id, note, format_time(self.clock.now()))
+        return self.rows.put(automation_id, note, stamp(self.clock))
 
     def clear(self, automation_id: str) -> bool:
         """Remove the note (the schedule was deleted, or its state is void); False if none."""

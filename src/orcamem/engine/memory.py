@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
-from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts, make_embedder
 from .._kernel.env import default_db_path
@@ -141,12 +141,9 @@ class Memory:
             raise ClosedError("this Memory is closed: create a new Memory()")
         return self.space if space is None else validate_space(space)
 
-    def _now(self) -> str:
-        return format_time(self.clock.now())
-
     def _ready_for_write(self, space: str) -> None:
         if space not in self._checked:
-            self.store.ensure_space(space, self.embedder.id, self.embedder.dim, self._now())
+            self.store.ensure_space(space, self.embedder.id, self.embedder.dim, stamp(self.clock))
             self._checked.add(space)
 
     def _ready_for_read(self, space: str) -> bool:
@@ -332,7 +329,7 @@ class Memory:
             raise InvalidInputError(f"cannot read {file}: {exc.strerror}") from None
         text = validate_text(raw, what=str(file))
         passages = split_document(text)
-        now = self._now()
+        now = stamp(self.clock)
         return self.add_many(
             [
                 {
@@ -392,7 +389,7 @@ class Memory:
         )
         self._ready_for_write(space)
         vector = embed_texts(self.embedder, [content])[0]
-        return self.store.put_memory(memory, vector, self.embedder.id, self._now())
+        return self.store.put_memory(memory, vector, self.embedder.id, stamp(self.clock))
 
     def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
         """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``."""
@@ -451,7 +448,9 @@ class Memory:
         block, used = pack_context(result.hits, result.rules, self.config, self.clock.now())
         accessed = [hit.id for hit in used if hit.memory is not None]
         if accessed:
-            self._after_read(lambda: self.store.mark_accessed(result.space, accessed, self._now()))
+            self._after_read(
+                lambda: self.store.mark_accessed(result.space, accessed, stamp(self.clock))
+            )
         return block
 
     def context(

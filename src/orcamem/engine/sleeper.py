@@ -14,7 +14,7 @@ import threading
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .._kernel.clock import parse_time
+from .._kernel.clock import parse_time, stamp
 from .._kernel.embed import embed_texts
 from .._kernel.jobs import JobQueue, JobWorker
 from .consolidate.anchor import zone
@@ -42,7 +42,7 @@ class Sleeper:
             embed=partial(embed_texts, memory.embedder),
             embedder_id=memory.embedder.id,
             tz=zone(memory.config.sleep.timezone),
-            now=memory._now,
+            now=partial(stamp, memory.clock),
             model_extractor=ModelExtractor(model) if model is not None else None,
         )
         self._stop = threading.Event()

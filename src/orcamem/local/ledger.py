@@ -51,7 +51,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.clock import Clock, SystemClock
+from .._kernel.clock import stamp as clock_stamp
 from .._kernel.files import (
     FileLock,
     make_dirs,
@@ -567,7 +568,7 @@ class Ledger:
         request = stable_id(
             "del-", json.dumps([wanted if wanted is not None else "*", revision]), length=16
         )
-        stamp = now or format_time(self.clock.now())
+        stamp = now or clock_stamp(self.clock)
         with self.lock.hold():
             state = self.read()
             earlier = [t.id for t in state.tombstones if t.request == request]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._kernel.clock import Clock, SystemClock, format_time
+from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.env import memory_dir
 from .._kernel.files import FileLock
 from .._kernel.jobs import Job, JobQueue, JobResult, JobWorker, Ran, job_id
@@ -271,9 +271,6 @@ class LocalMemory:
         if self._closed:
             raise ClosedError("this LocalMemory is closed: start a new session")
 
-    def _now(self) -> str:
-        return format_time(self.clock.now())
-
     def _problem(self, text: str) -> None:
         log.warning("local memory: %s", text)
         with self._guard:
@@ -287,7 +284,11 @@ class LocalMemory:
             return
         try:
             problem = publish_project_json(
-                self.files, self.lock, self.identity, self._now(), timeout_s=0.5 if quiet else None
+                self.files,
+                self.lock,
+                self.identity,
+                stamp(self.clock),
+                timeout_s=0.5 if quiet else None,
             )
         except TransientError as exc:
             if not quiet:
@@ -527,7 +528,7 @@ class LocalMemory:
         if is_nothing(parsed):
             return NOTHING
         kept, rejected = screen(parsed)
-        stamp = self._now()
+        recorded = stamp(self.clock)
         extractor = getattr(self.model, "id", None)
         candidates = [
             Candidate(
@@ -539,7 +540,7 @@ class LocalMemory:
                 job_id=job.id,
                 source_digest=job.source_digest,
                 extractor=extractor,
-                recorded_at=stamp,
+                recorded_at=recorded,
                 fence=job.fence,
             )
             for item in kept
@@ -706,7 +707,7 @@ class LocalMemory:
             NotFoundError: an unknown id; nothing was deleted.
         """
         self._check_open()
-        result = self.ledger.delete(ids, revision=revision, now=self._now())
+        result = self.ledger.delete(ids, revision=revision, now=stamp(self.clock))
         for problem in result.problems:
             self._problem(problem)
         return result

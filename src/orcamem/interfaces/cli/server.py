@@ -178,7 +178,7 @@ def keys_create(
     name: Annotated[str, typer.Option(help="A label for the key.")] = "",
 ) -> None:
     """Create an API key; the secret is printed once and stored only as a hash."""
-    from ..._kernel.clock import format_time
+    from ..._kernel.clock import stamp
     from ...engine.memory import Memory
 
     try:
@@ -187,7 +187,7 @@ def keys_create(
                 spaces=list(space or []),
                 admin=admin,
                 name=name,
-                now=format_time(memory.clock.now()),
+                now=stamp(memory.clock),
             )
     except OrcamemError as exc:
         raise fail(exc) from None
@@ -220,12 +220,12 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (key-…).")], db: DbOption = None
 ) -> None:
     """Revoke an API key at once."""
-    from ..._kernel.clock import format_time
+    from ..._kernel.clock import stamp
     from ...engine.memory import Memory
 
     try:
         with Memory(db) as memory:
-            memory.keys.revoke(key_id, format_time(memory.clock.now()))
+            memory.keys.revoke(key_id, stamp(memory.clock))
     except OrcamemError as exc:
         raise fail(exc) from None
     out.print(f"revoked {key_id}")

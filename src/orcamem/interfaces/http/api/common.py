@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
-from ...._kernel.clock import format_time
+from ...._kernel.clock import stamp
 from ...._kernel.model import DEFAULT_SPACE
 from ....engine.keys import ApiKeys, Principal
 from ....engine.memory import Memory
@@ -56,4 +56,4 @@ def key_store(request: Request, memory: MemoryDep) -> ApiKeys:
 
 
 def now(memory: Memory) -> str:
-    return format_time(memory.clock.now())
+    return stamp(memory.clock)
