@@ -20,7 +20,7 @@ from typing import Any
 from .._kernel.env import child_environ
 from ..engine.memory import Memory
 from ..errors import InvalidInputError, OrcamemError
-from .runs import _percentile, _Texts, _vocabulary, machine
+from .runs import _percentile, _Texts, _vocabulary, load_turns, machine
 
 __all__ = ["mcp_recall_latency"]
 
@@ -36,19 +36,7 @@ RULES = (
 
 def _load(path: Path, records: int, texts: _Texts, progress: Progress | None) -> None:
     with Memory(path, space="bench") as mem:
-        items = [
-            {
-                "text": texts.sentence(),
-                "kind": "turn",
-                "role": "user" if i % 2 else "assistant",
-                "session_id": f"s{i // 20}",
-            }
-            for i in range(records)
-        ]
-        for start in range(0, records, 5000):
-            mem.add_many(items[start : start + 5000])
-            if progress:
-                progress(f"{records:,} records: loading", min(records, start + 5000), records)
+        load_turns(mem, texts, records, progress)
         for rule in RULES:
             mem.forbid(rule)
 

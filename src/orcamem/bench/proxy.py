@@ -39,7 +39,7 @@ from ..errors import InvalidInputError
 from ..interfaces.http.app import create_app
 from ..interfaces.http.proxy import install
 from ..interfaces.http.settings import ServerSettings
-from .runs import Progress, _percentile, _Texts, _vocabulary, machine
+from .runs import Progress, _percentile, _Texts, _vocabulary, load_turns, machine
 
 __all__ = ["proxy_latency"]
 
@@ -167,7 +167,7 @@ def proxy_latency(
         tempfile.TemporaryDirectory(dir=workdir) as tmp,
         Memory(Path(tmp) / "bench.db", space="bench", config=config) as mem,
     ):
-        _load(mem, texts, records, progress)
+        load_turns(mem, texts, records, progress)
         recorded = threading.Semaphore(0)
         observe: Callable[..., Any] = mem.observe
 
@@ -240,19 +240,3 @@ def proxy_latency(
         ),
         "machine": machine(),
     }
-
-
-def _load(mem: Memory, texts: _Texts, records: int, progress: Progress | None) -> None:
-    items = [
-        {
-            "text": texts.sentence(),
-            "kind": "turn",
-            "role": "user" if i % 2 else "assistant",
-            "session_id": f"s{i // 20}",
-        }
-        for i in range(records)
-    ]
-    for start in range(0, records, 5000):
-        mem.add_many(items[start : start + 5000])
-        if progress:
-            progress(f"{records:,} records: loading", min(records, start + 5000), records)
