@@ -323,18 +323,6 @@ class Surfaces:
 
 
 KNOWN_GAPS: dict[str, str] = {
-    "MemoryBank.save-summary-oversized": "accepted",
-    "MemoryBank.save-summary-control-character": "accepted",
-    "MemoryBank.context-query-wrong-type": "TypeError: expected string or bytes-like object, got 'int'",
-    "MemoryBank.inject-prompt-wrong-type": "TypeError: expected string or bytes-like object, got 'int'",
-    "MemoryBank.declare-tool-empty": "accepted",
-    "MemoryBank.declare-tool-oversized": "accepted",
-    "MemoryBank.declare-tool-control-character": "accepted",
-    "MemoryBank.browse-q-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
-    "MemoryBank.mark_accessed-id-wrong-type": "accepted",
-    "MemoryBank.mark_accessed-id-empty": "accepted",
-    "MemoryBank.mark_accessed-id-oversized": "accepted",
-    "MemoryBank.mark_accessed-id-control-character": "accepted",
     "LocalMemory.remember-text-control-character": "accepted",
     "LocalMemory.begin_turn-turn_id-wrong-type": "accepted",
     "LocalMemory.begin_turn-turn_id-empty": "accepted",
