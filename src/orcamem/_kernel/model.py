@@ -32,6 +32,7 @@ __all__ = [
     "validate_id",
     "validate_items",
     "validate_messages",
+    "validate_prompt",
     "validate_space",
     "validate_text",
     "validate_time",
@@ -130,6 +131,22 @@ def validate_id(value: Any, *, what: str) -> str:
     if any(unicodedata.category(char) in ("Cc", "Cs") for char in value):
         raise InvalidInputError(
             f"{what} contains a control character ({shown(value)}): use {allowed}"
+        )
+    return value
+
+
+def validate_prompt(value: Any, *, what: str) -> str:
+    """Return ``value`` if it is a string: a user's prompt, message or query that a hook feeds.
+
+    An empty, oversized or odd message is the hook's to carry on without memory; only a value
+    that is not text at all (the caller's bug) is refused.
+
+    Raises:
+        InvalidInputError: ``value`` is not a ``str``.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"{what} must be a string (it may be empty), got {type(value).__name__} {shown(value)}"
         )
     return value
 

@@ -53,10 +53,10 @@ from .._kernel.llm import ChatModel
 from .._kernel.model import (
     is_memory_id,
     new_memory_id,
-    shown,
     validate_count,
     validate_id,
     validate_items,
+    validate_prompt,
     validate_text,
 )
 from ..errors import (
@@ -666,10 +666,7 @@ class MemoryBank:
         """
         self._read()
         chosen = self._profile(profile)
-        if not isinstance(query, str):  # empty or odd text just finds nothing; a non-text is a bug
-            raise InvalidInputError(
-                f"query must be a string, got {type(query).__name__} {shown(query)}"
-            )
+        validate_prompt(query, what="query")
         if not chosen.injects:
             return Injection("", [])
         core = self._rank(
@@ -844,8 +841,8 @@ class MemoryBank:
         """One flattened page across profiles: newest first, or best first for ``q``."""
         self._read()
         _check_page(limit, offset)
-        if q is not None and not isinstance(q, str):
-            raise InvalidInputError(f"q must be a string, got {type(q).__name__} {shown(q)}")
+        if q is not None:
+            validate_prompt(q, what="q")
         if category is not None and category not in scoring.BANK_CATEGORIES:
             raise InvalidInputError(
                 f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
