@@ -322,24 +322,7 @@ class Surfaces:
         self.memory.close()
 
 
-KNOWN_GAPS: dict[str, str] = {
-    "Capability.before_turn-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
-    "Capability.after_turn-user-wrong-type": "accepted",
-    "Capability.after_turn-reply-wrong-type": "accepted",
-    "Capability.prepare_messages-wrong-type": "TypeError: object of type 'int' has no len()",
-    "Capability.prepare_messages-a-string": "AttributeError: 'str' object has no attribute 'get'",
-    "Capability.prepare_messages-content-wrong-type": "accepted",
-    "Capability.prepare_prompt-prompt-wrong-type": "accepted",
-    "Capability.prepare_prompt-user-wrong-type": "AttributeError: 'int' object has no attribute 'strip'",
-    "Capability.remember-text-oversized": "accepted",
-    "Capability.remember-text-control-character": "accepted",
-    "Capability.remember-tag-oversized": "accepted",
-    "Capability.remember-tag-control-character": "accepted",
-    "Capability.search-query-empty": "accepted",
-    "Capability.search-query-oversized": "accepted",
-    "Capability.search-query-control-character": "accepted",
-    "Capability.search-top_k-wrong-type": "TypeError: '<=' not supported between instances of 'int' and ",
-}
+KNOWN_GAPS: dict[str, str] = {}
 """Where the surface falls short today, and what it does instead (found by this test when it
 was written; the fixes belong to the modules' owners). Each is a strict xfail: once a fix lands,
 the case passes, the xfail fails, and the entry must go."""
