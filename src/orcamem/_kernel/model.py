@@ -16,7 +16,9 @@ __all__ = [
     "CATEGORIES",
     "DEFAULT_SPACE",
     "EPISODE_KINDS",
+    "MAX_ID_CHARS",
     "MAX_TEXT_BYTES",
+    "SOURCES",
     "Episode",
     "Hit",
     "Line",
@@ -25,6 +27,12 @@ __all__ = [
     "NewMemory",
     "digest",
     "new_memory_id",
+    "shown",
+    "validate_count",
+    "validate_id",
+    "validate_items",
+    "validate_messages",
+    "validate_prompt",
     "validate_space",
     "validate_text",
     "validate_time",
@@ -32,6 +40,7 @@ __all__ = [
 
 DEFAULT_SPACE = "default"
 MAX_TEXT_BYTES = 1024 * 1024
+MAX_ID_CHARS = 256
 EPISODE_KINDS = ("turn", "note", "document", "tool")
 SOURCES = ("explicit", "inferred", "automatic")
 CATEGORIES = ("fact", "preference", "state", "event", "rule", "decision", "note")
@@ -64,7 +73,7 @@ def validate_text(text: Any, *, what: str = "text") -> str:
                 "decode it first or re-save the file as UTF-8"
             ) from None
     if not isinstance(text, str):
-        raise InvalidInputError(f"{what} must be a string, got {type(text).__name__}")
+        raise InvalidInputError(f"{what} must be a string, got {type(text).__name__} {shown(text)}")
     if not text.strip():
         raise InvalidInputError(f"{what} is empty: pass some non-blank text to store")
     size = len(text.encode("utf-8", "surrogatepass"))
@@ -73,16 +82,133 @@ def validate_text(text: Any, *, what: str = "text") -> str:
             f"{what} is {size:,} bytes, over the 1 MiB limit: split it (add_file splits documents "
             "for you) or store a summary"
         )
+    found = _control_character(text)
+    if found is not None:
+        index, char = found
+        raise InvalidInputError(
+            f"{what} contains a control character {char!r} at index {index}: remove it "
+            "(binary data cannot be stored as text)"
+        )
+    return text
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut short for an error message (a 1 MiB value is shown by its start)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _control_character(text: str) -> tuple[int, str] | None:
+    """The first C0/C1 control character or lone surrogate of ``text`` (tab, CR, LF allowed)."""
     for index, char in enumerate(text):
         if char in "\t\n\r":
             continue
         category = unicodedata.category(char)
         if category == "Cc" or category == "Cs":
+            return index, char
+    return None
+
+
+def validate_id(value: Any, *, what: str) -> str:
+    """Return ``value`` if it is an id-like string: a role, session id, turn id, tag, source.
+
+    Non-blank, at most 256 characters, no control characters (not even tab or newline).
+
+    Raises:
+        InvalidInputError: naming ``what``, showing the value and saying what is allowed.
+    """
+    allowed = f"a non-blank string of at most {MAX_ID_CHARS} characters without control characters"
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"{what} must be {allowed}, got {type(value).__name__} {shown(value)}"
+        )
+    if not value.strip():
+        raise InvalidInputError(f"{what} is blank ({shown(value)}): use {allowed}")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInputError(
+            f"{what} is {len(value):,} characters ({shown(value)}): use {allowed}"
+        )
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in value):
+        raise InvalidInputError(
+            f"{what} contains a control character ({shown(value)}): use {allowed}"
+        )
+    return value
+
+
+def validate_prompt(value: Any, *, what: str) -> str:
+    """Return ``value`` if it is a string: a user's prompt, message or query that a hook feeds.
+
+    An empty, oversized or odd message is the hook's to carry on without memory; only a value
+    that is not text at all (the caller's bug) is refused.
+
+    Raises:
+        InvalidInputError: ``value`` is not a ``str``.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"{what} must be a string (it may be empty), got {type(value).__name__} {shown(value)}"
+        )
+    return value
+
+
+def validate_count(value: Any, *, what: str, low: int | None = 0, high: int | None = None) -> int:
+    """Return ``value`` if it is a whole number from ``low`` to ``high`` (a limit, a cursor).
+
+    Raises:
+        InvalidInputError: a non-integer (``bool`` and ``"3"`` included) or out of range.
+    """
+    if low is None:
+        allowed = "a whole number" + (f" up to {high}" if high is not None else "")
+    else:
+        allowed = f"a whole number from {low}" + (f" to {high}" if high is not None else " up")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{what}={shown(value)}: use {allowed}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise InvalidInputError(f"{what}={value}: use {allowed}")
+    return value
+
+
+def validate_items(value: Any, *, what: str, of: str = "items") -> list[Any]:
+    """Return ``value`` as a list if it is a list, tuple or other iterable that is not text.
+
+    Raises:
+        InvalidInputError: a string, bytes, mapping or a non-iterable such as a number.
+    """
+    if isinstance(value, (str, bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise InvalidInputError(
+            f"{what} must be a list of {of}, got {type(value).__name__} {shown(value)}"
+        )
+    return list(value)
+
+
+def validate_messages(messages: Any, *, what: str = "messages") -> list[dict[str, Any]]:
+    """Return chat ``messages`` as a list if each is a dict whose ``content`` is text or parts.
+
+    ``content`` may be a string, a list of parts (OpenAI ``{"type": "text", ...}``) or absent;
+    an empty or odd user message is the hook's to handle, a wrong type is refused.
+
+    Raises:
+        InvalidInputError: not a list of dicts, or a message whose content is of another type.
+    """
+    shape = "a list of {'role': ..., 'content': ...} dicts"
+    if isinstance(messages, (str, bytes, bytearray, dict)) or not hasattr(messages, "__iter__"):
+        raise InvalidInputError(
+            f"{what} must be {shape}, got {type(messages).__name__} {shown(messages)}"
+        )
+    items = list(messages)
+    for index, message in enumerate(items):
+        if not isinstance(message, dict):
             raise InvalidInputError(
-                f"{what} contains a control character {char!r} at index {index}: remove it "
-                "(binary data cannot be stored as text)"
+                f"{what}[{index}] must be a dict, got {type(message).__name__} {shown(message)}: "
+                f"pass {shape}"
             )
-    return text
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise InvalidInputError(
+                f"{what}[{index}]['content'] must be a string or a list of parts, got "
+                f"{type(content).__name__} {shown(content)}"
+            )
+    return items
 
 
 def validate_time(value: str | datetime | None, *, what: str = "occurred_at") -> str | None:
@@ -93,11 +219,16 @@ def validate_time(value: str | datetime | None, *, what: str = "occurred_at") ->
     """
     if value is None:
         return None
+    if not isinstance(value, (str, datetime)):
+        raise InvalidInputError(
+            f"{what}={shown(value)} is not an ISO-8601 time: pass a string such as "
+            "'2026-10-17T09:30:00Z' or a datetime"
+        )
     try:
         return format_time(parse_time(value))
     except (ValueError, TypeError):
         raise InvalidInputError(
-            f"{what}={value!r} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z'"
+            f"{what}={shown(value)} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z'"
         ) from None
 
 

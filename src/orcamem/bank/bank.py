@@ -50,7 +50,15 @@ from .._kernel.env import (
     memory_bank_s3,
 )
 from .._kernel.llm import ChatModel
-from .._kernel.model import is_memory_id, new_memory_id, validate_text
+from .._kernel.model import (
+    is_memory_id,
+    new_memory_id,
+    validate_count,
+    validate_id,
+    validate_items,
+    validate_prompt,
+    validate_text,
+)
 from ..errors import (
     ClosedError,
     InvalidInputError,
@@ -352,9 +360,11 @@ class MemoryBank:
     def declare(self, name: str, tools: Iterable[str] = ()) -> Profile:
         """Add (or replace) a profile and its tools."""
         self._check_open()
-        tools = tuple(tools)
+        tools = tuple(validate_items(tools, what="tools", of="tool names"))
         if not all(isinstance(t, str) for t in tools):
             raise InvalidInputError("tools must be strings such as '@memory' or 'memory_save'")
+        for tool in tools:
+            validate_id(tool, what="tool")
         profile = Profile(validate_profile(name), tools)
         with self._lock:
             self._declared[profile.name] = profile
@@ -424,6 +434,14 @@ class MemoryBank:
             raise InvalidInputError(f"confidence={confidence!r}: use a number from 0 to 1")
         if summary is not None and (not isinstance(summary, str) or not summary.strip()):
             raise InvalidInputError("summary must be a non-blank string")
+        if summary is not None:
+            validate_text(summary, what="summary")
+            size = len(summary.encode("utf-8"))
+            if size > MAX_RAW_INPUT_BYTES:
+                raise InvalidInputError(
+                    f"summary is {size:,} bytes, over the 4 KiB ({MAX_RAW_INPUT_BYTES:,}-byte) "
+                    "limit of a memory: give a one-line summary"
+                )
 
         if text is not None:
             processed, default_category, default_confidence = text, "general", 1.0
@@ -575,8 +593,10 @@ class MemoryBank:
         """
         self._check_open()
         name = validate_profile(profile)
+        wanted = list(dict.fromkeys(validate_items(ids, what="ids", of="memory ids")))
+        for memory_id in wanted:
+            _check_id(memory_id)
         at = stamp(self.clock)
-        wanted = list(dict.fromkeys(ids))
 
         def work() -> None:
             for memory_id in wanted:
@@ -643,6 +663,7 @@ class MemoryBank:
         """
         self._read()
         chosen = self._profile(profile)
+        validate_prompt(query, what="query")
         if not chosen.injects:
             return Injection("", [])
         core = self._rank(
@@ -817,6 +838,8 @@ class MemoryBank:
         """One flattened page across profiles: newest first, or best first for ``q``."""
         self._read()
         _check_page(limit, offset)
+        if q is not None:
+            validate_prompt(q, what="q")
         if category is not None and category not in scoring.BANK_CATEGORIES:
             raise InvalidInputError(
                 f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
@@ -937,10 +960,8 @@ def _newest(memory: BankMemory) -> tuple[float, str]:
 
 
 def _check_page(limit: Any, offset: Any) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidInputError(f"limit={limit!r}: use a whole number from 1 to {MAX_PAGE}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"offset={offset!r}: use a whole number from 0")
+    validate_count(limit, what="limit", low=1, high=MAX_PAGE)
+    validate_count(offset, what="offset", low=0)
 
 
 def _check_id(memory_id: Any) -> None:

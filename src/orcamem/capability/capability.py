@@ -36,9 +36,16 @@ from typing import Any
 
 from .._kernel.clock import Clock
 from .._kernel.llm import ChatModel, bounded, is_nothing
+from .._kernel.model import (
+    validate_count,
+    validate_id,
+    validate_messages,
+    validate_prompt,
+    validate_text,
+)
 from .._kernel.redact import has_secrets, redact
 from .._kernel.text import message_text
-from ..errors import MemoryOffError, ModelError, OrcamemError
+from ..errors import InvalidInputError, MemoryOffError, ModelError, OrcamemError
 from ..recall.blocks.budget import clip
 from ..recall.blocks.capability import render_block
 from .providers import MemoryProvider, ProviderError, ProviderStatus, Recalled, Scope, make_provider
@@ -191,6 +198,7 @@ class Capability:
     def before_turn(self, user_message: str) -> TurnMemory:
         """Search with ``user_message`` verbatim and build the block (``""`` when memory is off,
         ``autoLoad`` is off, nothing matched, or the provider failed)."""
+        validate_prompt(user_message, what="user_message")
         if not self.enabled or not self.settings.auto_load or not user_message.strip():
             return TurnMemory(user_message, "")
         try:
@@ -209,6 +217,7 @@ class Capability:
     def prepare_messages(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """``messages`` with the memory block spliced in as a system message just before the
         last user message. Off, or nothing found: the same messages, unchanged."""
+        messages = validate_messages(messages)
         index = next(
             (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"),
             None,
@@ -223,6 +232,8 @@ class Capability:
     def prepare_prompt(self, prompt: str, user_message: str) -> str:
         """``prompt`` followed by the memory block for ``user_message``; off, or nothing
         found: ``prompt`` itself."""
+        validate_prompt(prompt, what="prompt")
+        validate_prompt(user_message, what="user_message")
         if not self.enabled:
             return prompt
         block = self.before_turn(user_message).block
@@ -236,6 +247,8 @@ class Capability:
 
         Returns None, doing nothing, when memory or ``autoSave`` is off or no model is set.
         """
+        validate_prompt(user_message, what="user_message")
+        validate_prompt(reply, what="reply")
         if not self.enabled or not self.settings.auto_save or self.model is None:
             return None
         with self._lock:
@@ -327,6 +340,11 @@ class Capability:
             ProviderError: the provider failed.
         """
         self._require_on()
+        validate_text(text, what="text")
+        if isinstance(tags, str):
+            raise InvalidInputError("tags must be a list of non-blank strings, not one string")
+        for tag in tags:
+            validate_id(tag, what="tag")
         return self.provider.save(text, importance=importance, tags=tags, scope=scope or Scope())
 
     def search(
@@ -339,6 +357,9 @@ class Capability:
             ProviderError: the provider failed.
         """
         self._require_on()
+        validate_text(query, what="query")
+        if top_k is not None:
+            validate_count(top_k, what="top_k", low=0, high=1000)  # 0: the settings' top_k
         return self.provider.search(
             query,
             top_k=top_k or self.settings.top_k,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +25,18 @@ from .._kernel.model import (
     CATEGORIES,
     DEFAULT_SPACE,
     EPISODE_KINDS,
+    SOURCES,
     Episode,
     MemoryRecord,
     NewEpisode,
     NewMemory,
     digest,
     is_memory_id,
+    shown,
+    validate_count,
+    validate_id,
+    validate_items,
+    validate_messages,
     validate_space,
     validate_text,
     validate_time,
@@ -185,13 +192,13 @@ class Memory:
         if kind not in EPISODE_KINDS:
             raise InvalidInputError(f"kind={kind!r}: use one of {', '.join(EPISODE_KINDS)}")
         for name, value in (("role", role), ("session_id", session_id), ("turn_id", turn_id)):
-            if value is not None and (
-                not isinstance(value, str) or not value.strip() or len(value) > 256
-            ):
-                raise InvalidInputError(
-                    f"{name} must be a non-blank string of at most 256 characters, got {value!r}"
-                )
+            if value is not None:
+                validate_id(value, what=name)
         if meta is not None:
+            if not isinstance(meta, dict):
+                raise InvalidInputError(
+                    f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}"
+                )
             try:
                 json.dumps(meta)
             except (TypeError, ValueError) as exc:
@@ -286,13 +293,21 @@ class Memory:
         batches committed and names its position.
         """
         default_space = self._space(space)
-        items = list(items)
+        items = validate_items(items, what="items", of="texts or dicts of add() arguments")
         done: list[Episode] = []
         for start in range(0, len(items), _BATCH):
             batch = []
             for offset, item in enumerate(items[start : start + _BATCH]):
-                fields = {"text": item} if isinstance(item, str) else dict(item)
                 try:
+                    if isinstance(item, (str, bytes, bytearray)):
+                        fields = {"text": item}
+                    elif isinstance(item, dict):
+                        fields = dict(item)
+                    else:
+                        raise InvalidInputError(
+                            f"an item must be a text or a dict of add() arguments, got "
+                            f"{type(item).__name__} {shown(item)}"
+                        )
                     text = fields.pop("text")
                     item_space = self._space(fields.pop("space", default_space))
                     batch.append(
@@ -322,11 +337,19 @@ class Memory:
     def add_file(self, path: str | Path, *, space: str | None = None) -> list[Episode]:
         """Store a text/Markdown document as passages (one episode each, kind ``document``)."""
         space = self._space(space)
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidInputError(
+                f"path must be a file path (str or Path), got {type(path).__name__} {shown(path)}"
+            )
         file = Path(path)
         try:
             raw = file.read_bytes()
         except OSError as exc:
-            raise InvalidInputError(f"cannot read {file}: {exc.strerror}") from None
+            raise InvalidInputError(f"cannot read {shown(str(file))}: {exc.strerror}") from None
+        except ValueError as exc:  # an embedded NUL byte
+            raise InvalidInputError(
+                f"path {shown(str(file))} is not a usable path: {exc}"
+            ) from None
         text = validate_text(raw, what=str(file))
         passages = split_document(text)
         now = stamp(self.clock)
@@ -372,6 +395,13 @@ class Memory:
                 raise InvalidInputError(f"{name}={number!r}: use a number from 0 to 1")
         if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
             raise InvalidInputError("tags must be a list of non-blank strings")
+        for tag in tags:
+            validate_id(tag, what="tag")
+        for name, field_value in (("entity", entity), ("attribute", attribute)):
+            if field_value is not None:
+                validate_id(field_value, what=name)
+        if source not in SOURCES:
+            raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
         memory = NewMemory(
             space=space,
             content=content,
@@ -434,8 +464,8 @@ class Memory:
         """
         space = self._space(space)
         query = validate_text(query, what="query")
-        if top_k is not None and not 1 <= top_k <= 1000:
-            raise InvalidInputError(f"top_k={top_k}: use a number from 1 to 1000")
+        if top_k is not None:
+            validate_count(top_k, what="top_k", low=1, high=1000)
         if not self._ready_for_read(space):
             return RecallResult(query, space, [], [])
         return recall(
@@ -466,10 +496,12 @@ class Memory:
         no memory block. With ``automation_id`` the automation's note block comes first, as its
         own system message (a scribe's observation; see ``engine.automations``).
         """
-        if not isinstance(messages, Sequence) or not all(isinstance(m, dict) for m in messages):
+        if not isinstance(messages, Sequence):
             raise InvalidInputError(
-                "messages must be a list of {'role': ..., 'content': ...} dicts"
+                "messages must be a list of {'role': ..., 'content': ...} dicts, got "
+                f"{type(messages).__name__} {shown(messages)}"
             )
+        messages = validate_messages(messages)
         note = self.notes.block(automation_id) or None if automation_id is not None else None
         query = next(
             (
@@ -540,9 +572,12 @@ class Memory:
         session_id: str | None = None,
     ) -> list[Episode]:
         """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
-        return self.store.page_episodes(
-            self._space(space), after=after, limit=limit, session_id=session_id
-        )
+        space = self._space(space)
+        validate_count(after, what="after", low=None)
+        validate_count(limit, what="limit", low=1)
+        if session_id is not None:
+            validate_id(session_id, what="session_id")
+        return self.store.page_episodes(space, after=after, limit=limit, session_id=session_id)
 
     def memory(self, memory_id: str, *, space: str | None = None) -> MemoryRecord:
         """One memory of the space (``NotFoundError`` if it is not there)."""
@@ -556,6 +591,10 @@ class Memory:
     def export(self, out: IO[str], *, space: str | None = None) -> int:
         """Write the space as JSON lines (header, episodes, memories); returns records written."""
         space = self._space(space)
+        if not callable(getattr(out, "write", None)):
+            raise InvalidInputError(
+                f"out must be a text file open for writing, got {type(out).__name__} {shown(out)}"
+            )
         out.write(
             json.dumps(
                 {
@@ -596,9 +635,15 @@ class Memory:
             ``{"episodes": added, "memories": added, "skipped": n}``.
         """
         target = self._space(space)
+        lines = validate_items(lines, what="lines", of="export lines (strings)")
         episodes: list[dict[str, Any]] = []
         memories: list[dict[str, Any]] = []
         for number, raw in enumerate(lines, start=1):
+            if not isinstance(raw, (str, bytes, bytearray)):
+                raise InvalidInputError(
+                    f"line {number} must be a string, got {type(raw).__name__} {shown(raw)}; "
+                    "nothing was imported"
+                )
             if not raw.strip():
                 continue
             try:
@@ -734,7 +779,9 @@ class Memory:
 
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Claims that consolidation refused or skipped, with the reason, newest first."""
-        return self.store.audit_log(self._space(space), limit)
+        space = self._space(space)
+        validate_count(limit, what="limit", low=1)
+        return self.store.audit_log(space, limit)
 
     def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
         """Re-embed every line and memory of the space with this Memory's embedder.

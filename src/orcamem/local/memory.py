@@ -40,6 +40,13 @@ from .._kernel.files import FileLock
 from .._kernel.jobs import Job, JobQueue, JobResult, JobWorker, Ran, job_id
 from .._kernel.jobs.files import FileJobStore
 from .._kernel.llm import NOTHING, is_nothing
+from .._kernel.model import (
+    validate_count,
+    validate_id,
+    validate_items,
+    validate_prompt,
+    validate_text,
+)
 from ..errors import (
     AttemptFailed,
     ClosedError,
@@ -313,6 +320,8 @@ class LocalMemory:
         self._check_open()
         if not isinstance(text, str):
             raise InvalidInputError("the fact must be text")
+        if text.strip():
+            validate_text(text, what="the fact")
         fact = " ".join(text.split())
         scope = "user"
         if fact.lower().startswith(_PROJECT_PREFIX):
@@ -372,6 +381,12 @@ class LocalMemory:
 
     # -- capture ---------------------------------------------------------------------------
 
+    def _session(self, session_id: Any) -> str:
+        """``session_id`` checked, or this session's id when it is ``None`` or ``""``."""
+        if session_id is None or session_id == "":
+            return self.session_id
+        return validate_id(session_id, what="session_id")
+
     def _ineligible(self, session_id: str, turn_id: str) -> tuple[str | None, list]:
         """Why a turn may not be captured (``None``: it may), and its records."""
         if not self.enabled:
@@ -406,7 +421,8 @@ class LocalMemory:
                 is busy; nothing was written (the next session's :meth:`recover` rebuilds it).
         """
         self._check_open()
-        session = session_id or self.session_id
+        validate_id(turn_id, what="turn_id")
+        session = self._session(session_id)
         reason, _ = self._ineligible(session, turn_id)
         if reason is not None:
             return Capture(False, reason)
@@ -436,6 +452,8 @@ class LocalMemory:
         Raises:
             TransientError: the project lock is busy (retry later; nothing was written).
         """
+        validate_id(session_id, what="session_id")
+        validate_id(turn_id, what="turn_id")
         reason, records = self._ineligible(session_id, turn_id)
         if reason is not None:
             return None, reason
@@ -579,6 +597,7 @@ class LocalMemory:
     def run_jobs(self, max_jobs: int = 64) -> list[Ran]:
         """Run ready extraction jobs now, in the caller (tools, tests); needs a model."""
         self._check_open()
+        validate_count(max_jobs, what="max_jobs", low=0)
         if self._job_worker is None:
             raise InvalidInputError("no extraction model: pass model= to run extraction jobs")
         done = []
@@ -600,6 +619,7 @@ class LocalMemory:
         first when it is missing, stale or corrupt; if it still cannot be used, bounded
         lexical overlap plus recency ranks instead.
         """
+        validate_prompt(prompt, what="prompt")
         state = self.ledger.read()
         problems = [f"unreadable ledger {c.describe()} (kept)" for c in state.corrupt]
         if not state.candidates:
@@ -625,7 +645,9 @@ class LocalMemory:
         continuation) returns the snapshot chosen the first time.
         """
         self._check_open()
-        session = session_id or self.session_id
+        validate_id(turn_id, what="turn_id")
+        validate_prompt(prompt, what="prompt")
+        session = self._session(session_id)
         key = (session, turn_id)
         with self._guard:
             if key in self._snapshots:
@@ -676,7 +698,10 @@ class LocalMemory:
         the first user message of the turn (``restored=True``) without waiting for the worker.
         """
         self._check_open()
-        session = session_id or self.session_id
+        validate_id(turn_id, what="turn_id")
+        if prompt is not None:
+            validate_prompt(prompt, what="prompt")
+        session = self._session(session_id)
         records = tuple(self.transcript.turn_records(session, turn_id)) if self.transcript else ()
         with self._guard:
             snapshot = self._snapshots.get((session, turn_id))
@@ -707,6 +732,10 @@ class LocalMemory:
             NotFoundError: an unknown id; nothing was deleted.
         """
         self._check_open()
+        if ids is not None:
+            ids = validate_items(ids, what="ids", of="candidate ids")
+            for candidate_id in ids:
+                validate_id(candidate_id, what="id")
         result = self.ledger.delete(ids, revision=revision, now=stamp(self.clock))
         for problem in result.problems:
             self._problem(problem)

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
+from ..._kernel.model import validate_count, validate_id, validate_text
 from ...errors import InvalidInputError, MarkdownParseError
 from ...recall import markdown as scoring
 from ...recall.presets import get_preset
@@ -463,8 +464,7 @@ class MarkdownStore:
         """
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
-        if not 1 <= top_k <= 1000:
-            raise InvalidInputError(f"top_k={top_k}: use a number from 1 to 1000")
+        validate_count(top_k, what="top_k", low=1, high=1000)
         wanted = dict(scope or {})
         now = self.clock.now()
         entries, skipped = self.load(include_archived=include_archived)
@@ -578,6 +578,7 @@ class MarkdownStore:
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("a memory needs some text")
+        validate_text(text, what="text")
         if (
             isinstance(importance, bool)
             or not isinstance(importance, (int, float))
@@ -586,6 +587,8 @@ class MarkdownStore:
             raise InvalidInputError(f"importance={importance!r}: use a number from 0 to 1")
         if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
             raise InvalidInputError("tags must be a list of non-blank strings")
+        for tag in tags:
+            validate_id(tag, what="tag")
         pinned = {key: value for key, value in (scope or {}).items() if value}
         unknown = sorted(set(pinned) - set(SCOPE_KEYS))
         if unknown:
