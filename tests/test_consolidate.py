@@ -375,4 +375,6 @@ def test_a_sleeps_report_is_the_sum_of_its_batches_reports() -> None:
         "rejected": [{"item": claim.to_json(), "reason": "grounding"}],
         "extractors": ["model:m"],  # named once
         "failures": ["model:m (attempt 1): empty output"],
+        "failed_batches": [],
+        "waiting": None,
     }

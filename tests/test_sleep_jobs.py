@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, Memory
-from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.clock import FrozenClock, parse_time
 from orcamem._kernel.jobs import JobWorker
 from orcamem._kernel.llm import OpenAIChat
 from orcamem._kernel.text import STOPWORDS
 from orcamem.engine import SleepConfig
-from orcamem.engine.consolidate.jobs import CONSOLIDATE
+from orcamem.engine.consolidate.jobs import CONSOLIDATE, ConsolidationJobs
 from orcamem.engine.consolidate.verify import normal_words
 from orcamem.engine.sleeper import Sleeper
-from orcamem.errors import LeaseLostError
+from orcamem.errors import AttemptFailed, InvalidInputError, LeaseLostError
 
 pytest_plugins = ["llm_server"]
 
@@ -120,3 +120,128 @@ def test_real_model_keeps_the_pipelines_guarantees(tmp_path: Path, llama_server:
             assert len(missing) <= (len(words) // 4 if len(words) >= 4 else 0), memory
         jobs = Sleeper(mem).queue.list("default")
         assert jobs and all(job.status in ("done", "failed") for job in jobs)
+
+
+# -- issue 11: a failed batch and a dead lease stop sleep and are reported -------------------
+
+
+def _bounded_enqueues(monkeypatch: pytest.MonkeyPatch, limit: int = 25) -> list[int]:
+    """Fail (instead of hanging) if sleep keeps queueing past ``limit`` passes."""
+    calls: list[int] = []
+    original = ConsolidationJobs.enqueue_next
+
+    def counted(self: ConsolidationJobs, space: str, batch_size: int):
+        calls.append(1)
+        assert len(calls) <= limit, "sleep() is spinning: enqueue_next called without progress"
+        return original(self, space, batch_size)
+
+    monkeypatch.setattr(ConsolidationJobs, "enqueue_next", counted)
+    return calls
+
+
+def _fail_by_dead_workers(mem: Memory, clock: FrozenClock) -> str:
+    """Three workers claim the batch and die; the next claim marks the job failed."""
+    sleeper = Sleeper(mem)
+    job = sleeper.jobs.enqueue_next("default", 32)
+    for n in range(3):
+        assert sleeper.queue.claim(f"dead-{n}", 60, clock.now()) is not None
+        clock.advance(seconds=61)
+    assert sleeper.queue.claim("reaper", 60, clock.now()) is None
+    assert sleeper.queue.get(job.id).status == "failed"
+    return job.id
+
+
+def test_sleep_reports_a_failed_batch_and_never_spins_on_it(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    job_id = _fail_by_dead_workers(mem, clock)
+    _bounded_enqueues(monkeypatch)
+    for _ in range(2):  # every later sleep reports it, and returns
+        report = mem.sleep()
+        assert report.episodes == 0 and report.waiting is None
+        assert [b["job"] for b in report.failed_batches] == [job_id]
+        assert "expired on attempt 3 of 3" in report.failed_batches[0]["error"]
+        assert report.failed_batches[0]["batch"] == report.to_dict()["failed_batches"][0]["batch"]
+    assert mem.facts() == []
+    assert Sleeper(mem).tick() == []  # the background sleeper does not queue it either
+
+
+def test_sleep_retry_failed_reopens_the_failed_batch_once(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    job_id = _fail_by_dead_workers(mem, clock)
+    _bounded_enqueues(monkeypatch)
+    report = mem.sleep(retry_failed=True)
+    assert report.failed_batches == [] and report.episodes == 1
+    assert [m.value for m in mem.facts()] == ["Pune"]
+    job = Sleeper(mem).queue.get(job_id)
+    assert (job.status, job.attempts) == ("done", 1)
+    assert [e["event"] for e in job.history].count("retried") == 1
+    assert mem.sleep().to_dict()["failed_batches"] == []
+
+
+def test_retry_failed_runs_a_failing_batch_once_more_then_reports_it(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    job_id = _fail_by_dead_workers(mem, clock)
+    _bounded_enqueues(monkeypatch)
+
+    def broken(self: ConsolidationJobs, job):
+        raise AttemptFailed("rules: broken")
+
+    monkeypatch.setattr(ConsolidationJobs, "handle", broken)
+    report = mem.sleep(retry_failed=True)
+    assert [(b["job"], b["error"]) for b in report.failed_batches] == [(job_id, "rules: broken")]
+    assert Sleeper(mem).queue.get(job_id).attempts == 3  # one retry: three fresh attempts
+
+
+def test_retry_refuses_a_job_that_is_not_failed(mem: Memory) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    sleeper = Sleeper(mem)
+    job = sleeper.jobs.enqueue_next("default", 32)
+    with pytest.raises(InvalidInputError, match="not failed"):
+        sleeper.queue.retry(job.id, mem.clock.now())
+
+
+def test_sleep_reports_episodes_waiting_behind_a_live_lease(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    mem.observe("user", "I drink black coffee every morning.", occurred_at="2026-10-10T09:01:00Z")
+    sleeper = Sleeper(mem)
+    job = sleeper.jobs.enqueue_next("default", 32)
+    crashed = sleeper.queue.claim("crashed-worker", 120, clock.now())  # then the process died
+    assert crashed is not None
+    _bounded_enqueues(monkeypatch)
+    report = mem.sleep()
+    assert report.episodes == 0 and report.failed_batches == []
+    assert report.waiting == {
+        "job": job.id,
+        "batch": job.turn_id,
+        "episodes": 2,
+        "worker": "crashed-worker",
+        "until": crashed.lease_expires_at,
+    }
+    assert report.to_dict()["waiting"]["until"] == crashed.lease_expires_at
+    assert mem.facts() == []
+
+
+def test_sleep_wait_takes_over_a_dead_lease_and_fences_the_old_worker(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    sleeper = Sleeper(mem)
+    sleeper.jobs.enqueue_next("default", 32)
+    crashed = sleeper.queue.claim("crashed-worker", 120, clock.now())
+    late = sleeper.jobs.handle(crashed)  # it had an answer, but never published
+    _bounded_enqueues(monkeypatch)
+    report = mem.sleep(wait=True)
+    assert report.waiting is None and report.episodes == 1
+    assert clock.now() >= parse_time(crashed.lease_expires_at)  # it waited for the lease
+    assert [m.value for m in mem.facts()] == ["Pune"]
+    with pytest.raises(LeaseLostError):
+        sleeper.queue.publish(crashed, late.value, clock.now(), apply=late.apply)
+    assert [m.value for m in mem.facts()] == ["Pune"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Literal, Protocol
 
@@ -22,6 +23,10 @@ class SystemClock:
     def now(self) -> datetime:
         return datetime.now(timezone.utc)
 
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of wall time."""
+        time.sleep(max(seconds, 0.0))
+
 
 class FrozenClock:
     """A clock that only moves when told to (for tests and replays)."""
@@ -34,6 +39,10 @@ class FrozenClock:
 
     def advance(self, **delta: float) -> None:
         self._now += timedelta(**delta)
+
+    def sleep(self, seconds: float) -> None:
+        """Waiting on a frozen clock moves it: ``seconds`` pass at once."""
+        self._now += timedelta(seconds=max(seconds, 0.0))
 
 
 def format_time(moment: datetime, *, digits: Literal[3, 6] = 6) -> str:

@@ -369,10 +369,23 @@ class AsyncMemory:
         return await _thread(self.sync.import_jsonl, lines, space=space, progress=progress)
 
     async def sleep(
-        self, *, space: str | None = None, model: Any = None, progress: Progress | None = None
+        self,
+        *,
+        space: str | None = None,
+        model: Any = None,
+        progress: Progress | None = None,
+        retry_failed: bool = False,
+        wait: bool = False,
     ) -> SleepReport:
         """Consolidate the space's pending episodes into states, events, facts and rules."""
-        return await _thread(self.sync.sleep, space=space, model=model, progress=progress)
+        return await _thread(
+            self.sync.sleep,
+            space=space,
+            model=model,
+            progress=progress,
+            retry_failed=retry_failed,
+            wait=wait,
+        )
 
     async def audit_log(
         self, *, space: str | None = None, limit: int = 100

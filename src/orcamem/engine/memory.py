@@ -761,7 +761,13 @@ class Memory:
         return {"episodes": added, "memories": restored, "skipped": skipped}
 
     def sleep(
-        self, *, space: str | None = None, model: Any = None, progress: Progress | None = None
+        self,
+        *,
+        space: str | None = None,
+        model: Any = None,
+        progress: Progress | None = None,
+        retry_failed: bool = False,
+        wait: bool = False,
     ) -> SleepReport:
         """Consolidate the space's pending episodes into states, events, facts and rules.
 
@@ -770,12 +776,19 @@ class Memory:
         pass the same verification and gate; episodes are never changed. A batch whose model
         output stays unusable is consolidated by the rules on its last attempt, and the
         failures are reported.
+
+        Sleep stops when a pass makes no progress and says why in the report: a batch whose
+        job used all its attempts is in ``failed_batches`` and is not run again unless
+        ``retry_failed=True`` re-opens it for fresh attempts; a batch another worker (maybe a
+        crashed one) holds under an unexpired lease is in ``waiting``, and ``wait=True`` waits
+        for that lease to expire, then takes the job over (its fence keeps the old worker from
+        writing).
         """
         space = self._space(space)
         if not self._ready_for_read(space):
             return SleepReport()
         chat = model if model is not None else self.model
-        return Sleeper(self, chat).run(space, progress)
+        return Sleeper(self, chat).run(space, progress, retry_failed=retry_failed, wait=wait)
 
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Claims that consolidation refused or skipped, with the reason, newest first."""

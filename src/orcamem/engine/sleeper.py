@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._kernel.clock import parse_time, stamp
 from .._kernel.embed import embed_texts
-from .._kernel.jobs import JobQueue, JobWorker
+from .._kernel.jobs import Job, JobQueue, JobWorker
 from .consolidate.anchor import zone
 from .consolidate.extract import ModelExtractor
 from .consolidate.jobs import CONSOLIDATE, ConsolidationJobs
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["Sleeper"]
 
 log = logging.getLogger("orcamem")
+
+
+def _failed(job: Job) -> dict:
+    return {"job": job.id, "batch": job.turn_id, "error": job.error}
 
 
 class Sleeper:
@@ -58,13 +63,38 @@ class Sleeper:
             spaces=spaces,
         )
 
-    def run(self, space: str, progress: Any = None) -> SleepReport:
-        """Consolidate ``space`` until nothing is pending (or only rescheduled work is left)."""
+    def run(
+        self,
+        space: str,
+        progress: Any = None,
+        *,
+        retry_failed: bool = False,
+        wait: bool = False,
+    ) -> SleepReport:
+        """Consolidate ``space`` until a pass makes no progress.
+
+        Each pass queues the next batch and runs one job. The loop stops as soon as the
+        worker finds nothing it can run (idle, rescheduled, store unavailable), so it is
+        bounded whatever the queue holds. Why it stopped is in the report: a batch whose job
+        is ``failed`` is listed in ``failed_batches`` (with ``retry_failed`` it is re-opened
+        once, for fresh attempts, and run); a batch another worker holds under an unexpired
+        lease is ``waiting`` (with ``wait`` this waits, on the Memory's clock, until the lease
+        expires and then takes the job over through the normal expired-lease claim; the
+        fence keeps the old worker from writing).
+        """
         worker = self._worker_for([space])
         report = SleepReport()
         batch = self.memory.config.sleep.batch_size
+        retried: set[str] = set()
+        waited: set[tuple[str, int, str | None]] = set()
         while True:
             queued = self.jobs.enqueue_next(space, batch)
+            if queued is not None and queued.status == "failed":
+                if not retry_failed or queued.id in retried:
+                    report.failed_batches.append(_failed(queued))
+                    break
+                retried.add(queued.id)
+                self.queue.retry(queued.id, self.memory.clock.now(), "sleep(retry_failed=True)")
             ran = worker.run_once()
             if ran.outcome == "done" and ran.job is not None:
                 done = self.jobs.reports.pop(ran.job.id, None)
@@ -75,11 +105,40 @@ class Sleeper:
                     report.episodes,
                     report.episodes + len(self.memory.store.pending_episodes(space, 10_000)),
                 )
-            if ran.outcome in ("idle", "store_error", "rescheduled") and queued is None:
+            if ran.outcome not in ("idle", "store_error", "rescheduled", "cancelled"):
+                continue  # a job moved on: done, or one of its bounded attempts was used
+            held = self._held_by_other(space, worker.worker_id)
+            if held is None:
                 break
+            key = (held.id, held.fence, held.lease_expires_at)
+            if wait and key not in waited:
+                waited.add(key)
+                left = (parse_time(held.lease_expires_at) - self.memory.clock.now()).total_seconds()
+                getattr(self.memory.clock, "sleep", time.sleep)(max(left, 0.0) + 0.01)
+                continue
+            report.waiting = {
+                "job": held.id,
+                "batch": held.turn_id,
+                "episodes": len(self.memory.store.pending_episodes(space, 10_000)),
+                "worker": held.lease_owner,
+                "until": held.lease_expires_at,
+            }
+            break
         report.failures = list(self.jobs.failures)
         self.jobs.failures.clear()
         return report
+
+    def _held_by_other(self, space: str, worker_id: str) -> Job | None:
+        """The space's consolidation job another worker holds under an unexpired lease."""
+        now = stamp(self.memory.clock)
+        for job in self.queue.list(space, status="running"):
+            if (
+                job.kind == CONSOLIDATE
+                and job.lease_owner != worker_id
+                and (job.lease_expires_at or "") > now
+            ):
+                return job
+        return None
 
     # -- background --------------------------------------------------------------------------
 
@@ -113,9 +172,10 @@ class Sleeper:
             idle = newest is None or (now - parse_time(newest)).total_seconds() >= (
                 config.sleep.idle_seconds
             )
-            if (idle or len(pending) >= config.sleep.batch_threshold) and self.jobs.enqueue_next(
-                info.name, config.sleep.batch_size
-            ):
+            if not (idle or len(pending) >= config.sleep.batch_threshold):
+                continue
+            job = self.jobs.enqueue_next(info.name, config.sleep.batch_size)
+            if job is not None and job.active:  # a failed batch waits for sleep(retry_failed)
                 queued.append(info.name)
         if queued and self._worker is not None:
             self._worker.wake()

@@ -22,6 +22,9 @@ as the local-memory spec ("Capture and Recovery") describes them:
   ``failed``. A lease that expires on the last attempt fails the job too. Cancellation
   (:meth:`JobQueue.cancel`) releases the lease and gives the attempt back. A transient store or
   lock failure (:meth:`JobQueue.reschedule`) gives it back too and makes the job wait 30 s.
+- **Retry.** A ``failed`` job stays failed (enqueueing its key again returns it) until someone
+  re-opens it explicitly (:meth:`JobQueue.retry`): pending again with fresh attempts, its last
+  error and history kept. Nothing re-opens a failed job on its own.
 - **Outcomes.** A handler returns a result (or a :class:`JobResult` with an ``apply`` step), or
   :data:`NOTHING` (the model's own, ``orcamem._kernel.llm.NOTHING``) for an explicit empty
   success. ``None`` or an empty container is a failed
@@ -568,6 +571,47 @@ class JobQueue:
                 "updated_at": stamp,
             }
             rows.update(job.id, changes)
+        return replace(current, **_decoded(changes))
+
+    def retry(self, job_id: str, now: datetime | str, reason: str = "retry requested") -> Job:
+        """Re-open a ``failed`` job: pending at once with all its attempts again.
+
+        The last error and the history are kept (the history records the retry). The job
+        counts against the space's active budget again.
+
+        Raises:
+            NotFoundError: no such job.
+            InvalidInputError: the job is not ``failed`` (pending, running and done jobs are
+                left alone).
+            QueueFullError: the space already has ``max_active`` active jobs.
+        """
+        stamp = _stamp(now)
+        with self.store.writing() as rows:
+            row = rows.get(job_id)
+            if row is None:
+                raise NotFoundError(f"no job {job_id!r}: list jobs with JobQueue.list()")
+            current = _job(row)
+            if current.status != "failed":
+                raise InvalidInputError(
+                    f"job {job_id} is {current.status}, not failed: only a failed job is retried"
+                )
+            active = rows.count_active(current.space)
+            if active >= self.max_active:
+                raise QueueFullError(
+                    f"space {current.space!r} already has {active} active jobs (the limit is "
+                    f"{self.max_active}): job {job_id} was not re-opened; retry it later"
+                )
+            entry = {"at": stamp, "event": "retried", "reason": str(reason)[:2000]}
+            changes = {
+                "status": "pending",
+                "attempts": 0,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "not_before": stamp,
+                "provenance": _provenance(current, history=[*current.history, entry]),
+                "updated_at": stamp,
+            }
+            rows.update(job_id, changes)
         return replace(current, **_decoded(changes))
 
     def cancel(self, job: Job, now: datetime | str, reason: str = "cancelled") -> Job:

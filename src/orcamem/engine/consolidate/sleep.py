@@ -36,6 +36,13 @@ class SleepReport:
 
     ``rejected`` pairs a claim with the reason it was refused; ``failures`` are extractor
     attempts whose output was unusable.
+
+    A whole sleep also says why it stopped with episodes still pending: ``failed_batches``
+    lists batches whose job used all its attempts (``{"job", "batch", "error"}``; sleep does
+    not run them again until ``sleep(retry_failed=True)``), and ``waiting`` names the batch
+    another worker holds under an unexpired lease (``{"job", "batch", "episodes", "worker",
+    "until"}``: ``episodes`` pending episodes wait until ``until``; ``sleep(wait=True)`` waits
+    for the lease to expire and takes the job over).
     """
 
     episodes: int = 0
@@ -46,6 +53,8 @@ class SleepReport:
     rejected: list[tuple[Claim, str]] = field(default_factory=list)
     extractors: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    failed_batches: list[dict] = field(default_factory=list)
+    waiting: dict | None = None
 
     def add(self, other: SleepReport) -> None:
         """Add ``other`` (a batch) to this sum; each extractor is named once."""
@@ -70,6 +79,8 @@ class SleepReport:
             "rejected": [{"item": c.to_json(), "reason": r} for c, r in self.rejected],
             "extractors": self.extractors,
             "failures": self.failures,
+            "failed_batches": self.failed_batches,
+            "waiting": self.waiting,
         }
 
 
