@@ -288,6 +288,38 @@ def test_sleep_consolidates_the_space_and_reports(client: TestClient, mem: Memor
     assert "nobody" not in mem.spaces()
 
 
+def test_sleep_reports_failed_batches_and_waiting_leases_then_retries(
+    client: TestClient, mem: Memory, clock: FrozenClock
+) -> None:
+    from orcamem.engine.sleeper import Sleeper
+
+    mem.observe("user", "I moved to Berlin last month.", space="alice", session_id="s1")
+    queue = Sleeper(mem).queue
+    job = Sleeper(mem).jobs.enqueue_next("alice", 32)
+    held = queue.claim("crashed-worker", 120, clock.now())
+    waiting = client.post("/api/sleep", params={"space": "alice"}).json()
+    assert waiting["episodes"] == 0 and waiting["failed_batches"] == []
+    assert waiting["waiting"] == {
+        "job": job.id,
+        "batch": job.turn_id,
+        "episodes": 1,
+        "worker": "crashed-worker",
+        "until": held.lease_expires_at,
+    }
+    for n in range(2):  # the lease expires on every attempt: the job fails
+        clock.advance(seconds=121)
+        queue.claim(f"dead-{n}", 120, clock.now())
+    clock.advance(seconds=121)
+    assert queue.claim("reaper", 120, clock.now()) is None
+    failed = client.post("/api/sleep", params={"space": "alice"}).json()
+    assert failed["waiting"] is None and failed["episodes"] == 0
+    assert [b["job"] for b in failed["failed_batches"]] == [job.id]
+    assert "expired on attempt 3 of 3" in failed["failed_batches"][0]["error"]
+    retried = client.post("/api/sleep", params={"space": "alice", "retry_failed": True}).json()
+    assert retried["episodes"] == 1 and retried["failed_batches"] == []
+    assert [m.value for m in mem.facts(space="alice")] == ["Berlin"]
+
+
 def test_sleep_uses_the_servers_model_never_the_requests(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

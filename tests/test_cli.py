@@ -593,3 +593,58 @@ def test_bench_latency_table_and_bad_size() -> None:
     assert "records" in table and "add p50" in table and "│ 20 " in table
     bad = run("bench", "latency", "--records", 0, "--queries", 3, "--adds", 3, code=2)
     assert "records=0" in flat(bad.stderr)
+
+
+# -- sleep: failed batches and foreign leases (issue 11) ---------------------------------------
+
+
+def _failed_batch(db: Path) -> str:
+    """A batch whose three workers died (at a past time): its job is failed."""
+    from orcamem._kernel.clock import FrozenClock
+    from orcamem.engine.sleeper import Sleeper
+
+    clock = FrozenClock("2026-01-01T10:00:00Z")
+    with Memory(db, clock=clock) as mem:
+        mem.observe("user", "I live in Pune.", occurred_at="2025-12-31T09:00:00Z")
+        sleeper = Sleeper(mem)
+        job = sleeper.jobs.enqueue_next("default", 32)
+        for n in range(3):
+            sleeper.queue.claim(f"dead-{n}", 60, clock.now())
+            clock.advance(seconds=61)
+        sleeper.queue.claim("reaper", 60, clock.now())
+        assert sleeper.queue.get(job.id).status == "failed"
+        return job.id
+
+
+def test_sleep_reports_a_failed_batch_then_retry_failed_consolidates_it(db: Path) -> None:
+    job_id = _failed_batch(db)
+    failed = flat(run("sleep", "--db", db, code=1).output)
+    assert "no batch could run" in failed and "nothing to do" not in failed
+    assert f"(job {job_id}) failed: the lease of dead-2 expired" in failed
+    assert "orcamem sleep --retry-failed" in failed
+    data = json.loads(run("sleep", "--db", db, "--json", code=1).stdout)
+    assert [b["job"] for b in data["failed_batches"]] == [job_id]
+    retried = flat(run("sleep", "--db", db, "--retry-failed").output)
+    assert retried.startswith("consolidated 1 episode(s)") and "failed" not in retried
+    assert "nothing to do" in flat(run("sleep", "--db", db).output)
+
+
+def test_sleep_reports_episodes_waiting_behind_another_workers_lease(db: Path) -> None:
+    from orcamem._kernel.clock import SystemClock
+    from orcamem.engine.sleeper import Sleeper
+
+    with Memory(db) as mem:
+        mem.observe("user", "I live in Pune.")
+        mem.observe("user", "I drink black coffee every morning.")
+        sleeper = Sleeper(mem)
+        sleeper.jobs.enqueue_next("default", 32)
+        held = sleeper.queue.claim("crashed-worker", 3600, SystemClock().now())
+    output = flat(run("sleep", "--db", db).output)
+    assert "nothing to do" not in output
+    assert (
+        f"2 episode(s) wait behind a batch (ep-1..ep-2, job {held.id}) leased by another worker "
+        f"(crashed-worker) until {held.lease_expires_at}" in output
+    )
+    assert "orcamem sleep --wait" in output
+    data = json.loads(run("sleep", "--db", db, "--json").stdout)
+    assert data["waiting"]["until"] == held.lease_expires_at and data["episodes"] == 0

@@ -211,12 +211,27 @@ def sleep(
         typer.Option(help="OpenAI-compatible base URL of a chat model (Ollama, llama.cpp)."),
     ] = None,
     model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed", help="Re-open a failed batch's job for fresh attempts and run it."
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="If another worker holds a batch, wait for its lease to expire and take it over.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Consolidate pending episodes into states, events and rules (no model needed).
 
     With --upstream/--model (or ANTHROPIC_API_KEY set) a chat model extracts; without, the
-    rule-based consolidator does. Either way every claim is verified by code first.
+    rule-based consolidator does. Either way every claim is verified by code first. A batch
+    whose job failed is reported (exit 1) until --retry-failed; episodes waiting behind a
+    batch another worker holds are reported until its lease expires (--wait takes it over).
     """
     from ..._kernel.llm import make_chat_model
 
@@ -225,20 +240,42 @@ def sleep(
     except OrcamemError as exc:
         raise fail(exc) from None
     with _memory(db, space) as mem, progress("sleeping") as update:
-        report = mem.sleep(model=chat, progress=update)
+        report = mem.sleep(model=chat, progress=update, retry_failed=retry_failed, wait=wait)
     if chat is not None:
         chat.close()
     if as_json:
         print_json(report.to_dict())
+        if report.failed_batches:
+            raise typer.Exit(1)
         return
+    blocked = bool(report.failed_batches or report.waiting)
+    idle = "no batch could run" if blocked else "nothing to do"
     out.print(
         f"consolidated {report.episodes} episode(s) in {space!r} with "
-        f"{', '.join(report.extractors) or 'nothing to do'}: {len(report.stored)} stored, "
+        f"{', '.join(report.extractors) or idle}: {len(report.stored)} stored, "
         f"{len(report.superseded)} superseded, {report.duplicates} duplicate(s), "
         f"{len(report.rejected)} rejected"
     )
     for failure in report.failures:
         warn(str(failure), "model output unusable, rules used instead")
+    if report.waiting:
+        held = report.waiting
+        out.print(
+            f"{held['episodes']} episode(s) wait behind a batch ({held['batch']}, job "
+            f"{held['job']}) leased by another worker ({held['worker']}) until {held['until']}: "
+            "run `orcamem sleep --wait` to take it over when the lease expires",
+            markup=False,
+            highlight=False,
+        )
+    for failed in report.failed_batches:
+        out.print(
+            f"batch {failed['batch']} (job {failed['job']}) failed: {failed['error']}; run "
+            "`orcamem sleep --retry-failed` to give it new attempts",
+            markup=False,
+            highlight=False,
+        )
+    if report.failed_batches:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -311,6 +311,20 @@ class Rejected(BaseModel):
     reason: str
 
 
+class FailedBatch(BaseModel):
+    job: str = Field(description="The failed job's id.")
+    batch: str | None = Field(description="The batch's episodes, `ep-<first>..ep-<last>`.")
+    error: str | None = Field(description="Why its last attempt failed.")
+
+
+class WaitingBatch(BaseModel):
+    job: str = Field(description="The leased job's id.")
+    batch: str | None = Field(description="The batch's episodes, `ep-<first>..ep-<last>`.")
+    episodes: int = Field(description="Pending episodes of the space waiting behind it.")
+    worker: str | None = Field(description="The worker holding the lease.")
+    until: str | None = Field(description="When the lease expires (then any sleep takes over).")
+
+
 class SleepOut(BaseModel):
     episodes: int = Field(description="Episodes consolidated.")
     claims: int = Field(description="Claims extracted.")
@@ -320,6 +334,15 @@ class SleepOut(BaseModel):
     rejected: list[Rejected]
     extractors: list[str] = Field(description="Which extractors ran (rules, a model id).")
     failures: list[str] = Field(description="Model attempts that were unusable.")
+    failed_batches: list[FailedBatch] = Field(
+        default_factory=list,
+        description="Batches whose job used all its attempts; not run again until "
+        "`retry_failed=true`.",
+    )
+    waiting: WaitingBatch | None = Field(
+        default=None,
+        description="The batch another worker holds under an unexpired lease, if any.",
+    )
 
 
 class ImportOut(BaseModel):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from ...._kernel.llm import ChatModel, make_chat_model
 from ..deps import MemoryDep, SettingsDep
@@ -22,16 +24,26 @@ def _chat_model(settings: ServerSettings) -> ChatModel | None:
 
 
 @router.post("", summary="Sleep (consolidate)")
-def sleep(memory: MemoryDep, settings: SettingsDep, space: SpaceDep) -> SleepOut:
+def sleep(
+    memory: MemoryDep,
+    settings: SettingsDep,
+    space: SpaceDep,
+    retry_failed: Annotated[
+        bool, Query(description="Re-open a failed batch's job for fresh attempts and run it.")
+    ] = False,
+) -> SleepOut:
     """Consolidate the space's pending episodes into states, events, facts and rules.
 
     With a model named in the server settings it extracts; otherwise the Memory's own model,
     or the rule-based consolidator (zero model calls). Episodes are never changed; claims
-    that fail verification are reported in ``rejected``.
+    that fail verification are reported in ``rejected``. A batch whose job failed is listed
+    in ``failed_batches`` (and not run) until ``retry_failed=true``; a batch another worker
+    holds under an unexpired lease is ``waiting`` (the request never blocks on it: call again
+    after ``waiting.until``).
     """
     chat = _chat_model(settings)
     try:
-        report = memory.sleep(space=space, model=chat)
+        report = memory.sleep(space=space, model=chat, retry_failed=retry_failed)
     finally:
         if chat is not None:
             chat.close()
