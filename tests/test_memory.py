@@ -74,6 +74,26 @@ def test_forget_episode_removes_it_from_both_indexes(mem: Memory) -> None:
         mem.forget(episode.id)
 
 
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("ep-99999999999999999999", "no episode 99999999999999999999"),  # was OverflowError
+        ("9" * 5000, "no episode 999"),  # int() refuses > 4300 digits
+        ("ep-9223372036854775808", "no episode 9223372036854775808"),  # 2**63
+        ("ep-\u00b2", "neither a memory id"),  # superscript two: was ValueError
+        ("ep-\u0661\u0662", "neither a memory id"),  # Arabic-Indic 12: deleted episode 12
+        ("\u0661\u0662", "neither a memory id"),
+    ],
+)
+def test_forget_accepts_only_ascii_episode_ids_in_range(mem: Memory, given: str, says: str) -> None:
+    episodes = [mem.add(f"Line number {n}.") for n in range(12)]
+    with pytest.raises(NotFoundError, match=says):
+        mem.forget(given)
+    assert [e.id for e in mem.iter_episodes()] == [e.id for e in episodes]  # nothing deleted
+    mem.forget("ep-0012")  # ASCII digits, leading zeros and all, still work
+    assert 12 not in [e.id for e in mem.iter_episodes()]
+
+
 def test_breakdown_explains_every_hit(mem: Memory) -> None:
     mem.add("My dentist is Dr. Rao in Kothrud.")
     hit = mem.search("Who is my dentist?").hits[0]
