@@ -184,6 +184,11 @@ class TestOneServerForReads:
         assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
         message = await refused(session, "orma_forget", state_id="yesterday")
         assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
+        # an episode id beyond SQLite's range was an OverflowError: a bare "Error executing tool"
+        message = await refused(session, "orma_forget", state_id="ep-99999999999999999999")
+        assert "no episode 99999999999999999999 in space 'default'" in message
+        message = await refused(session, "orma_forget", state_id="ep-\u00b2")
+        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
         assert "orma_nothing" in await refused(session, "orma_nothing")
         # the session survives every failure, and nothing was written
         assert (await ok(session, "orma_facts")).structured_content["count"] == 0

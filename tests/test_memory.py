@@ -10,6 +10,7 @@ import pytest
 from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine import PackConfig, RecallConfig
+from orcamem.engine.store.base import MemoryUpdate
 
 
 def test_walkthrough_from_the_issue(mem: Memory, tmp_path: Path) -> None:
@@ -221,3 +222,30 @@ def test_single_reads_stay_inside_their_space(mem: Memory) -> None:
     for read in (lambda: mem.episode(first.id, space="b"), lambda: mem.memory(fact.id, space="b")):
         with pytest.raises(NotFoundError):
             read()
+
+
+def test_import_refuses_a_dangling_superseded_by_before_writing(
+    mem: Memory, tmp_path: Path
+) -> None:
+    import io
+    import json
+
+    from orcamem import InvalidInputError
+
+    old = mem.remember("Lives in Pune", category="state")
+    new = mem.remember("Lives in Bangalore", category="state")
+    mem.store.update_memory(
+        "default", old.id, MemoryUpdate(active=False, superseded_by=new.id), "2026-11-01T10:00Z"
+    )
+    out = io.StringIO()
+    mem.export(out)
+    header, first, second = out.getvalue().splitlines()
+    assert json.loads(first)["superseded_by"] == new.id
+    with Memory(tmp_path / "other.db") as target:
+        with pytest.raises(InvalidInputError, match=f"line 2: memory {old.id} has superseded_by"):
+            target.import_jsonl([header, first])  # the 3-line export without its successor
+        assert target.facts(include_history=True) == [] and target.spaces() == []
+        assert target.import_jsonl([header, first, second])["memories"] == 2
+        pune = next(m for m in target.facts(include_history=True) if m.id == old.id)
+        assert pune.superseded_by == new.id
+        target.search("Where does the user live?")  # the read path follows it cleanly
