@@ -262,6 +262,22 @@ async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
+async def test_stdio_recall_survives_forgetting_the_superseding_state(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as mem:
+        mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+        mem.sleep()
+        mem.observe("user", "I moved to Bangalore.", occurred_at="2026-10-17T09:00:00Z")
+        mem.sleep()
+        (bangalore,) = mem.facts()
+    async with stdio_session([*SERVER, "--db", str(db)]) as session:
+        await ok(session, "orma_forget", state_id=bangalore.id)
+        block = text(await ok(session, "orma_recall", query="Where do I live?"))  # raised before
+        assert "I live in Pune.]" in block and "[outdated:" not in block
+        assert "home city: Bangalore" not in block  # the state is gone; its log line stays
+
+
+@pytest.mark.anyio
 async def test_stdio_facts_with_history_and_default_space(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with Memory(db, space="project:web") as mem:
