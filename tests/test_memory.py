@@ -249,3 +249,23 @@ def test_import_refuses_a_dangling_superseded_by_before_writing(
         pune = next(m for m in target.facts(include_history=True) if m.id == old.id)
         assert pune.superseded_by == new.id
         target.search("Where does the user live?")  # the read path follows it cleanly
+
+
+def test_import_under_fresh_ids_keeps_the_lineage_pointing_inside_the_space(
+    mem: Memory, tmp_path: Path
+) -> None:
+    import io
+
+    old = mem.remember("Lives in Pune", category="state")
+    new = mem.remember("Lives in Bangalore", category="state")
+    mem.store.update_memory(
+        "default", old.id, MemoryUpdate(active=False, superseded_by=new.id), "2026-11-01T10:00Z"
+    )
+    out = io.StringIO()
+    mem.export(out)
+    lines = out.getvalue().splitlines()
+    mem.import_jsonl(lines, space="copy")  # the ids are taken by "default": fresh ids here
+    copied = {m.content: m for m in mem.facts(space="copy", include_history=True)}
+    pune, bangalore = copied["Lives in Pune"], copied["Lives in Bangalore"]
+    assert {pune.id, bangalore.id}.isdisjoint({old.id, new.id})
+    assert (pune.active, pune.superseded_by) == (False, bangalore.id)  # was new.id: another space
