@@ -258,6 +258,24 @@ def test_remember_get_list_and_forget_memories(client: TestClient, mem: Memory) 
     assert_error(client.post("/api/memories", params=space, json=bad), 400, says="event_date")
 
 
+def test_search_survives_forgetting_the_state_that_superseded_another(
+    client: TestClient, mem: Memory
+) -> None:
+    mem.observe("user", "I live in Pune.", space="alice", occurred_at="2026-10-10T09:00:00Z")
+    mem.sleep(space="alice")
+    mem.observe("user", "I moved to Bangalore.", space="alice", occurred_at="2026-10-17T09:00:00Z")
+    mem.sleep(space="alice")
+    (bangalore,) = mem.facts(space="alice")
+    assert client.delete(f"/api/memories/{bangalore.id}", params={"space": "alice"}).is_success
+    got = client.get("/api/search", params={"space": "alice", "q": "where do I live?"})
+    assert got.status_code == 200, got.text  # was 404: the lineage pointed at the deleted state
+    assert any("Pune" in hit["text"] for hit in got.json()["hits"])
+    history = client.get("/api/facts", params={"space": "alice", "include_history": "true"})
+    assert [(f["value"], f["active"], f["superseded_by"]) for f in history.json()["facts"]] == [
+        ("Pune", False, None)
+    ]
+
+
 def test_facts_include_history_on_request(client: TestClient, mem: Memory) -> None:
     old = mem.remember("Alice lives in Pune.", space="alice", category="state")
     new = mem.remember("Alice lives in Berlin.", space="alice", category="state")

@@ -378,3 +378,54 @@ def test_a_sleeps_report_is_the_sum_of_its_batches_reports() -> None:
         "failed_batches": [],
         "waiting": None,
     }
+
+
+def test_forgetting_the_superseding_state_leaves_history_closed_and_search_working(
+    sleeper: Memory,
+) -> None:
+    say(sleeper, "I live in Pune.", "2026-10-10T09:00:00Z")
+    sleeper.sleep()
+    say(sleeper, "I moved to Bangalore.", "2026-10-17T09:00:00Z", "s2")
+    sleeper.sleep()
+    history = {m.value: m for m in sleeper.facts(include_history=True)}
+    pune, bangalore = history["Pune"], history["Bangalore"]
+    assert pune.superseded_by == bangalore.id
+
+    sleeper.forget(bangalore.id)
+
+    after = {m.value: m for m in sleeper.facts(include_history=True)}
+    assert set(after) == {"Pune"}
+    assert (after["Pune"].active, after["Pune"].superseded_by) == (False, None)  # closed, no dangle
+    assert sleeper.facts() == []
+    result = sleeper.search("Where do I live?")  # raised NotFoundError before
+    assert any("Pune" in hit.text for hit in result.hits)
+    block = sleeper.recall("Where do I live?")
+    assert "I live in Pune." in block and "[outdated: now Bangalore]" not in block
+
+
+def test_forgetting_a_middle_state_points_its_predecessor_at_the_current_one(
+    sleeper: Memory,
+) -> None:
+    say(sleeper, "I live in Pune.", "2026-10-10T09:00:00Z")
+    sleeper.sleep()
+    say(sleeper, "I moved to Bangalore.", "2026-10-17T09:00:00Z", "s2")
+    sleeper.sleep()
+    say(sleeper, "I moved to Mysore.", "2026-10-24T09:00:00Z", "s3")
+    sleeper.sleep()
+    history = {m.value: m for m in sleeper.facts(include_history=True)}
+    sleeper.forget(history["Bangalore"].id)
+    pune = next(m for m in sleeper.facts(include_history=True) if m.value == "Pune")
+    assert (pune.active, pune.superseded_by) == (False, history["Mysore"].id)
+    assert "I live in Pune. [outdated: now Mysore]" in sleeper.recall("Where do I live?")
+
+
+def test_a_dangling_superseded_by_never_breaks_the_read_path(sleeper: Memory) -> None:
+    say(sleeper, "I live in Pune.", "2026-10-10T09:00:00Z")
+    sleeper.sleep()
+    (pune,) = sleeper.facts()
+    with sleeper.store.writing() as conn:  # an older database's leftovers
+        conn.execute(
+            "UPDATE memories SET active = 0, superseded_by = 'mem-gone0000' WHERE id = ?",
+            (pune.id,),
+        )
+    assert "I live in Pune." in sleeper.recall("Where do I live?")

@@ -184,6 +184,11 @@ class TestOneServerForReads:
         assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
         message = await refused(session, "orma_forget", state_id="yesterday")
         assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
+        # an episode id beyond SQLite's range was an OverflowError: a bare "Error executing tool"
+        message = await refused(session, "orma_forget", state_id="ep-99999999999999999999")
+        assert "no episode 99999999999999999999 in space 'default'" in message
+        message = await refused(session, "orma_forget", state_id="ep-\u00b2")
+        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
         assert "orma_nothing" in await refused(session, "orma_nothing")
         # the session survives every failure, and nothing was written
         assert (await ok(session, "orma_facts")).structured_content["count"] == 0
@@ -254,6 +259,22 @@ async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None
         for field in ("category", "prohibited", "importance", "confidence", "source"):
             assert getattr(via_remember, field) == getattr(reference, field), field
             assert getattr(via_forbid, field) == getattr(reference, field), field
+
+
+@pytest.mark.anyio
+async def test_stdio_recall_survives_forgetting_the_superseding_state(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as mem:
+        mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+        mem.sleep()
+        mem.observe("user", "I moved to Bangalore.", occurred_at="2026-10-17T09:00:00Z")
+        mem.sleep()
+        (bangalore,) = mem.facts()
+    async with stdio_session([*SERVER, "--db", str(db)]) as session:
+        await ok(session, "orma_forget", state_id=bangalore.id)
+        block = text(await ok(session, "orma_recall", query="Where do I live?"))  # raised before
+        assert "I live in Pune.]" in block and "[outdated:" not in block
+        assert "home city: Bangalore" not in block  # the state is gone; its log line stays
 
 
 @pytest.mark.anyio

@@ -10,6 +10,7 @@ import pytest
 from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine import PackConfig, RecallConfig
+from orcamem.engine.store.base import MemoryUpdate
 
 
 def test_walkthrough_from_the_issue(mem: Memory, tmp_path: Path) -> None:
@@ -72,6 +73,26 @@ def test_forget_episode_removes_it_from_both_indexes(mem: Memory) -> None:
     assert episode.id not in ids
     with pytest.raises(NotFoundError, match="no episode"):
         mem.forget(episode.id)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("ep-99999999999999999999", "no episode 99999999999999999999"),  # was OverflowError
+        ("9" * 5000, "no episode 999"),  # int() refuses > 4300 digits
+        ("ep-9223372036854775808", "no episode 9223372036854775808"),  # 2**63
+        ("ep-\u00b2", "neither a memory id"),  # superscript two: was ValueError
+        ("ep-\u0661\u0662", "neither a memory id"),  # Arabic-Indic 12: deleted episode 12
+        ("\u0661\u0662", "neither a memory id"),
+    ],
+)
+def test_forget_accepts_only_ascii_episode_ids_in_range(mem: Memory, given: str, says: str) -> None:
+    episodes = [mem.add(f"Line number {n}.") for n in range(12)]
+    with pytest.raises(NotFoundError, match=says):
+        mem.forget(given)
+    assert [e.id for e in mem.iter_episodes()] == [e.id for e in episodes]  # nothing deleted
+    mem.forget("ep-0012")  # ASCII digits, leading zeros and all, still work
+    assert 12 not in [e.id for e in mem.iter_episodes()]
 
 
 def test_breakdown_explains_every_hit(mem: Memory) -> None:
@@ -201,3 +222,50 @@ def test_single_reads_stay_inside_their_space(mem: Memory) -> None:
     for read in (lambda: mem.episode(first.id, space="b"), lambda: mem.memory(fact.id, space="b")):
         with pytest.raises(NotFoundError):
             read()
+
+
+def test_import_refuses_a_dangling_superseded_by_before_writing(
+    mem: Memory, tmp_path: Path
+) -> None:
+    import io
+    import json
+
+    from orcamem import InvalidInputError
+
+    old = mem.remember("Lives in Pune", category="state")
+    new = mem.remember("Lives in Bangalore", category="state")
+    mem.store.update_memory(
+        "default", old.id, MemoryUpdate(active=False, superseded_by=new.id), "2026-11-01T10:00Z"
+    )
+    out = io.StringIO()
+    mem.export(out)
+    header, first, second = out.getvalue().splitlines()
+    assert json.loads(first)["superseded_by"] == new.id
+    with Memory(tmp_path / "other.db") as target:
+        with pytest.raises(InvalidInputError, match=f"line 2: memory {old.id} has superseded_by"):
+            target.import_jsonl([header, first])  # the 3-line export without its successor
+        assert target.facts(include_history=True) == [] and target.spaces() == []
+        assert target.import_jsonl([header, first, second])["memories"] == 2
+        pune = next(m for m in target.facts(include_history=True) if m.id == old.id)
+        assert pune.superseded_by == new.id
+        target.search("Where does the user live?")  # the read path follows it cleanly
+
+
+def test_import_under_fresh_ids_keeps_the_lineage_pointing_inside_the_space(
+    mem: Memory, tmp_path: Path
+) -> None:
+    import io
+
+    old = mem.remember("Lives in Pune", category="state")
+    new = mem.remember("Lives in Bangalore", category="state")
+    mem.store.update_memory(
+        "default", old.id, MemoryUpdate(active=False, superseded_by=new.id), "2026-11-01T10:00Z"
+    )
+    out = io.StringIO()
+    mem.export(out)
+    lines = out.getvalue().splitlines()
+    mem.import_jsonl(lines, space="copy")  # the ids are taken by "default": fresh ids here
+    copied = {m.content: m for m in mem.facts(space="copy", include_history=True)}
+    pune, bangalore = copied["Lives in Pune"], copied["Lives in Bangalore"]
+    assert {pune.id, bangalore.id}.isdisjoint({old.id, new.id})
+    assert (pune.active, pune.superseded_by) == (False, bangalore.id)  # was new.id: another space

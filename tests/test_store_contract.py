@@ -3,6 +3,8 @@ markdown, objects) must pass these tests through the ``store`` fixture."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -158,8 +160,22 @@ def test_memories_lifecycle(ready: Store) -> None:
         ready.get_memory("b", second.id)
     ready.delete_memory("a", second.id)
     assert ready.vector_memories("a", unit(21), 5) == []
+    kept = ready.get_memory("a", first.id)  # what it superseded stays closed, pointing nowhere
+    assert (kept.active, kept.superseded_by) == (False, None)
     with pytest.raises(NotFoundError):
         ready.delete_memory("a", second.id)
+
+
+def test_deleting_a_middle_state_relinks_its_predecessor(ready: Store) -> None:
+    ids = [
+        ready.put_memory(NewMemory(space="a", content=f"Lives in {city}"), unit(n), "test", NOW).id
+        for n, city in enumerate(("Pune", "Bangalore", "Mysore"), start=30)
+    ]
+    for older, newer in itertools.pairwise(ids):
+        ready.update_memory("a", older, MemoryUpdate(active=False, superseded_by=newer), NOW)
+    ready.delete_memory("a", ids[1])
+    pune = ready.get_memory("a", ids[0])
+    assert (pune.active, pune.superseded_by) == (False, ids[2])
 
 
 def test_prohibited_filter(ready: Store) -> None:

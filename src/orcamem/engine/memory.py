@@ -50,7 +50,7 @@ from .ingest import prepare_writes
 from .keys import ApiKeys
 from .sleeper import Sleeper
 from .store import SQLiteStore
-from .store.base import SpaceInfo, Store
+from .store.base import MemoryUpdate, SpaceInfo, Store
 
 __all__ = ["BuiltContext", "Memory"]
 
@@ -60,6 +60,7 @@ Progress = Callable[[int, int], None]
 EXPORT_FORMAT = "orcamem-export"
 EXPORT_VERSION = 1
 _BATCH = 512
+_MAX_EPISODE_ID = 2**63 - 1  # SQLite's largest INTEGER
 
 
 @dataclass(frozen=True)
@@ -444,12 +445,18 @@ class Memory:
             self.store.delete_memory(space, key)
             return
         number = key[3:] if key.startswith("ep-") else key
-        if not number.isdigit():
+        # ASCII digits only: str.isdigit() also accepts "²" and "١٢" (Arabic-Indic twelve)
+        if not (number.isascii() and number.isdigit()):
             raise NotFoundError(
                 f"{memory_or_episode_id!r} is neither a memory id (mem-xxxxxxxx) "
                 "nor an episode id (ep-12 or 12)"
             )
-        self.store.delete_episode(space, int(number))
+        digits = number.lstrip("0") or "0"
+        # beyond SQLite's integer range (checked on the text: int() refuses >4300 digits)
+        if len(digits) > 19 or int(digits) > _MAX_EPISODE_ID:
+            named = digits if len(digits) <= 40 else f"{digits[:37]}..."
+            raise NotFoundError(f"no episode {named} in space {space!r}")
+        self.store.delete_episode(space, int(digits))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -638,6 +645,7 @@ class Memory:
         lines = validate_items(lines, what="lines", of="export lines (strings)")
         episodes: list[dict[str, Any]] = []
         memories: list[dict[str, Any]] = []
+        memory_lines: list[int] = []
         for number, raw in enumerate(lines, start=1):
             if not isinstance(raw, (str, bytes, bytearray)):
                 raise InvalidInputError(
@@ -662,6 +670,7 @@ class Memory:
                 episodes.append(record)
             elif kind == "memory":
                 memories.append(record)
+                memory_lines.append(number)
             elif kind != EXPORT_FORMAT:
                 raise InvalidInputError(f"line {number}: unknown record type {kind!r}")
         prepared = []
@@ -707,6 +716,7 @@ class Memory:
                     f"memory {data.get('id')} is malformed ({exc}); nothing was imported"
                 ) from None
             records.append(record)
+        self._check_lineage(target, records, memory_lines)
         self._ready_for_write(target)
         id_map: dict[int, int] = {}
         added = skipped = 0
@@ -738,6 +748,7 @@ class Memory:
                 progress(added + skipped, len(prepared) + len(memories))
         restored = 0
         renamed: dict[str, str] = {}
+        pointing: list[tuple[str, str]] = []
         for record in records:
             cited = []
             for old_episode, seq in cited_positions[record.id]:
@@ -758,7 +769,31 @@ class Memory:
             restored += 1
             if stored_as != record.id:
                 renamed[record.id] = stored_as
+            if record.superseded_by:
+                pointing.append((stored_as, record.superseded_by))
+        for stored_as, successor in pointing:  # a successor renamed after its predecessor
+            if successor in renamed:
+                self.store.update_memory(
+                    target, stored_as, MemoryUpdate(superseded_by=renamed[successor]),
+                    stamp(self.clock),
+                )  # fmt: skip
         return {"episodes": added, "memories": restored, "skipped": skipped}
+
+    def _check_lineage(
+        self, space: str, records: Sequence[MemoryRecord], numbers: Sequence[int]
+    ) -> None:
+        """Refuse an import whose ``superseded_by`` points at a memory that is neither in the
+        file nor already in ``space`` (it would dangle); names the first such line."""
+        in_file = {record.id for record in records}
+        wanted = {r.superseded_by for r in records if r.superseded_by} - in_file
+        present = {m.id for m in self.store.memories_by_id(space, sorted(wanted))}
+        for number, record in zip(numbers, records, strict=True):
+            successor = record.superseded_by
+            if successor and successor not in in_file and successor not in present:
+                raise InvalidInputError(
+                    f"line {number}: memory {record.id} has superseded_by {shown(successor)}, "
+                    f"which is neither in the file nor in space {space!r}; nothing was imported"
+                )
 
     def sleep(
         self,

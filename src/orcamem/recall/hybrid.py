@@ -382,15 +382,29 @@ def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
     episode_of = {row.id: row.episode_id for row in rows}
     current: dict[int, str] = {}
     for line, memory_id in newer.items():
-        memory = store.get_memory(space, memory_id)
-        for _ in range(32):  # follow the lineage to today's value (bounded)
-            if memory.active or not memory.superseded_by:
-                break
-            memory = store.get_memory(space, memory.superseded_by)
-        current[episode_of[line]] = memory.value or memory.content
+        memory = _lineage_end(store, space, memory_id)
+        if memory is not None and line in episode_of:
+            current[episode_of[line]] = memory.value or memory.content
     for hit in hits:
         if hit.episode_id in current:
             hit.outdated_by = current[hit.episode_id]
+
+
+def _lineage_end(store: CandidateSource, space: str, memory_id: str) -> MemoryRecord | None:
+    """The memory a lineage leads to from ``memory_id`` (bounded; never raises on the read
+    path): ``None`` when ``memory_id`` is missing, else the last memory that exists."""
+    found = store.memories_by_id(space, [memory_id])
+    if not found:
+        return None
+    memory = found[0]
+    for _ in range(32):  # follow the lineage to today's value (bounded)
+        if memory.active or not memory.superseded_by:
+            break
+        following = store.memories_by_id(space, [memory.superseded_by])
+        if not following:  # a dangling pointer (e.g. an old database): stop where it breaks
+            break
+        memory = following[0]
+    return memory
 
 
 def _rules(store: CandidateSource, space: str, query: str, config: Config) -> list[Hit]:

@@ -710,15 +710,28 @@ class SQLiteStore:
         return self.get_memory(space, memory_id)
 
     def delete_memory(self, space: str, memory_id: str) -> None:
+        """Delete one memory and repair the lineage through it, in one transaction.
+
+        The memories it superseded stay closed (``active = 0``, history); their
+        ``superseded_by`` moves on to what the deleted one was superseded by, or becomes
+        ``NULL`` when it was current, so no pointer is left dangling.
+        """
         with self.writing() as conn:
-            deleted = conn.execute(
-                "DELETE FROM memories WHERE space = ? AND id = ?", (space, memory_id)
-            ).rowcount
-            if not deleted:
+            row = conn.execute(
+                "SELECT superseded_by FROM memories WHERE space = ? AND id = ?",
+                (space, memory_id),
+            ).fetchone()
+            if row is None:
                 raise NotFoundError(
                     f"no memory {memory_id!r} in space {space!r}: list them with "
                     "`orcamem facts --history`"
                 )
+            successor = row[0] if row[0] != memory_id else None
+            conn.execute(
+                "UPDATE memories SET superseded_by = ? WHERE space = ? AND superseded_by = ?",
+                (successor, space, memory_id),
+            )
+            conn.execute("DELETE FROM memories WHERE space = ? AND id = ?", (space, memory_id))
             conn.execute(
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)
             )
