@@ -132,6 +132,84 @@ def test_corrupt_sqlite_file(tmp_path: Path) -> None:
         Memory(path)
 
 
+ORCA_APPLICATION_ID = 0x4F52434D  # "ORCM", docs/storage.md
+
+
+def _application_id(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA application_id").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _foreign_db(path: Path, *, app_id: int = 0, schema_version_table: bool = False) -> bytes:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices VALUES (1, 99.5)")
+    if schema_version_table:  # a common name: not proof of orcamem
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, note TEXT)")
+        conn.execute("INSERT INTO schema_version VALUES (1, 'invoices v1')")
+    if app_id:
+        conn.execute(f"PRAGMA application_id = {app_id}")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("app_id", "schema_version_table"),
+    [(0, False), (0, True), (0x12345678, False), (0x12345678, True)],
+)
+def test_another_applications_sqlite_file_is_refused_unchanged(
+    tmp_path: Path, app_id: int, schema_version_table: bool
+) -> None:
+    path = tmp_path / "invoices.db"
+    before = _foreign_db(path, app_id=app_id, schema_version_table=schema_version_table)
+    with pytest.raises(CorruptStoreError, match="another application's SQLite database") as info:
+        Memory(path)
+    message = str(info.value)
+    assert str(path) in message and "invoices" in message and "another file" in message
+    assert path.read_bytes() == before
+    assert not (tmp_path / "invoices.db-wal").exists()
+
+
+def test_new_database_gets_orcamem_application_id(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Memory(path) as mem:
+        mem.add("a note")
+    assert _application_id(path) == ORCA_APPLICATION_ID
+    with Memory(path) as mem:  # and opens again
+        assert mem.stats()["episodes"] == 1
+
+
+def test_database_from_before_application_id_opens_and_gets_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Memory(path) as mem:
+        mem.add("written by an older orcamem")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 0")  # what orcamem wrote before the id existed
+    conn.commit()
+    conn.close()
+    assert _application_id(path) == 0
+    with Memory(path) as mem:
+        assert mem.stats()["episodes"] == 1
+    assert _application_id(path) == ORCA_APPLICATION_ID
+
+
+def test_sqlite_file_without_tables_becomes_an_orcamem_store(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE scratch (x)")
+    conn.execute("DROP TABLE scratch")
+    conn.commit()
+    conn.close()
+    assert path.stat().st_size > 0
+    with Memory(path) as mem:
+        mem.add("a note")
+    assert _application_id(path) == ORCA_APPLICATION_ID
+
+
 def test_directory_as_path(tmp_path: Path) -> None:
     with pytest.raises(CorruptStoreError, match="directory"):
         Memory(tmp_path)
