@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from orcamem import (
     CorruptStoreError,
@@ -24,6 +26,7 @@ from orcamem import (
     ReadOnlyStoreError,
     SchemaTooNewError,
 )
+from orcamem._kernel.names import SPACE
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
@@ -105,6 +108,71 @@ def test_bad_item_in_a_batch_writes_nothing_of_that_batch(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match="item 10"):
         mem.add_many(items)
     assert mem.stats()["episodes"] == 0
+
+
+def test_occurred_at_before_year_1000_is_stored_with_a_four_digit_year(mem: Memory) -> None:
+    episode = mem.add("The abbey was founded.", occurred_at="0999-01-01T00:00:00Z")
+    assert episode.occurred_at == "0999-01-01T00:00:00.000000Z"
+    assert mem.episode(episode.id).occurred_at == "0999-01-01T00:00:00.000000Z"
+    hits = mem.search("abbey founded").hits
+    assert hits and "abbey" in hits[0].text
+
+
+@pytest.mark.parametrize("value", ["0000-01-01T00:00:00Z", "9999-12-31T23:59:59-05:00"])
+def test_occurred_at_outside_years_0001_to_9999_is_refused(mem: Memory, value: str) -> None:
+    with pytest.raises(InvalidInputError, match="0001-9999"):
+        mem.add("x", occurred_at=value)
+    assert mem.stats()["episodes"] == 0
+
+
+MEMORY_PROPERTY = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+ISO_LIKE = st.builds(
+    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
+    st.integers(0, 10000),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 24),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.sampled_from(["Z", "", "+00:00", "+14:00", "-23:59", "+24:00", "x"]),
+)
+
+
+@MEMORY_PROPERTY
+@given(value=st.one_of(ISO_LIKE, st.text(max_size=40)))
+@example(value="0999-01-01T00:00:00Z")
+@example(value="0001-01-01T00:00:00+01:00")
+def test_any_occurred_at_is_accepted_or_refused_with_an_orcamem_error(
+    mem: Memory, value: str
+) -> None:
+    try:
+        episode = mem.add("a dated note", occurred_at=value)
+    except OrcamemError:
+        return
+    assert mem.episode(episode.id).occurred_at == episode.occurred_at
+    assert len(episode.occurred_at) == len("2026-10-17T09:30:00.000000Z")
+
+
+@MEMORY_PROPERTY
+@given(
+    space=st.one_of(
+        st.text(max_size=140), st.from_regex(SPACE.pattern, fullmatch=True), st.just("..")
+    )
+)
+def test_any_space_name_is_accepted_or_refused_with_an_orcamem_error(
+    mem: Memory, space: str
+) -> None:
+    try:
+        mem.add("a note in some space", space=space)
+    except OrcamemError:
+        assert not SPACE.ok(space)
+        return
+    assert SPACE.ok(space)
+    assert mem.stats(space=space)["episodes"] >= 1
 
 
 def test_blank_query(mem: Memory) -> None:
