@@ -125,6 +125,22 @@ def test_occurred_at_outside_years_0001_to_9999_is_refused(mem: Memory, value: s
     assert mem.stats()["episodes"] == 0
 
 
+@pytest.mark.parametrize(
+    ("said_at", "zone_name", "day"),
+    [
+        ("0001-01-01T00:00:00Z", "America/New_York", "0001-01-01"),  # no local day before it
+        ("9999-12-31T23:00:00Z", "Asia/Tokyo", "9999-12-31"),  # nor after this one
+        ("0999-06-01T12:00:00Z", "Asia/Kolkata", "0999-06-01"),
+    ],
+)
+def test_the_local_day_of_a_time_at_the_ends_of_the_calendar(
+    said_at: str, zone_name: str, day: str
+) -> None:
+    from orcamem.engine.consolidate.anchor import local_day, zone
+
+    assert local_day(said_at, zone(zone_name)).isoformat() == day
+
+
 MEMORY_PROPERTY = settings(
     max_examples=60,
     deadline=None,
