@@ -281,6 +281,20 @@ def test_database_from_before_application_id_opens_and_gets_it(tmp_path: Path) -
     assert _application_id(path) == ORCA_APPLICATION_ID
 
 
+def test_another_applications_wal_mode_file_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "invoices.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(CorruptStoreError, match="another application's"):
+        Memory(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["invoices.db"]
+
+
 def test_sqlite_file_without_tables_becomes_an_orcamem_store(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     conn = sqlite3.connect(path)
