@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from orcamem import (
     CorruptStoreError,
@@ -24,6 +26,7 @@ from orcamem import (
     ReadOnlyStoreError,
     SchemaTooNewError,
 )
+from orcamem._kernel.names import SPACE
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
@@ -107,6 +110,87 @@ def test_bad_item_in_a_batch_writes_nothing_of_that_batch(mem: Memory) -> None:
     assert mem.stats()["episodes"] == 0
 
 
+def test_occurred_at_before_year_1000_is_stored_with_a_four_digit_year(mem: Memory) -> None:
+    episode = mem.add("The abbey was founded.", occurred_at="0999-01-01T00:00:00Z")
+    assert episode.occurred_at == "0999-01-01T00:00:00.000000Z"
+    assert mem.episode(episode.id).occurred_at == "0999-01-01T00:00:00.000000Z"
+    hits = mem.search("abbey founded").hits
+    assert hits and "abbey" in hits[0].text
+
+
+@pytest.mark.parametrize("value", ["0000-01-01T00:00:00Z", "9999-12-31T23:59:59-05:00"])
+def test_occurred_at_outside_years_0001_to_9999_is_refused(mem: Memory, value: str) -> None:
+    with pytest.raises(InvalidInputError, match="0001-9999"):
+        mem.add("x", occurred_at=value)
+    assert mem.stats()["episodes"] == 0
+
+
+@pytest.mark.parametrize(
+    ("said_at", "zone_name", "day"),
+    [
+        ("0001-01-01T00:00:00Z", "America/New_York", "0001-01-01"),  # no local day before it
+        ("9999-12-31T23:00:00Z", "Asia/Tokyo", "9999-12-31"),  # nor after this one
+        ("0999-06-01T12:00:00Z", "Asia/Kolkata", "0999-06-01"),
+    ],
+)
+def test_the_local_day_of_a_time_at_the_ends_of_the_calendar(
+    said_at: str, zone_name: str, day: str
+) -> None:
+    from orcamem.engine.consolidate.anchor import local_day, zone
+
+    assert local_day(said_at, zone(zone_name)).isoformat() == day
+
+
+MEMORY_PROPERTY = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+ISO_LIKE = st.builds(
+    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
+    st.integers(0, 10000),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 24),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.sampled_from(["Z", "", "+00:00", "+14:00", "-23:59", "+24:00", "x"]),
+)
+
+
+@MEMORY_PROPERTY
+@given(value=st.one_of(ISO_LIKE, st.text(max_size=40)))
+@example(value="0999-01-01T00:00:00Z")
+@example(value="0001-01-01T00:00:00+01:00")
+def test_any_occurred_at_is_accepted_or_refused_with_an_orcamem_error(
+    mem: Memory, value: str
+) -> None:
+    try:
+        episode = mem.add("a dated note", occurred_at=value)
+    except OrcamemError:
+        return
+    assert mem.episode(episode.id).occurred_at == episode.occurred_at
+    assert len(episode.occurred_at) == len("2026-10-17T09:30:00.000000Z")
+
+
+@MEMORY_PROPERTY
+@given(
+    space=st.one_of(
+        st.text(max_size=140), st.from_regex(SPACE.pattern, fullmatch=True), st.just("..")
+    )
+)
+def test_any_space_name_is_accepted_or_refused_with_an_orcamem_error(
+    mem: Memory, space: str
+) -> None:
+    try:
+        mem.add("a note in some space", space=space)
+    except OrcamemError:
+        assert not SPACE.ok(space)
+        return
+    assert SPACE.ok(space)
+    assert mem.stats(space=space)["episodes"] >= 1
+
+
 def test_blank_query(mem: Memory) -> None:
     with pytest.raises(InvalidInputError, match="query"):
         mem.search("  ")
@@ -130,6 +214,98 @@ def test_corrupt_sqlite_file(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptStoreError, match="not a usable orcamem database"):
         Memory(path)
+
+
+ORCA_APPLICATION_ID = 0x4F52434D  # "ORCM", docs/storage.md
+
+
+def _application_id(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA application_id").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _foreign_db(path: Path, *, app_id: int = 0, schema_version_table: bool = False) -> bytes:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices VALUES (1, 99.5)")
+    if schema_version_table:  # a common name: not proof of orcamem
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, note TEXT)")
+        conn.execute("INSERT INTO schema_version VALUES (1, 'invoices v1')")
+    if app_id:
+        conn.execute(f"PRAGMA application_id = {app_id}")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("app_id", "schema_version_table"),
+    [(0, False), (0, True), (0x12345678, False), (0x12345678, True)],
+)
+def test_another_applications_sqlite_file_is_refused_unchanged(
+    tmp_path: Path, app_id: int, schema_version_table: bool
+) -> None:
+    path = tmp_path / "invoices.db"
+    before = _foreign_db(path, app_id=app_id, schema_version_table=schema_version_table)
+    with pytest.raises(CorruptStoreError, match="another application's SQLite database") as info:
+        Memory(path)
+    message = str(info.value)
+    assert str(path) in message and "invoices" in message and "another file" in message
+    assert path.read_bytes() == before
+    assert not (tmp_path / "invoices.db-wal").exists()
+
+
+def test_new_database_gets_orcamem_application_id(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Memory(path) as mem:
+        mem.add("a note")
+    assert _application_id(path) == ORCA_APPLICATION_ID
+    with Memory(path) as mem:  # and opens again
+        assert mem.stats()["episodes"] == 1
+
+
+def test_database_from_before_application_id_opens_and_gets_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with Memory(path) as mem:
+        mem.add("written by an older orcamem")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 0")  # what orcamem wrote before the id existed
+    conn.commit()
+    conn.close()
+    assert _application_id(path) == 0
+    with Memory(path) as mem:
+        assert mem.stats()["episodes"] == 1
+    assert _application_id(path) == ORCA_APPLICATION_ID
+
+
+def test_another_applications_wal_mode_file_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "invoices.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(CorruptStoreError, match="another application's"):
+        Memory(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["invoices.db"]
+
+
+def test_sqlite_file_without_tables_becomes_an_orcamem_store(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE scratch (x)")
+    conn.execute("DROP TABLE scratch")
+    conn.commit()
+    conn.close()
+    assert path.stat().st_size > 0
+    with Memory(path) as mem:
+        mem.add("a note")
+    assert _application_id(path) == ORCA_APPLICATION_ID
 
 
 def test_directory_as_path(tmp_path: Path) -> None:

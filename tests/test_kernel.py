@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -16,8 +17,16 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from orcamem import InvalidInputError, ReadOnlyStoreError, StoreError, TransientError
+from orcamem import (
+    InvalidInputError,
+    OrcamemError,
+    ReadOnlyStoreError,
+    StoreError,
+    TransientError,
+)
 from orcamem._kernel import http, llm
 from orcamem._kernel.clock import format_time, parse_time
 from orcamem._kernel.files import (
@@ -30,6 +39,7 @@ from orcamem._kernel.files import (
 )
 from orcamem._kernel.jobs import queue
 from orcamem._kernel.llm import NOTHING, is_nothing, schema_errors
+from orcamem._kernel.model import validate_time
 from servers import serve
 
 # -- NOTHING ------------------------------------------------------------------------------------
@@ -221,6 +231,71 @@ def test_one_stamp_in_microseconds_or_the_markdown_stores_milliseconds() -> None
     assert parse_time(format_time(moment, digits=3)) == moment.replace(microsecond=987000)
     with pytest.raises(InvalidInputError, match="digits=2"):
         format_time(moment, digits=2)  # type: ignore[arg-type]
+
+
+def test_the_stamp_always_has_a_four_digit_year() -> None:
+    assert format_time(datetime(999, 1, 1, tzinfo=timezone.utc)) == "0999-01-01T00:00:00.000000Z"
+    assert format_time(datetime(1, 2, 3, 4, 5, 6, 7), digits=3) == "0001-02-03T04:05:06.000Z"
+    assert format_time(datetime(9999, 12, 31, 23, 59, 59, 999999)) == (
+        "9999-12-31T23:59:59.999999Z"
+    )
+    assert validate_time("0999-01-01T00:00:00Z") == "0999-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0000-01-01T00:00:00Z",  # year 0
+        "-0001-01-01T00:00:00Z",
+        "10000-01-01T00:00:00Z",
+        "0001-01-01T00:00:00+01:00",  # before year 1 in UTC
+        "9999-12-31T23:59:59-01:00",  # after 9999 in UTC
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+    ],
+)
+def test_times_outside_the_years_0001_to_9999_are_refused(value: str | datetime) -> None:
+    with pytest.raises(InvalidInputError, match="0001-9999"):
+        validate_time(value)
+
+
+STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+ISO_LIKE = st.builds(
+    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
+    st.integers(0, 10000),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 25),
+    st.integers(0, 60),
+    st.integers(0, 60),
+    st.sampled_from(["Z", "", "z", "+00:00", "+14:00", "-23:59", "+24:00", ".5Z", " "]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        ISO_LIKE,
+        st.text(),
+        st.datetimes(timezones=st.one_of(st.none(), st.timezones())),
+        st.integers(),
+        st.none(),
+    )
+)
+@example("0999-01-01T00:00:00Z")
+@example("0001-01-01T00:00:00+00:01")
+def test_any_occurred_at_is_stored_fixed_width_or_refused_with_an_orcamem_error(
+    value: object,
+) -> None:
+    try:
+        stored = validate_time(value)  # type: ignore[arg-type]
+    except OrcamemError:
+        return
+    if value is None:
+        assert stored is None
+        return
+    assert stored is not None and STORED_TIME.fullmatch(stored), stored
+    assert validate_time(stored) == stored  # stored form is a fixed point
+    assert format_time(parse_time(stored)) == stored
 
 
 def test_stable_ids_are_the_ones_already_on_disk() -> None:

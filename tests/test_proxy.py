@@ -31,12 +31,15 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import OpenAI
 
 from orcamem import Memory
+from orcamem._kernel.names import SPACE
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http import proxy as proxy_module
-from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install
+from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install, user_space
 from servers import serve
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
@@ -328,17 +331,59 @@ def test_space_comes_from_the_header_then_the_user_field_then_default(
     assert {e.session_id for e in episodes if e.kind == "turn"} == {"case-1", "case-2"}
 
 
-def test_an_invalid_space_name_is_a_400_and_nothing_is_forwarded(stub: Stub, proxy: str) -> None:
+def test_an_invalid_space_header_is_a_400_and_nothing_is_forwarded(stub: Stub, proxy: str) -> None:
     message = {"messages": [{"role": "user", "content": "hi"}]}
     bad_header = httpx.post(
         f"{proxy}/v1/chat/completions", json=message, headers={"x-orma-space": "../etc"}
     )
-    bad_user = httpx.post(f"{proxy}/v1/chat/completions", json={**message, "user": "a b"})
-    for reply in (bad_header, bad_user):
-        assert reply.status_code == 400
-        assert reply.json()["error"]["type"] == "InvalidSpaceError"
-    assert "'user' field" in bad_user.json()["error"]["message"]
+    assert bad_header.status_code == 400
+    assert bad_header.json()["error"]["type"] == "InvalidSpaceError"
     assert stub.requests == []
+
+
+def test_a_free_text_user_field_maps_to_a_stable_space(mem: Memory, stub: Stub, proxy: str) -> None:
+    space = user_space("John Smith")
+    assert space == "user:john-smith-ef61a579c907"
+    mem.add("The secret word of John is heron.", space=space)
+    question = {"role": "user", "content": "What is the secret word?"}
+    for number in range(2):  # the same value, the same space, every time
+        reply = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            json={"messages": [question], "user": "John Smith"},
+            headers={"x-orcamem-session": f"john-{number}"},
+        )
+        assert reply.status_code == 200, reply.text
+        assert reply.headers["x-orcamem-space"] == space
+        assert "heron" in stub.chats()[-1]["messages"][0]["content"]
+    wait_for(lambda: ("user", question["content"]) in turns(mem, space))
+    assert turns(mem, "default") == []  # not the fallback space
+
+
+@pytest.mark.parametrize(
+    ("user", "space"),
+    [
+        ("user_bob", "user_bob"),  # a valid space name is kept as it is
+        ("alice@example.com", "alice@example.com"),
+        ("John Smith", "user:john-smith-ef61a579c907"),
+        ("Zoë Ünïcode", "user:zoe-unicode-336333107ec8"),
+        ("日本語", "user:77710aedc74e"),  # nothing to slug: the hash alone
+        ("..", "user:5ec1f7e700f3"),
+    ],
+)
+def test_user_space_keeps_valid_names_and_slugs_the_rest(user: str, space: str) -> None:
+    assert user_space(user) == space
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.from_regex(SPACE.pattern, fullmatch=True)))
+def test_any_user_value_maps_to_a_valid_space_deterministically(user: str) -> None:
+    space = user_space(user)
+    assert SPACE.ok(space)
+    assert user_space(user) == space
+    if SPACE.ok(user):
+        assert space == user
+    else:
+        assert space.startswith("user:")
 
 
 def test_a_recall_failure_forwards_without_memory_and_warns(

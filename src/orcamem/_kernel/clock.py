@@ -50,14 +50,19 @@ def format_time(moment: datetime, *, digits: Literal[3, 6] = 6) -> str:
 
     ``digits``: of the fraction of a second, cut (not rounded) to 3 for the millisecond stamps
     the Markdown store's files and log are specified with (``2026-10-17T09:30:00.000Z``).
-    A naive ``moment`` is taken as UTC.
+    A naive ``moment`` is taken as UTC. The year is always four digits (``0999-01-01T…``), so
+    every year datetime holds (1–9999) keeps the fixed width.
     """
     if digits not in (3, 6):
         raise InvalidInputError(f"digits={digits!r}: use 6 (microseconds) or 3 (milliseconds)")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
-    return text[: len(text) - 6 + digits] + "Z"
+    m = moment.astimezone(timezone.utc)
+    fraction = f"{m.microsecond:06d}"[:digits]
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{fraction}Z"
+    )
 
 
 def stamp(clock: Clock) -> str:

@@ -18,6 +18,8 @@ __all__ = [
     "EPISODE_KINDS",
     "MAX_ID_CHARS",
     "MAX_TEXT_BYTES",
+    "MAX_YEAR",
+    "MIN_YEAR",
     "SOURCES",
     "Episode",
     "Hit",
@@ -41,6 +43,9 @@ __all__ = [
 DEFAULT_SPACE = "default"
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_ID_CHARS = 256
+MIN_YEAR = 1
+MAX_YEAR = 9999
+"""The years a stored time may have (UTC, written with four digits): what ``datetime`` holds."""
 EPISODE_KINDS = ("turn", "note", "document", "tool")
 SOURCES = ("explicit", "inferred", "automatic")
 CATEGORIES = ("fact", "preference", "state", "event", "rule", "decision", "note")
@@ -214,8 +219,11 @@ def validate_messages(messages: Any, *, what: str = "messages") -> list[dict[str
 def validate_time(value: str | datetime | None, *, what: str = "occurred_at") -> str | None:
     """Normalise a time to stored form, or ``None`` when absent.
 
+    The allowed range is the years 0001–9999 in UTC (stored with a four-digit year); a time
+    whose UTC form falls outside it (``0001-01-01T00:00:00+01:00``) is refused.
+
     Raises:
-        InvalidInputError: when the value is not an ISO-8601 time.
+        InvalidInputError: when the value is not an ISO-8601 time, or not within 0001–9999 UTC.
     """
     if value is None:
         return None
@@ -225,11 +233,21 @@ def validate_time(value: str | datetime | None, *, what: str = "occurred_at") ->
             "'2026-10-17T09:30:00Z' or a datetime"
         )
     try:
-        return format_time(parse_time(value))
+        moment = parse_time(value)
+    except OverflowError:
+        moment = None
     except (ValueError, TypeError):
         raise InvalidInputError(
-            f"{what}={shown(value)} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z'"
+            f"{what}={shown(value)} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z' "
+            f"(years {MIN_YEAR:04d}-{MAX_YEAR})"
         ) from None
+    if moment is None or not MIN_YEAR <= moment.year <= MAX_YEAR:
+        raise InvalidInputError(
+            f"{what}={shown(value)} is outside the years {MIN_YEAR:04d}-{MAX_YEAR} (UTC) that "
+            "orcamem stores: pass a time between '0001-01-01T00:00:00Z' and "
+            "'9999-12-31T23:59:59Z'"
+        )
+    return format_time(moment)
 
 
 def digest(text: str) -> str:

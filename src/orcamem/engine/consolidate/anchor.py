@@ -47,8 +47,16 @@ def zone(name: str) -> ZoneInfo:
 
 
 def local_day(said_at: str | datetime, tz: ZoneInfo) -> date:
-    """The calendar day in the user's zone at the moment a line was said."""
-    return parse_time(said_at).astimezone(tz).date()
+    """The calendar day in the user's zone at the moment a line was said.
+
+    At the ends of the calendar (``0001-01-01`` west of UTC, ``9999-12-31`` east of it) the
+    local day does not exist in ``datetime``: the UTC day is used.
+    """
+    moment = parse_time(said_at)
+    try:
+        return moment.astimezone(tz).date()
+    except OverflowError:
+        return moment.date()
 
 
 def find_when(text: str) -> str:

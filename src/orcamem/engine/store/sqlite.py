@@ -36,9 +36,18 @@ from .migrations import LATEST, MIGRATIONS
 from .notes import SQLiteNotes
 from .vector_index import VectorIndex, encode_vector
 
-__all__ = ["SQLiteStore"]
+__all__ = ["APPLICATION_ID", "SQLiteStore"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+APPLICATION_ID = 0x4F52434D
+"""``PRAGMA application_id`` of every orcamem database: ``0x4F52434D``, ASCII ``ORCM``.
+
+Set on every file orcamem creates or migrates. A non-empty SQLite file that has tables but
+neither this id nor orcamem's own ``schema_version`` table is another application's and is
+refused unmodified (files from orcamem versions before the id have ``application_id`` 0 and
+orcamem's tables: they open and get the id).
+"""
 
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
@@ -117,6 +126,8 @@ class SQLiteStore:
                 timeout=busy_timeout_ms / 1000,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.path != ":memory:":
+                self._check_owner(self._conn, self.path)
             mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if self.path != ":memory:" and mode.lower() != "wal":
                 raise ReadOnlyStoreError(f"cannot switch {self.path} to WAL mode (got {mode})")
@@ -165,6 +176,40 @@ class SQLiteStore:
                 "ORCA_HOME or path="
             )
 
+    @staticmethod
+    def _check_owner(conn: sqlite3.Connection, path: str) -> None:
+        """Refuse, before anything is written, an SQLite file that another application owns.
+
+        Ours: ``application_id`` is :data:`APPLICATION_ID`, or the file has no tables yet, or
+        (written before the id existed) ``application_id`` is 0 and its ``schema_version``
+        table records orcamem's first migration.
+        """
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == APPLICATION_ID:
+            return
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        if app_id == 0 and not tables:
+            return
+        if app_id == 0 and "schema_version" in tables:
+            with suppress(sqlite3.Error):
+                row = conn.execute(
+                    "SELECT description FROM schema_version WHERE version = 1"
+                ).fetchone()
+                if row is not None and row[0] == MIGRATIONS[0][1]:
+                    return
+        shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+        owner = f"application_id 0x{app_id & 0xFFFFFFFF:08X}, " if app_id else ""
+        raise CorruptStoreError(
+            f"{path} is another application's SQLite database ({owner}tables: "
+            f"{shown or 'none'}), not an orcamem store; it was left unchanged: point orcamem "
+            "at another file (ORCA_HOME, --db, path=)"
+        )
+
     def _migrate(self) -> None:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
@@ -190,6 +235,8 @@ class SQLiteStore:
                     "INSERT INTO schema_version VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
                     (version, description),
                 )
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

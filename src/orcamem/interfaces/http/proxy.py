@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -47,13 +49,14 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..._kernel.env import openai_api_key
 from ..._kernel.http import async_client
+from ..._kernel.ids import sha256
 from ..._kernel.model import DEFAULT_SPACE
+from ..._kernel.names import SPACE
 from ..._kernel.text import message_text
 from ...engine.keys import Principal
 from ...engine.memory import Memory
 from ...errors import (
     InvalidInputError,
-    InvalidSpaceError,
     ModelError,
     UpstreamNotConfiguredError,
     UpstreamTimeoutError,
@@ -70,6 +73,7 @@ __all__ = [
     "UpstreamUnreachableError",
     "install",
     "router",
+    "user_space",
 ]
 
 log = logging.getLogger("orcamem.proxy")
@@ -261,15 +265,35 @@ def _space(headers: Mapping[str, str], payload: dict[str, Any], principal: Princ
         if value is not None:
             return principal.space(value.strip())
     user = payload.get("user")
-    if isinstance(user, str) and user:
-        try:
-            return principal.space(user)
-        except InvalidSpaceError as exc:
-            raise InvalidSpaceError(
-                f"the request's 'user' field names the memory space, and {exc}; or name the "
-                "space with the 'x-orma-space' header"
-            ) from None
+    if isinstance(user, str) and user.strip():
+        return principal.space(user_space(user))
     return principal.space(DEFAULT_SPACE)
+
+
+_SLUG_JUNK = re.compile(r"[^a-z0-9._@-]+")
+_SLUG_CHARS = 100
+
+
+def user_space(user: str) -> str:
+    """The space of an OpenAI ``user`` value: itself if it is a valid space name, else a slug.
+
+    A free-text value (``"John Smith"``, an e-mail with a ``+``…, anything over 128 characters)
+    maps deterministically to ``user:<slug>-<hash>``: the slug is the value lowercased, accents
+    dropped, every run of other characters turned into ``-`` (at most 100 characters), and the
+    hash the first 12 hex digits of the SHA-256 of the exact value, so two different values
+    never share a space. A value with nothing to slug (``"日本語"``) is ``user:<hash>``.
+
+    >>> user_space("user_alice")
+    'user_alice'
+    >>> user_space("John Smith")
+    'user:john-smith-ef61a579c907'
+    """
+    if SPACE.ok(user):
+        return user
+    ascii_text = unicodedata.normalize("NFKD", user).encode("ascii", "ignore").decode("ascii")
+    slug = _SLUG_JUNK.sub("-", ascii_text.lower())[:_SLUG_CHARS].strip("-.")
+    tag = sha256(user)[:12]
+    return SPACE.validate(f"user:{slug}-{tag}" if slug else f"user:{tag}")
 
 
 def _session(headers: Mapping[str, str]) -> str:
