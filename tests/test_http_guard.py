@@ -193,3 +193,22 @@ def test_host_allowed_rules() -> None:
     for bad in ("http://mem.lan", "*.lan", "", "a b"):
         with pytest.raises(InvalidInputError, match="allowed host"):
             ServerSettings(allowed_hosts=(bad,))
+
+
+@pytest.mark.parametrize(
+    "command", [["up", "--no-browser"], ["serve"], ["proxy"], ["mcp", "--http"]]
+)
+def test_allowed_host_reaches_the_settings(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app as cli
+    from orcamem.interfaces.http import server
+
+    ran: list[ServerSettings] = []
+    monkeypatch.setattr(server, "run", lambda _app, settings: ran.append(settings))
+    args = [*command, "--db", str(tmp_path / "m.db"), "--allowed-host", "a.lan"]
+    result = CliRunner().invoke(cli, [*args, "--allowed-host", "b.lan:8443"])
+    assert result.exit_code == 0, result.output
+    assert ran[0].allowed_hosts == ("a.lan", "b.lan:8443")

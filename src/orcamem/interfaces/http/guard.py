@@ -145,7 +145,7 @@ class HostGuard:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] != "http":  # no websocket routes: the router closes those
             await self.app(scope, receive, send)
             return
         settings, server = _settings(scope), _server(scope)
@@ -181,7 +181,7 @@ class Authenticate:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] != "http":  # no websocket routes: the router closes those
             await self.app(scope, receive, send)
             return
         keys = scope["app"].state.keys
