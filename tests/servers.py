@@ -45,3 +45,8 @@ def serve(app: Any, *, lifespan: str = "on") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+LOCAL_BASE = "http://127.0.0.1:8080"
+"""``TestClient(app, base_url=LOCAL_BASE)``: requests carry a loopback ``Host`` the server's
+DNS-rebinding check accepts (TestClient's default ``testserver`` is, rightly, refused)."""

@@ -28,7 +28,7 @@ from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
 from orcamem.interfaces.http.api import sleep as sleep_route
 from orcamem.recall.blocks.note import NOTE_FOOTER, NOTE_HEADER, NOTE_PREAMBLE, render_note
-from servers import serve
+from servers import LOCAL_BASE, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = "2026-11-01T10:00:00.000000Z"
@@ -43,7 +43,7 @@ def make_app(mem: Memory, **settings: Any) -> FastAPI:
 
 @pytest.fixture
 def client(mem: Memory) -> Iterator[TestClient]:
-    with TestClient(make_app(mem)) as test_client:
+    with TestClient(make_app(mem), base_url=LOCAL_BASE) as test_client:
         yield test_client
 
 
@@ -346,11 +346,11 @@ def test_sleep_uses_the_servers_model_never_the_requests(
         sleep_route, "make_chat_model", lambda upstream, model: calls.append((upstream, model))
     )
     mem.add("I moved to Berlin.")
-    with TestClient(make_app(mem)) as client:
+    with TestClient(make_app(mem), base_url=LOCAL_BASE) as client:
         client.post("/api/sleep", params={"model": "evil"}, json={"model": "evil"})
     assert calls == []
     app = make_app(mem, upstream="http://127.0.0.1:9/v1/", model="server-model")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL_BASE) as client:
         assert client.post("/api/sleep", params={"model": "evil"}).status_code == 200
     assert calls == [("http://127.0.0.1:9/v1", "server-model")]
 
@@ -393,7 +393,7 @@ def test_export_then_import_over_http_equals_the_sdk(
     with (
         Memory(tmp_path / "http.db", clock=clock) as via_http,
         Memory(tmp_path / "sdk.db", clock=clock) as via_sdk,
-        TestClient(make_app(via_http)) as other,
+        TestClient(make_app(via_http), base_url=LOCAL_BASE) as other,
     ):
         r = other.post(
             "/api/import",
@@ -462,7 +462,7 @@ def keyed(mem: Memory, clock: FrozenClock) -> Iterator[Keyed]:
     mem.notes.put("nightly", "Stopped at issue 41.")
     app = make_app(mem, require_keys=True)
     app.state.bank = bank
-    with bank, TestClient(app) as client:
+    with bank, TestClient(app, base_url=LOCAL_BASE) as client:
         yield Keyed(client, {"Authorization": f"Bearer {admin}"}, {"x-api-key": alice}, ids, bank)
 
 
@@ -753,7 +753,7 @@ def test_store_notes_and_episode_pages(store: SQLiteStore) -> None:
 
 
 def test_a_body_over_the_limit_is_413_json(mem: Memory) -> None:
-    with TestClient(make_app(mem, max_body_bytes=1000)) as client:
+    with TestClient(make_app(mem, max_body_bytes=1000), base_url=LOCAL_BASE) as client:
         big = {"text": "x" * 2000}
         assert_error(client.post("/api/episodes", json=big), 413, says="limit")
 

@@ -61,7 +61,12 @@ def _app():
     memory.remember("The user prefers tea over coffee.", category="preference")
     memory.forbid("Never schedule meetings on Fridays.")
     workspace = str(Path(memory.store.path).parent / "workspace")
-    app = create_app(memory, ServerSettings(max_body_bytes=256 * 1024, workspace=workspace))
+    # schemathesis' ASGI client sends `Host: testserver`: allowed here, by name, as a deployer
+    # would allow a reverse proxy's name (`--allowed-host`)
+    settings = ServerSettings(
+        max_body_bytes=256 * 1024, workspace=workspace, allowed_hosts=("testserver",)
+    )
+    app = create_app(memory, settings)
     install(app)
     app.state.test_memory = memory
     # the Memory Bank's routes answer 503 without a bank: wire one (issue 5)

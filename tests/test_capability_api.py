@@ -11,6 +11,7 @@ from orcamem import Memory
 from orcamem.capability.settings import set_workspace_override
 from orcamem.interfaces.http import create_app
 from orcamem.interfaces.http.api.capability import router
+from servers import LOCAL_BASE
 
 
 def make_app(memory: Memory) -> object:
@@ -24,7 +25,7 @@ def test_the_api_surfaces_settings_state_and_notes(tmp_path: Path) -> None:
     set_workspace_override(tmp_path, "enabled", True)
     with Memory(":memory:") as memory:
         app = make_app(memory)
-        client = TestClient(app)
+        client = TestClient(app, base_url=LOCAL_BASE)
         missing = client.get("/api/capability")
         assert missing.status_code == 503 and "workspace" in missing.json()["error"]["message"]
         app.state.capability_workspace = tmp_path  # type: ignore[attr-defined]

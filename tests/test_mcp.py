@@ -25,7 +25,7 @@ from orcamem.bench.mcp import mcp_recall_latency
 from orcamem.engine.store.base import MemoryUpdate
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.mcp.server import TOOLS, install
-from servers import child_env
+from servers import LOCAL_BASE, child_env
 from servers import serve as serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -469,12 +469,14 @@ def test_install_without_the_lifespan_answers_503(mem: Memory) -> None:
     install(app)
     install(app)  # idempotent: one route, one session manager
     assert [getattr(route, "path", None) for route in app.router.routes].count("/mcp") == 1
-    response = TestClient(app).post("/mcp", json={})  # no `with`: the lifespan never ran
+    response = TestClient(app, base_url=LOCAL_BASE).post(
+        "/mcp", json={}
+    )  # no `with`: the lifespan never ran
     assert response.status_code == 503
     assert "lifespan" in response.json()["error"]["message"]
     loopback = {"Host": "127.0.0.1:8080", "Accept": "application/json, text/event-stream"}
     for _ in range(2):  # with it, twice: each run gets a fresh session manager
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL_BASE) as client:
             response = client.post("/mcp", json={}, headers=loopback)
             assert response.status_code == 400 and response.json()["jsonrpc"] == "2.0"
 

@@ -19,7 +19,7 @@ from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install as install_api
 from orcamem.interfaces.mcp.server import BANK_TOOLS, TOOLS
 from orcamem.interfaces.mcp.server import install as install_mcp
-from servers import serve
+from servers import LOCAL_BASE, serve
 from test_api import assert_error, make_app
 from test_mcp import http_session, ok, refused
 
@@ -54,12 +54,12 @@ def with_bank(app: FastAPI, bank: MemoryBank) -> FastAPI:
 
 @pytest.fixture
 def client(mem: Memory, bank: MemoryBank) -> Iterator[TestClient]:
-    with TestClient(with_bank(make_app(mem), bank)) as test_client:
+    with TestClient(with_bank(make_app(mem), bank), base_url=LOCAL_BASE) as test_client:
         yield test_client
 
 
 def test_every_bank_route_is_503_without_a_bank(mem: Memory) -> None:
-    with TestClient(make_app(mem)) as client:
+    with TestClient(make_app(mem), base_url=LOCAL_BASE) as client:
         for method, path, kwargs in BANK_ROUTES:
             response = client.request(method, path, **kwargs)
             assert_error(response, 503, "BankUnavailableError", "not wired")
@@ -214,7 +214,7 @@ def keyed(mem: Memory, bank: MemoryBank) -> Iterator[tuple[TestClient, dict, dic
     app = with_bank(make_app(mem, require_keys=True), bank)
     _, alice = app.state.keys.create(spaces=["profile:alice"], admin=False, name="a", now=NOW)
     _, admin = app.state.keys.create(spaces=[], admin=True, name="root", now=NOW)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL_BASE) as client:
         yield client, {"x-api-key": alice}, {"x-api-key": admin}
 
 

@@ -40,7 +40,7 @@ from orcamem._kernel.names import SPACE
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http import proxy as proxy_module
 from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install, user_space
-from servers import serve
+from servers import LOCAL_BASE, serve
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
 
@@ -565,7 +565,7 @@ def test_an_unreachable_upstream_is_a_502_that_names_it(mem: Memory) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     upstream = f"http://127.0.0.1:{port}/v1"
-    with TestClient(proxy_app(mem, upstream=upstream)) as client:
+    with TestClient(proxy_app(mem, upstream=upstream), base_url=LOCAL_BASE) as client:
         reply = client.post("/v1/chat/completions", json={"messages": []})
         models = client.get("/v1/models")
     assert reply.status_code == models.status_code == 502
@@ -577,7 +577,9 @@ def test_an_unreachable_upstream_is_a_502_that_names_it(mem: Memory) -> None:
 
 
 def test_without_an_upstream_the_proxy_says_how_to_name_one(mem: Memory) -> None:
-    client = TestClient(proxy_app(mem))  # no lifespan here: the proxy must not need it
+    client = TestClient(
+        proxy_app(mem), base_url=LOCAL_BASE
+    )  # no lifespan here: the proxy must not need it
     for reply in (
         client.post("/v1/chat/completions", json={"messages": []}),
         client.get("/v1/models"),
@@ -682,7 +684,7 @@ def test_a_key_for_one_space_cannot_use_another_and_is_never_forwarded(
 
 def test_the_space_is_checked_before_the_missing_upstream(mem: Memory) -> None:
     _, alice = mem.keys.create(spaces=["user_alice"], admin=False, name="a", now=NOW)
-    client = TestClient(proxy_app(mem, require_keys=True))
+    client = TestClient(proxy_app(mem, require_keys=True), base_url=LOCAL_BASE)
     chat = {"messages": [{"role": "user", "content": "Hi"}]}
     headers = {"authorization": f"Bearer {alice}"}
     bob = client.post(
@@ -749,9 +751,9 @@ def test_install_composes_with_other_lifespans_and_is_idempotent(mem: Memory, st
     install(app)
     assert len(app.routes) == routes
     # Without a lifespan (TestClient outside `with`) each request brings its own client.
-    assert TestClient(app).get("/v1/models").content == MODELS_BODY
+    assert TestClient(app, base_url=LOCAL_BASE).get("/v1/models").content == MODELS_BODY
     assert getattr(app.state, "upstream_http", None) is None
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL_BASE) as client:
         pooled = app.state.upstream_http
         assert isinstance(pooled, httpx.AsyncClient) and not pooled.is_closed
         assert client.get("/v1/models").content == MODELS_BODY

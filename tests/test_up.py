@@ -20,7 +20,7 @@ from orcamem.bench.load import load_test
 from orcamem.interfaces.http import ui
 from orcamem.interfaces.http.server import build_app
 from orcamem.interfaces.http.settings import ServerSettings
-from servers import serve
+from servers import LOCAL_BASE, serve
 
 
 @contextmanager
@@ -42,7 +42,7 @@ def model_server_with_ui() -> Iterator[str]:
 def test_up_serves_api_proxy_mcp_and_the_upstream_ui(tmp_path: Path) -> None:
     with model_server_with_ui() as upstream, Memory(tmp_path / "m.db") as mem:
         app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", model="m"))
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL_BASE) as client:
             page = client.get("/")
             assert page.status_code == 200 and "llama.cpp web UI" in page.text
             assert client.get("/assets/app.js").text == "console.log('ui')"
@@ -66,7 +66,7 @@ def test_the_ui_pass_through_keeps_one_client_while_the_app_runs(
     monkeypatch.setattr(ui, "async_client", counted)
     with model_server_with_ui() as upstream, Memory(tmp_path / "m.db") as mem:
         app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", model="m"))
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL_BASE) as client:
             for _ in range(3):
                 assert client.get("/assets/app.js").status_code == 200
             assert len(made) == 1 and not made[0].is_closed
@@ -74,7 +74,10 @@ def test_the_ui_pass_through_keeps_one_client_while_the_app_runs(
 
 
 def test_up_without_upstream_still_serves_and_says_how_to_name_one(tmp_path: Path) -> None:
-    with Memory(tmp_path / "m.db") as mem, TestClient(build_app(mem, ServerSettings())) as client:
+    with (
+        Memory(tmp_path / "m.db") as mem,
+        TestClient(build_app(mem, ServerSettings()), base_url=LOCAL_BASE) as client,
+    ):
         assert client.get("/").json()["api"] == "/docs"
         reply = client.post(
             "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}
@@ -96,7 +99,7 @@ def test_binding_beyond_loopback_requires_keys() -> None:
 def test_unreachable_ui_upstream_is_a_502(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db") as mem:
         app = build_app(mem, ServerSettings(upstream="http://127.0.0.1:9/v1"))
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL_BASE) as client:
             reply = client.get("/")
     assert reply.status_code == 502 and "unreachable" in reply.json()["error"]["message"]
 

@@ -40,6 +40,14 @@ WorkspaceOption = Annotated[
 KeysOption = Annotated[
     bool, typer.Option("--require-keys", help="Require API keys on every request.")
 ]
+AllowedHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        help="A name clients reach the server by (Host/Origin header; repeat). Loopback names "
+        "and the bound address are always allowed; anything else is refused (DNS rebinding).",
+    ),
+]
 
 
 def _serve(
@@ -52,6 +60,7 @@ def _serve(
     require_keys: bool,
     browser: bool = False,
     workspace: Path | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> None:
     from ...engine.memory import Memory
     from ..http.server import build_app, run
@@ -65,6 +74,7 @@ def _serve(
             model=model,
             require_keys=require_keys,
             workspace=str(workspace) if workspace else None,
+            allowed_hosts=tuple(allowed_hosts or ()),
         )
         memory = Memory(db)
     except OrcamemError as exc:
@@ -103,6 +113,7 @@ def register(app: typer.Typer) -> None:
         require_keys: KeysOption = False,
         browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
         workspace: WorkspaceOption = None,
+        allowed_host: AllowedHostOption = None,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -115,6 +126,7 @@ def register(app: typer.Typer) -> None:
             require_keys,
             browser,
             workspace,
+            allowed_host,
         )
 
     @app.command()
@@ -124,9 +136,10 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8080,
         require_keys: KeysOption = False,
         workspace: WorkspaceOption = None,
+        allowed_host: AllowedHostOption = None,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
-        _serve(db, ("api",), host, port, None, None, require_keys, False, workspace)
+        _serve(db, ("api",), host, port, None, None, require_keys, False, workspace, allowed_host)
 
     @app.command()
     def proxy(
@@ -136,9 +149,12 @@ def register(app: typer.Typer) -> None:
         upstream: UpstreamOption = None,
         model: ModelOption = None,
         require_keys: KeysOption = False,
+        allowed_host: AllowedHostOption = None,
     ) -> None:
         """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1."""
-        _serve(db, ("proxy",), host, port, upstream, model, require_keys)
+        _serve(
+            db, ("proxy",), host, port, upstream, model, require_keys, allowed_hosts=allowed_host
+        )
 
     @app.command()
     def mcp(
@@ -151,10 +167,11 @@ def register(app: typer.Typer) -> None:
         host: HostOption = "127.0.0.1",
         port: PortOption = 8765,
         require_keys: KeysOption = False,
+        allowed_host: AllowedHostOption = None,
     ) -> None:
         """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
         if http:
-            _serve(db, ("mcp",), host, port, None, None, require_keys)
+            _serve(db, ("mcp",), host, port, None, None, require_keys, allowed_hosts=allowed_host)
             return
         from ..mcp.server import run_stdio
 

@@ -2,7 +2,9 @@
 
 The app owns no globals: the ``Memory``, the settings and the key store live on ``app.state``
 and reach routes through the dependencies in ``deps``. Request bodies are capped before they
-are read (``max_body_bytes``) by the ``BodyLimit`` ASGI middleware.
+are read (``max_body_bytes``) by the ``BodyLimit`` ASGI middleware. Before any route, every
+request passes ``guard.HostGuard`` (DNS rebinding: ``Host``/``Origin``) and
+``guard.Authenticate`` (the one key check when keys are required; ``guard.PUBLIC_PATHS``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ... import __version__
 from ...engine.memory import Memory
 from .errors import error_body, install_error_handlers
+from .guard import Authenticate, HostGuard
 from .settings import ServerSettings
 
 __all__ = ["BodyLimit", "create_app"]
@@ -57,6 +60,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(Authenticate)  # the one key check, for every route (guard.PUBLIC_PATHS)
+    app.add_middleware(HostGuard)  # outermost: a foreign Host/Origin is refused first
 
     @app.get("/healthz", tags=["meta"], summary="Liveness")
     def healthz() -> dict:

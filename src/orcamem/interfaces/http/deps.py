@@ -49,6 +49,9 @@ def get_principal(request: Request) -> Principal:
     keys: ApiKeys | None = request.app.state.keys
     if keys is None:
         return ADMIN
+    checked = request.scope.get("state", {}).get("principal")  # set by guard.Authenticate
+    if isinstance(checked, Principal):
+        return checked
     return keys.check(presented_key(request.headers))
 
 

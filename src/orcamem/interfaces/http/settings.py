@@ -40,8 +40,19 @@ class ServerSettings:
     """The host workspace whose memory capability ``GET /api/capability`` reports."""
     max_body_bytes: int = 2 * 1024 * 1024
     upstream_timeout_s: float = 600.0
+    allowed_hosts: tuple[str, ...] = ()
+    """Extra names the ``Host`` (and a state-changing request's ``Origin``) may carry, beyond
+    the bound address and, on loopback, ``127.0.0.1``/``localhost``/``[::1]`` (``NAME`` any
+    port, ``NAME:PORT`` one): the names a reverse proxy or a LAN client reaches it by."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_hosts", tuple(self.allowed_hosts))
+        for name in self.allowed_hosts:
+            if not name or any(c in name for c in "/ *@"):
+                raise InvalidInputError(
+                    f"allowed host {name!r}: give a host name such as memory.example.lan "
+                    "(or NAME:PORT), no scheme, path or wildcard"
+                )
         if not 0 <= self.port <= 65535:
             raise InvalidInputError(f"port={self.port}: use 0-65535")
         if not is_loopback(self.host) and not self.require_keys:

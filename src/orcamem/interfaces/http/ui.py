@@ -3,7 +3,9 @@ the proxy or MCP is forwarded to the upstream's origin, so a chat UI such as lla
 opened at ``http://127.0.0.1:8080/#/``, calls ``/v1/chat/completions`` on orcamem and every
 message goes through memory. Installed last: it is a catch-all. One pooled client to the
 upstream serves every request while the app runs (``upstream.hold``): a page load fetches
-dozens of files, and a client per file would open a connection per file.
+dozens of files, and a client per file would open a connection per file. Like every route it
+sits behind ``guard.Authenticate``: under ``--require-keys`` it needs a key, and that key is
+stripped before the request goes upstream.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..._kernel.env import openai_api_key
 from ..._kernel.http import async_client
 from .errors import error_body
 from .upstream import borrow, hold
@@ -23,6 +26,7 @@ __all__ = ["install"]
 _STATE = "upstream_ui_http"
 _TIMEOUT_S = 30.0
 
+_ORCAMEM_CREDENTIALS = ("authorization", "x-api-key")
 _HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length", "content-encoding",
@@ -32,6 +36,20 @@ _HOP_BY_HOP = {
 def _origin(upstream: str) -> str:
     parts = urlsplit(upstream)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _forwarded(request: Request) -> dict[str, str]:
+    """The caller's headers for the upstream, less hop-by-hop ones. Under ``require_keys`` the
+    caller's ``Authorization``/``x-api-key`` is its orcamem key and never leaves orcamem; the
+    upstream gets ``Bearer $OPENAI_API_KEY`` when set. Without orcamem keys nothing changes."""
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+    if request.app.state.keys is None:
+        return headers
+    headers = {k: v for k, v in headers.items() if k.lower() not in _ORCAMEM_CREDENTIALS}
+    key = openai_api_key()
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return headers
 
 
 def _new_client(app: FastAPI) -> httpx.AsyncClient:
@@ -53,7 +71,7 @@ def install(app: FastAPI) -> None:
                 )  # fmt: skip
             return JSONResponse(error_body("NotFound", f"no route /{path}", 404), 404)
         url = f"{_origin(upstream)}/{path}"
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers = _forwarded(request)
         try:
             async with borrow(request.app, _STATE, _new_client) as client:
                 reply = await client.request(

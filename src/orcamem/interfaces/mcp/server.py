@@ -630,8 +630,11 @@ class _HttpEndpoint:
         host: str,
         max_body_bytes: int,
         bank: MemoryBank | None = None,
+        allowed_hosts: tuple[str, ...] = (),
     ) -> None:
         from ..http.settings import is_loopback
+
+        self.allowed_hosts = tuple(allowed_hosts)
 
         self.keys = keys
         self.server = build_server(memory, authorize=_authorize_from_request, bank=bank)
@@ -646,8 +649,15 @@ class _HttpEndpoint:
         if self.loopback:  # refuse browser pages that reach loopback by DNS rebinding
             security = TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"]
+                + [h for name in self.allowed_hosts for h in (name, f"{name}:*")],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+                + [
+                    f"{scheme}://{name}{port}"
+                    for name in self.allowed_hosts
+                    for scheme in ("http", "https")
+                    for port in ("", ":*")
+                ],
             )
         else:  # keys are required off loopback; Host names are the deployer's business
             security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -670,7 +680,7 @@ class _HttpEndpoint:
         from starlette.datastructures import Headers
         from starlette.responses import JSONResponse
 
-        from ...engine.keys import ADMIN
+        from ...engine.keys import ADMIN, Principal
         from ..http.deps import presented_key
         from ..http.errors import error_body
 
@@ -678,8 +688,11 @@ class _HttpEndpoint:
             headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
             return JSONResponse(error_body(kind, message, status), status, headers=headers)
 
+        checked = scope.get("state", {}).get("principal")  # http.guard.Authenticate's
         if self.keys is None:
             principal = ADMIN
+        elif isinstance(checked, Principal):
+            principal = checked
         else:
             try:
                 key = presented_key(Headers(scope=scope))
@@ -743,6 +756,7 @@ def install(app: FastAPI) -> None:
         host=settings.host,
         max_body_bytes=settings.max_body_bytes,
         bank=getattr(app.state, "bank", None),  # the Memory Bank's tools when one is wired
+        allowed_hosts=settings.allowed_hosts,
     )
     app.add_route("/mcp", endpoint, include_in_schema=False)
     route = app.router.routes.pop()
