@@ -2,6 +2,7 @@
 MCP over streamable HTTP. ``create_app`` composes them."""
 
 from .app import create_app
+from .proxy import user_space
 from .settings import ServerSettings
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["ServerSettings", "create_app", "user_space"]
