@@ -112,19 +112,39 @@ def test_without_a_model_a_raw_save_keeps_what_was_given(bank: MemoryBank) -> No
     assert (given.category, given.confidence) == ("fact", 0.7)
 
 
-def test_from_env_without_a_key_has_no_model_and_warns_in_memory(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="orcamem.bank"):
-        bank = MemoryBank.from_env(profiles={"p": []}, environ=home())
-    try:
+def test_from_env_without_a_bucket_keeps_memories_under_orca_home(tmp_path: Path) -> None:
+    """Issue 11 item 5: the default is durable, a directory ``$ORCA_HOME/bank``."""
+    environ = {"ORCA_HOME": str(tmp_path / "home")}
+    with MemoryBank.from_env(profiles={"p": []}, environ=environ) as bank:
         assert bank.processor.model is None
-        assert bank.objects.location == "memory" and not bank.objects.durable
-        assert any("in memory only" in r.getMessage() for r in caplog.records)
+        assert bank.objects.durable
+        assert bank.objects.location == f"file://{tmp_path / 'home' / 'bank'}"
         saved = bank.save("p", raw_input="Prefers metric units.")
         assert (saved.category, saved.confidence) == ("general", 1.0)
+    with MemoryBank.from_env(profiles={"p": []}, environ=environ) as again:
+        assert again.get("p", saved.id) == saved
+
+
+@pytest.mark.parametrize("how", ["env", "argument"])
+def test_from_env_in_memory_only_when_asked_and_warns(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    environ = {**home(), "ORCAMEM_BANK": "memory"} if how == "env" else home()
+    storage = "memory" if how == "argument" else None
+    with caplog.at_level(logging.WARNING, logger="orcamem.bank"):
+        bank = MemoryBank.from_env(profiles={"p": []}, environ=environ, storage=storage)
+    try:
+        assert bank.objects.location == "memory" and not bank.objects.durable
+        assert any("in memory only" in r.getMessage() for r in caplog.records)
     finally:
         bank.close()
+
+
+def test_from_env_refuses_an_unknown_storage() -> None:
+    with pytest.raises(InvalidInputError, match="ORCAMEM_BANK"):
+        MemoryBank.from_env(environ={**home(), "ORCAMEM_BANK": "tape"})
+    with pytest.raises(InvalidInputError, match="storage"):
+        MemoryBank.from_env(environ=home(), storage="tape")
 
 
 def test_from_env_reads_the_profiles_file(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ an upstream, settings that refuse an unsafe bind, and a short bounded load run."
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,3 +113,95 @@ def test_bounded_load_loses_no_acknowledged_write() -> None:
     assert result["missing_acknowledged"] == 0
     assert result["ops"]["add"]["count"] > 0 and result["ops"]["proxy"]["count"] > 0
     assert result["throughput_rps"] > 0
+
+
+def _serve_once(monkeypatch: pytest.MonkeyPatch, args: list[str], then: Any) -> tuple[int, str]:
+    """``orcamem <args>`` through the real CLI, with ``run`` replaced by a real uvicorn server
+    that calls ``then(base_url)`` and stops (a restart is two calls on one ``ORCA_HOME``)."""
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app
+    from orcamem.interfaces.http import server as http_server
+
+    def run_once(served: FastAPI, settings: ServerSettings) -> None:
+        with serve(served) as url:
+            then(url)
+
+    monkeypatch.setattr(http_server, "run", run_once)
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+def _write_profiles(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "profiles.json").write_text('[{"name": "alice", "tools": ["@memory"]}]')
+
+
+@pytest.mark.parametrize("command", ["serve", "up"])
+def test_a_memory_acknowledged_under_serve_survives_a_restart(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11 item 5: with no bucket set, a 201 is durable ($ORCA_HOME/bank), not RAM."""
+    home = Path(os.environ["ORCA_HOME"])
+    _write_profiles(home)
+    args = [command, "--db", str(tmp_path / "m.db")] + (["--no-browser"] if command == "up" else [])
+    saved: dict[str, Any] = {}
+
+    def save(url: str) -> None:
+        response = httpx.post(
+            f"{url}/api/profiles/alice/memories", json={"content": "Prefers metric units."}
+        )
+        assert response.status_code == 201, response.text
+        saved.update(response.json())
+
+    def find(url: str) -> None:
+        response = httpx.get(f"{url}/api/profiles/alice/memories/{saved['id']}")
+        assert response.status_code == 200, response.text
+        assert response.json()["processedContent"] == "Prefers metric units."
+
+    assert _serve_once(monkeypatch, args, save)[0] == 0
+    assert (home / "bank").is_dir()
+    assert _serve_once(monkeypatch, args, find)[0] == 0
+
+
+def test_bank_memory_is_in_memory_only_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["ORCA_HOME"])
+    _write_profiles(home)
+    args = ["serve", "--db", str(tmp_path / "m.db"), "--bank", "memory"]
+    ids: list[str] = []
+
+    def save(url: str) -> None:
+        response = httpx.post(f"{url}/api/profiles/alice/memories", json={"content": "x"})
+        assert response.status_code == 201
+        ids.append(response.json()["id"])
+
+    def gone(url: str) -> None:
+        assert httpx.get(f"{url}/api/profiles/alice/memories/{ids[0]}").status_code == 404
+
+    assert _serve_once(monkeypatch, args, save)[0] == 0
+    assert not (home / "bank").exists()
+    assert _serve_once(monkeypatch, args, gone)[0] == 0
+
+
+@pytest.mark.parametrize("variable", ["INTERNAL_S3_BUCKET", "S3_BUCKET"])
+def test_an_unreachable_bucket_is_a_one_line_error_naming_the_variable(
+    variable: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    prefix = variable.removesuffix("BUCKET")
+    monkeypatch.setenv(variable, "orca-internal")
+    monkeypatch.setenv(f"{prefix}ENDPOINT", f"http://127.0.0.1:{port}")
+    started: list[str] = []
+    code, output = _serve_once(
+        monkeypatch, ["serve", "--db", str(tmp_path / "m.db")], started.append
+    )
+    assert code != 0 and not started
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 or all(not line.startswith(" ") for line in lines), output
+    assert variable in output and f"127.0.0.1:{port}" in output

@@ -38,8 +38,10 @@ __all__ = [
     "headroom_python",
     "home_dir",
     "instance_config_path",
+    "memory_bank_dir",
     "memory_bank_profiles_path",
     "memory_bank_s3",
+    "memory_bank_storage",
     "memory_dir",
     "openai_api_key",
     "user_config_file",
@@ -59,6 +61,9 @@ ANTHROPIC_MEMORY_MODEL_ENV = "ANTHROPIC_MEMORY_MODEL"
 HEADROOM_PYTHON_ENV = "ORCAMEM_HEADROOM_PYTHON"
 """Names the interpreter of a Headroom (``headroom-ai``) install, overriding the uv tool path."""
 PROFILES_ENV = "ORCAMEM_PROFILES"
+BANK_ENV = "ORCAMEM_BANK"
+"""The Memory Bank's storage when no bucket is set: ``file`` (default) or ``memory``."""
+BANK_STORAGES = ("file", "memory")
 
 _S3_PREFIXES = ("INTERNAL_S3_", "S3_")
 """The Memory Bank's bucket variables, tried in this order."""
@@ -79,6 +84,7 @@ NAMES: tuple[str, ...] = (
     ANTHROPIC_MEMORY_MODEL_ENV,
     HEADROOM_PYTHON_ENV,
     PROFILES_ENV,
+    BANK_ENV,
     *(prefix + name for prefix in _S3_PREFIXES for name in _S3_FIELDS),
     *_AWS_REGION,
     *_AWS_ENDPOINT,
@@ -225,7 +231,8 @@ def _s3_from(environ: Environ | None, prefix: str) -> S3Settings | None:
 
 def memory_bank_s3(environ: Environ | None = None) -> S3Settings | None:
     """The Memory Bank's bucket: ``$INTERNAL_S3_BUCKET`` and friends, else ``$S3_BUCKET`` and
-    friends (single-bucket dev/CI setups), else ``None`` (the bank runs in memory only).
+    friends (single-bucket dev/CI setups), else ``None`` (the bank keeps its objects in
+    :func:`memory_bank_dir`, or in memory only when :func:`memory_bank_storage` says so).
 
     Friends of ``<P>BUCKET`` (``<P>`` is ``INTERNAL_S3_`` or ``S3_``): ``<P>ENDPOINT``,
     ``<P>REGION``, ``<P>ACCESS_KEY_ID``, ``<P>SECRET_ACCESS_KEY``, ``<P>SESSION_TOKEN``, each
@@ -243,3 +250,15 @@ def memory_bank_profiles_path(environ: Environ | None = None) -> Path:
     ``$ORCA_HOME/profiles.json`` (a JSON list of ``{"name": ..., "tools": [...]}``)."""
     value = _value(environ, PROFILES_ENV)
     return Path(value).expanduser() if value else home_dir(environ) / "profiles.json"
+
+
+def memory_bank_dir(environ: Environ | None = None) -> Path:
+    """The Memory Bank's directory when no bucket is set: ``$ORCA_HOME/bank`` (``~/.orca/bank``)."""
+    return home_dir(environ) / "bank"
+
+
+def memory_bank_storage(environ: Environ | None = None) -> str | None:
+    """``$ORCAMEM_BANK`` lower-cased, ``None`` when unset: ``memory`` (in memory only, lost at
+    exit) or ``file`` (the :func:`memory_bank_dir` directory even when a bucket is set); the
+    Memory Bank refuses any other value (``InvalidInputError``)."""
+    return _value(environ, BANK_ENV).lower() or None

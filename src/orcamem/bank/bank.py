@@ -43,11 +43,15 @@ from typing import Any, Literal
 
 from .._kernel.clock import Clock, SystemClock, parse_time, stamp
 from .._kernel.env import (
+    BANK_ENV,
+    BANK_STORAGES,
     anthropic_api_key,
     anthropic_base_url,
     anthropic_memory_model,
+    memory_bank_dir,
     memory_bank_profiles_path,
     memory_bank_s3,
+    memory_bank_storage,
 )
 from .._kernel.llm import ChatModel
 from .._kernel.model import (
@@ -68,6 +72,7 @@ from ..errors import (
 from ..recall import bank as scoring
 from ..recall.blocks import bank as bank_block
 from .objects import (
+    FileObjectStore,
     MemoryObjectStore,
     ObjectStore,
     PreconditionFailedError,
@@ -257,27 +262,44 @@ class MemoryBank:
         clock: Clock | None = None,
         environ: dict[str, str] | None = None,
         objects: ObjectStore | None = None,
+        storage: str | None = None,
     ) -> MemoryBank:
         """The bank the environment describes (what a runner and a conductor each build).
 
-        Storage: ``INTERNAL_S3_BUCKET`` (and friends), else ``S3_BUCKET`` (and friends), else in
-        memory only, with a warning. Profiles: ``profiles`` plus the profiles file
+        Storage: ``INTERNAL_S3_BUCKET`` (and friends), else ``S3_BUCKET`` (and friends), else a
+        directory, ``$ORCA_HOME/bank`` (``FileObjectStore``): acknowledged writes survive a
+        restart. ``storage`` (else ``$ORCAMEM_BANK``) overrides: ``"memory"`` keeps memories in
+        memory only (lost when the process ends, with a warning); ``"file"`` uses the directory
+        even when a bucket is set. Profiles: ``profiles`` plus the profiles file
         (``$ORCAMEM_PROFILES`` or ``$ORCA_HOME/profiles.json``) if it exists. Processor:
         Anthropic with ``$ANTHROPIC_API_KEY`` and ``$ANTHROPIC_MEMORY_MODEL`` when the key is set.
         ``objects`` overrides the storage (e.g. a ``FileObjectStore``; the caller closes it).
+
+        Raises:
+            InvalidInputError: ``storage`` / ``$ORCAMEM_BANK`` is not ``file`` or ``memory``.
+            StoreError: the storage cannot be listed; for a bucket the message names the
+                variable that set it (``INTERNAL_S3_BUCKET`` or ``S3_BUCKET``).
         """
+        named = "storage"
+        if storage is None:
+            storage, named = memory_bank_storage(environ), BANK_ENV
+        if storage is not None and storage not in BANK_STORAGES:
+            raise InvalidInputError(f"{named}={storage!r}: use one of {', '.join(BANK_STORAGES)}")
         declared = read_profiles_file(memory_bank_profiles_path(environ))
         declared.extend(profiles_arg(profiles).values())
         owned = objects is None
-        settings = memory_bank_s3(environ)
+        settings = None if storage is not None else memory_bank_s3(environ)
         if objects is not None:
-            pass
-        elif settings is None:
+            settings = None
+        elif storage == "memory":
             log.warning(
-                "memory bank: neither INTERNAL_S3_BUCKET nor S3_BUCKET is set: memories are "
-                "kept in memory only and are lost when this process ends"
+                "memory bank: in memory only (ORCAMEM_BANK=memory / --bank memory): memories "
+                "are lost when this process ends"
             )
             objects = MemoryObjectStore()
+        elif settings is None:
+            objects = FileObjectStore(memory_bank_dir(environ))
+            log.info("memory bank: no bucket set, keeping memories in %s", objects.location)
         else:
             if settings.source == "S3_BUCKET":
                 log.info(
@@ -300,11 +322,16 @@ class MemoryBank:
                 )
         try:
             bank = cls(objects, profiles=declared, processor=model, role=role, clock=clock)
-        except BaseException:
+        except BaseException as exc:
             if owned:
                 objects.close()
             if processor is AUTO and model is not None:
                 model.close()
+            if settings is not None and isinstance(exc, StoreError):
+                raise StoreError(
+                    f"memory bank: the bucket {settings.bucket!r} set by {settings.source} "
+                    f"cannot be used: {exc}"
+                ) from None
             raise
         if owned:
             bank._owned.append(objects)

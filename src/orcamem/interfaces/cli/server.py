@@ -48,6 +48,14 @@ AllowedHostOption = Annotated[
         "and the bound address are always allowed; anything else is refused (DNS rebinding).",
     ),
 ]
+BankOption = Annotated[
+    str | None,
+    typer.Option(
+        "--bank",
+        help="Memory Bank storage: 'file' ($ORCA_HOME/bank) or 'memory' (lost at exit). Default: "
+        "$ORCAMEM_BANK, else the bucket INTERNAL_S3_BUCKET/S3_BUCKET names, else 'file'.",
+    ),
+]
 
 
 def _serve(
@@ -61,6 +69,7 @@ def _serve(
     browser: bool = False,
     workspace: Path | None = None,
     allowed_hosts: list[str] | None = None,
+    bank_storage: str | None = None,
 ) -> None:
     from ...engine.memory import Memory
     from ..http.server import build_app, run
@@ -81,7 +90,13 @@ def _serve(
         raise fail(exc) from None
     from ...bank import MemoryBank
 
-    bank = MemoryBank.from_env(role="conductor") if {"api", "mcp"} & set(parts) else None
+    bank = None
+    if {"api", "mcp"} & set(parts):
+        try:
+            bank = MemoryBank.from_env(role="conductor", storage=bank_storage)
+        except OrcamemError as exc:  # e.g. an unreachable bucket: one line, exit non-zero
+            memory.close()
+            raise fail(exc) from None
     try:
         app = build_app(memory, settings, parts, bank=bank)
         where = f"http://{host}:{port}"
@@ -114,6 +129,7 @@ def register(app: typer.Typer) -> None:
         browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
+        bank: BankOption = None,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -127,6 +143,7 @@ def register(app: typer.Typer) -> None:
             browser,
             workspace,
             allowed_host,
+            bank,
         )
 
     @app.command()
@@ -137,9 +154,12 @@ def register(app: typer.Typer) -> None:
         require_keys: KeysOption = False,
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
+        bank: BankOption = None,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
-        _serve(db, ("api",), host, port, None, None, require_keys, False, workspace, allowed_host)
+        _serve(
+            db, ("api",), host, port, None, None, require_keys, False, workspace, allowed_host, bank
+        )
 
     @app.command()
     def proxy(
@@ -168,10 +188,21 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8765,
         require_keys: KeysOption = False,
         allowed_host: AllowedHostOption = None,
+        bank: BankOption = None,
     ) -> None:
         """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
         if http:
-            _serve(db, ("mcp",), host, port, None, None, require_keys, allowed_hosts=allowed_host)
+            _serve(
+                db,
+                ("mcp",),
+                host,
+                port,
+                None,
+                None,
+                require_keys,
+                allowed_hosts=allowed_host,
+                bank_storage=bank,
+            )
             return
         from ..mcp.server import run_stdio
 
