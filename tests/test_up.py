@@ -160,7 +160,8 @@ def test_a_memory_acknowledged_under_serve_survives_a_restart(
         assert response.status_code == 200, response.text
         assert response.json()["processedContent"] == "Prefers metric units."
 
-    assert _serve_once(monkeypatch, args, save)[0] == 0
+    code, output = _serve_once(monkeypatch, args, save)
+    assert code == 0 and f"memory bank: file://{home / 'bank'} (durable)" in output
     assert (home / "bank").is_dir()
     assert _serve_once(monkeypatch, args, find)[0] == 0
 
@@ -181,7 +182,8 @@ def test_bank_memory_is_in_memory_only_and_says_so(
     def gone(url: str) -> None:
         assert httpx.get(f"{url}/api/profiles/alice/memories/{ids[0]}").status_code == 404
 
-    assert _serve_once(monkeypatch, args, save)[0] == 0
+    code, output = _serve_once(monkeypatch, args, save)
+    assert code == 0 and "memory bank: memory (in memory only, lost at exit)" in output
     assert not (home / "bank").exists()
     assert _serve_once(monkeypatch, args, gone)[0] == 0
 

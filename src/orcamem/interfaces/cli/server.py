@@ -101,6 +101,9 @@ def _serve(
         app = build_app(memory, settings, parts, bank=bank)
         where = f"http://{host}:{port}"
         err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.path})")
+        if bank is not None:
+            kept = "durable" if bank.objects.durable else "in memory only, lost at exit"
+            err.print(f"memory bank: {bank.objects.location} ({kept})", highlight=False)
         if "proxy" in parts and not upstream:
             err.print(
                 "[yellow]no --upstream: /v1/chat/completions answers 503 until you name "
