@@ -431,6 +431,21 @@ def test_bad_imports_write_nothing(client: TestClient, mem: Memory) -> None:
     assert "b" not in mem.spaces()
 
 
+def test_an_import_with_one_bad_record_is_a_400_and_writes_nothing(
+    client: TestClient, mem: Memory
+) -> None:
+    _populate(mem, "alice")
+    lines = export_text(mem, "alice").split("\n")
+    last = max(i for i, line in enumerate(lines) if '"type": "memory"' in line)
+    record = json.loads(lines[last])
+    record["created_at"] = {"not": "a time"}
+    lines[last] = json.dumps(record)
+    response = client.post("/api/import", params={"space": "b"}, content="\n".join(lines).encode())
+    error = assert_error(response, 400, says=f"line {last + 1} ")
+    assert "created_at must be an ISO-8601 time" in error["message"]
+    assert "b" not in mem.spaces() and list(mem.iter_episodes(space="b")) == []
+
+
 # -- keys and isolation ---------------------------------------------------------------------------
 
 

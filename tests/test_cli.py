@@ -468,6 +468,49 @@ def test_import_rejects_a_file_that_is_not_an_export(db: Path, tmp_path: Path) -
     assert json.loads(run("stats", "--json", "--db", db).stdout)["database"]["episodes"] == 0
 
 
+def test_import_reads_its_own_export_of_line_and_paragraph_separators(
+    db: Path, tmp_path: Path
+) -> None:
+    text = "First line\u2028second line\u2029next paragraph."
+    run("add", text, "--db", db)
+    fact = remember(db, "Prefers\u2028tea\u2029always")
+    dump, copy = tmp_path / "a.jsonl", tmp_path / "copy.db"
+    run("export", "--db", db, "-o", dump)
+    result = run("import", dump, "--db", copy)
+    assert (
+        flat(result.stdout)
+        == "imported 1 episodes and 1 memories into 'default' (0 already present)"
+    )
+    with Memory(copy) as mem:
+        assert [ep.text for ep in mem.iter_episodes()] == [text]
+        assert mem.memory(fact).content == "Prefers\u2028tea\u2029always"
+    stdin = runner.invoke(
+        app, ["import", "-", "--db", str(copy), "--space", "s"], input=dump.read_text("utf-8")
+    )
+    assert stdin.exit_code == 0, stdin.output
+    with Memory(copy) as mem:
+        assert [ep.text for ep in mem.iter_episodes(space="s")] == [text]
+
+
+def test_import_of_a_bad_record_exits_2_with_one_error_line_and_writes_nothing(
+    db: Path, tmp_path: Path
+) -> None:
+    run("add", "I live in Pune.", "--db", db)
+    remember(db, "Prefers tea")
+    dump, copy = tmp_path / "a.jsonl", tmp_path / "copy.db"
+    run("export", "--db", db, "-o", dump)
+    lines = dump.read_text("utf-8").split("\n")
+    memory = json.loads(lines[2])
+    memory["active"] = "yes"
+    lines[2] = json.dumps(memory)
+    dump.write_text("\n".join(lines), encoding="utf-8")
+    result = run("import", dump, "--db", copy, code=2)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.output
+    assert "line 3" in flat(result.stderr) and "active must be true or false" in flat(result.stderr)
+    assert json.loads(run("stats", "--json", "--db", copy).stdout)["database"]["episodes"] == 0
+
+
 # -- reembed, spaces ---------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,157 @@ def test_import_under_fresh_ids_keeps_the_lineage_pointing_inside_the_space(
     pune, bangalore = copied["Lives in Pune"], copied["Lives in Bangalore"]
     assert {pune.id, bangalore.id}.isdisjoint({old.id, new.id})
     assert (pune.active, pune.superseded_by) == (False, bangalore.id)  # was new.id: another space
+
+
+# -- import: the whole file is checked before anything is written --------------------------------
+
+
+def _rows(path: Path) -> dict[str, int]:
+    """Row counts of every table of the database file (what "nothing was written" means)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        tables = [
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def _export_lines(memory: Memory) -> list[str]:
+    import io
+
+    out = io.StringIO()
+    memory.export(out)
+    return out.getvalue().split("\n")
+
+
+def _rich_export(path: Path) -> list[str]:
+    with Memory(path) as source:
+        for i in range(4):
+            source.observe("user", f"I moved to city {i} last year.", session_id="s1")
+        source.add("A document about tea.\u2028Second part.", meta={"k": [1]})
+        old = source.remember("Lives in Pune", category="state", tags=["home"])
+        new = source.remember("Lives in Bangalore", category="state")
+        source.store.update_memory(
+            "default", old.id, MemoryUpdate(active=False, superseded_by=new.id), "2026-11-01T10:00Z"
+        )
+        source.remember("Prefers tea", category="preference")
+        return _export_lines(source)
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "value", "says"),
+    [
+        (-2, "active", "yes", "active must be true or false"),  # the last memory
+        (-2, "confidence", "high", "confidence must be a number"),
+        (-2, "created_at", 12345, "created_at must be an ISO-8601 time"),
+        (-2, "tags", [1, 2], "tag must be"),
+        (-2, "cited_lines", [[1]], "cited_lines must be a list of"),
+        (-2, "access_count", -1, "access_count must be a whole number"),
+        (-2, "bogus", 1, "unknown field 'bogus'"),
+        (-2, "content", "", "content is empty"),
+        (5, "created_at", {"a": 1}, "created_at must be an ISO-8601 time"),  # the last episode
+        (5, "occurred_at", "yesterday", "occurred_at"),
+        (5, "id", "3", "id must be a whole number"),
+        (5, "meta", [1], "meta must be an object"),
+        (5, "kind", "poem", "kind='poem'"),
+    ],
+)
+def test_import_refuses_a_bad_field_on_any_line_and_writes_nothing(
+    tmp_path: Path, line: int, field: str, value: object, says: str
+) -> None:
+    import json
+
+    from orcamem import InvalidInputError
+
+    lines = _rich_export(tmp_path / "source.db")
+    index = line % len(lines)
+    record = json.loads(lines[index])
+    record[field] = value
+    lines[index] = json.dumps(record)
+    with Memory(tmp_path / "target.db") as target:
+        target.add("Already here.")
+        before = _rows(tmp_path / "target.db")
+        with pytest.raises(InvalidInputError, match=f"line {index + 1} ") as caught:
+            target.import_jsonl(lines)
+        assert says in str(caught.value) and "nothing was imported" in str(caught.value)
+        assert _rows(tmp_path / "target.db") == before
+        target.import_jsonl(_rich_export(tmp_path / "again.db"))  # and it still works after
+
+
+def test_import_refuses_a_truncated_last_line_and_a_duplicate_id(tmp_path: Path) -> None:
+    from orcamem import InvalidInputError
+
+    lines = _rich_export(tmp_path / "source.db")
+    with Memory(tmp_path / "target.db") as target:
+        cut = [*lines[:-2], lines[-2][: len(lines[-2]) // 2]]
+        with pytest.raises(InvalidInputError, match=f"line {len(cut)} is not an orcamem export"):
+            target.import_jsonl(cut)
+        with pytest.raises(InvalidInputError, match=r"line 3 .*already used on line 2"):
+            target.import_jsonl([lines[0], lines[1], lines[1]])
+        with pytest.raises(InvalidInputError, match=r"line 3 .*second export header"):
+            target.import_jsonl([lines[0], lines[1], lines[0]])
+        assert target.spaces() == []
+
+
+_ODD_VALUES = [None, 0, -1, 1.5, 10**30, float("nan"), "", " ", "x", "\x00", True, [], {}, [[1]],
+               [["a", 1]], "2026-13-45", "s1"]  # fmt: skip
+
+
+def test_import_of_a_mutated_export_is_all_or_nothing(tmp_path: Path) -> None:
+    import json
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from orcamem.errors import OrcamemError
+
+    lines = _rich_export(tmp_path / "source.db")
+    records = [json.loads(line) for line in lines if line]
+
+    @st.composite
+    def mutated(draw: st.DrawFn) -> list[str]:
+        out: list[Any] = [dict(record) for record in records]  # a str once it is broken
+        for _ in range(draw(st.integers(1, 3))):
+            index = draw(st.integers(0, len(out) - 1))
+            record = out[index]
+            if isinstance(record, str) or not record:
+                continue
+            action = draw(st.sampled_from(["drop", "replace", "truncate", "retype", "junk"]))
+            name = draw(st.sampled_from(sorted(record)))
+            if action == "drop":
+                record.pop(name)
+            elif action == "replace":
+                record[name] = draw(st.sampled_from(_ODD_VALUES) | st.text(max_size=5))
+            elif action == "retype":
+                value = record[name]
+                record[name] = [value] if not isinstance(value, list) else str(value)
+            elif action == "truncate":
+                text = json.dumps(record)
+                out[index] = text[: draw(st.integers(0, len(text) - 1))]
+            else:
+                out[index] = draw(st.sampled_from(["[]", "1", '"x"', "null", "{}", "{"]))
+        return [item if isinstance(item, str) else json.dumps(item) for item in out]
+
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(mutated())
+    def check(candidate: list[str]) -> None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "target.db"
+            with Memory(path) as target:
+                target.add("Already here.")
+                before = _rows(path)
+                try:
+                    target.import_jsonl(candidate)
+                except OrcamemError:
+                    assert _rows(path) == before
+                else:
+                    expected = sum(
+                        1 for line in candidate if line and '"episode"' in line
+                    )  # every episode of an accepted file landed (none was already there)
+                    assert _rows(path)["episodes"] == before["episodes"] + expected
+
+    check()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
@@ -643,85 +644,46 @@ class Memory:
         """
         target = self._space(space)
         lines = validate_items(lines, what="lines", of="export lines (strings)")
-        episodes: list[dict[str, Any]] = []
-        memories: list[dict[str, Any]] = []
-        memory_lines: list[int] = []
-        for number, raw in enumerate(lines, start=1):
-            if not isinstance(raw, (str, bytes, bytearray)):
-                raise InvalidInputError(
-                    f"line {number} must be a string, got {type(raw).__name__} {shown(raw)}; "
-                    "nothing was imported"
-                )
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-                kind = record.pop("type")
-            except (ValueError, KeyError, AttributeError, TypeError):
-                raise InvalidInputError(
-                    f"line {number} is not an orcamem export record; nothing was imported"
-                ) from None
-            if number == 1 and kind != EXPORT_FORMAT:
-                raise InvalidInputError(
-                    "not an orcamem export: the first line must be the "
-                    f"{EXPORT_FORMAT!r} header; nothing was imported"
-                )
-            if kind == "episode":
-                episodes.append(record)
-            elif kind == "memory":
-                memories.append(record)
-                memory_lines.append(number)
-            elif kind != EXPORT_FORMAT:
-                raise InvalidInputError(f"line {number}: unknown record type {kind!r}")
-        prepared = []
-        for record in episodes:
-            try:
-                prepared.append(
-                    (
-                        record,
-                        self._episode(
-                            record["text"],
-                            space=target,
-                            kind=record["kind"],
-                            role=record["role"],
-                            session_id=record["session_id"],
-                            turn_id=record["turn_id"],
-                            occurred_at=record["occurred_at"],
-                            meta=record.get("meta"),
-                        ),
-                    )
-                )
-            except KeyError as exc:
-                raise InvalidInputError(
-                    f"episode {record.get('id')} lacks {exc}; nothing was imported"
-                ) from None
-        records: list[MemoryRecord] = []
-        cited_positions: dict[str, list[tuple[int, int]]] = {}
-        for data in memories:
-            try:
-                record = MemoryRecord(
-                    **{
-                        **data,
-                        "space": target,
-                        "tags": tuple(data.get("tags", [])),
-                        "cited_lines": (),
-                    }
-                )
-                validate_text(record.content, what=f"memory {record.id}")
-                cited_positions[record.id] = [
-                    (int(episode), int(seq)) for episode, seq in data.get("cited_lines", [])
-                ]
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(
-                    f"memory {data.get('id')} is malformed ({exc}); nothing was imported"
-                ) from None
-            records.append(record)
-        self._check_lineage(target, records, memory_lines)
-        self._ready_for_write(target)
+        parsed = _parse_export(lines, target)
+        records = parsed.memories
+        self._check_lineage(target, records, parsed.memory_lines)
+        total = len(parsed.episodes) + len(records)
+        # the embedding happens before the transaction, so the write lock is held briefly
+        vectors = []
+        for start in range(0, len(records), _BATCH):
+            vectors.extend(
+                embed_texts(self.embedder, [r.content for r in records[start : start + _BATCH]])
+            )
+        writes = []
+        for start in range(0, len(parsed.episodes), _BATCH):
+            chunk = [ep for _, ep, _ in parsed.episodes[start : start + _BATCH]]
+            writes.extend(prepare_writes(chunk, self.embedder, self.clock.now(), {}))
+        writes = [
+            replace(w, created_at=created_at or w.created_at)
+            for w, (_, _, created_at) in zip(writes, parsed.episodes, strict=True)
+        ]
+        try:
+            with self.store.writing():  # one transaction: the whole file lands, or nothing
+                self._ready_for_write(target)
+                counts = self._write_import(target, parsed, writes, vectors, progress, total)
+        except BaseException:
+            self._checked.discard(target)  # the space may have been rolled back with the rest
+            raise
+        return counts
+
+    def _write_import(
+        self,
+        target: str,
+        parsed: _ParsedExport,
+        writes: Sequence[Any],
+        vectors: Sequence[Any],
+        progress: Progress | None,
+        total: int,
+    ) -> dict[str, int]:
         id_map: dict[int, int] = {}
         added = skipped = 0
-        fresh: list[tuple[dict[str, Any], NewEpisode]] = []
-        for record, episode in prepared:
+        fresh = []
+        for (old_id, episode, _), write in zip(parsed.episodes, writes, strict=True):
             existing = self.store.find_episode(
                 target,
                 digest(episode.text),
@@ -730,28 +692,24 @@ class Memory:
                 episode.turn_id,
             )
             if existing is not None:
-                id_map[record["id"]] = existing
+                id_map[old_id] = existing
                 skipped += 1
             else:
-                fresh.append((record, episode))
+                fresh.append((old_id, write))
         for start in range(0, len(fresh), _BATCH):
             chunk = fresh[start : start + _BATCH]
-            writes = prepare_writes([ep for _, ep in chunk], self.embedder, self.clock.now(), {})
-            writes = [
-                replace(w, created_at=record.get("created_at") or w.created_at)
-                for w, (record, _) in zip(writes, chunk, strict=False)
-            ]
-            for (record, _), stored in zip(chunk, self.store.append_episodes(writes), strict=False):
-                id_map[record["id"]] = stored.id
+            stored = self.store.append_episodes([write for _, write in chunk])
+            for (old_id, _), episode in zip(chunk, stored, strict=True):
+                id_map[old_id] = episode.id
             added += len(chunk)
             if progress:
-                progress(added + skipped, len(prepared) + len(memories))
+                progress(added + skipped, total)
         restored = 0
         renamed: dict[str, str] = {}
         pointing: list[tuple[str, str]] = []
-        for record in records:
+        for record, vector in zip(parsed.memories, vectors, strict=True):
             cited = []
-            for old_episode, seq in cited_positions[record.id]:
+            for old_episode, seq in parsed.cited[record.id]:
                 line = self.store.line_ids(target, id_map.get(old_episode, -1)).get(seq)
                 if line is not None:
                     cited.append(line)
@@ -761,7 +719,6 @@ class Memory:
                 cited_lines=tuple(cited),
                 superseded_by=renamed.get(superseded, superseded) if superseded else None,
             )
-            vector = embed_texts(self.embedder, [record.content])[0]
             stored_as = self.store.restore_memory(record, vector)
             if stored_as is None:
                 skipped += 1
@@ -777,6 +734,8 @@ class Memory:
                     target, stored_as, MemoryUpdate(superseded_by=renamed[successor]),
                     stamp(self.clock),
                 )  # fmt: skip
+        if progress and total:
+            progress(total, total)
         return {"episodes": added, "memories": restored, "skipped": skipped}
 
     def _check_lineage(
@@ -879,3 +838,246 @@ class Memory:
 
     def iter_episodes(self, *, space: str | None = None) -> Iterator[Episode]:
         return self.store.iter_episodes(self._space(space))
+
+
+# -- import: parse and check every line of an export before anything is written ---------
+
+_EPISODE_FIELDS = {
+    "id", "space", "kind", "role", "text", "session_id", "turn_id", "occurred_at",
+    "created_at", "digest", "meta",
+}  # fmt: skip
+_EPISODE_REQUIRED = ("id", "kind", "text", "occurred_at")
+_MEMORY_FIELDS = {f.name for f in fields(MemoryRecord)}
+_MEMORY_OPTIONAL = {"space", "tags", "cited_lines"}
+
+
+class _Bad(Exception):
+    """One field of one record is wrong (turned into an ``InvalidInputError`` naming the line)."""
+
+
+def _optional_str(record: dict[str, Any], name: str) -> str | None:
+    value = record.get(name)
+    if value is not None and not isinstance(value, str):
+        raise _Bad(f"{name} must be a string or null, got {type(value).__name__} {shown(value)}")
+    return value
+
+
+def _optional_id(record: dict[str, Any], name: str) -> str | None:
+    value = record.get(name)
+    if value is not None:
+        validate_id(value, what=name)
+    return value
+
+
+def _time(record: dict[str, Any], name: str, *, required: bool) -> Any:
+    """The field as exported, once it parses as a time (kept as written)."""
+    value = record.get(name)
+    if value is None:
+        if required:
+            raise _Bad(f"{name} is missing or null: the export writes a time here")
+        return None
+    if not isinstance(value, str):
+        raise _Bad(
+            f"{name} must be an ISO-8601 time string, got {type(value).__name__} {shown(value)}"
+        )
+    validate_time(value, what=name)
+    return value
+
+
+def _number(record: dict[str, Any], name: str, *, high: float | None) -> float:
+    value = record.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _Bad(f"{name} must be a number, got {type(value).__name__} {shown(value)}")
+    if value < 0 or (high is not None and value > high):
+        raise _Bad(f"{name}={value!r}: use a number from 0" + (f" to {high:g}" if high else " up"))
+    return float(value)
+
+
+def _flag(record: dict[str, Any], name: str) -> bool:
+    value = record.get(name)
+    if not isinstance(value, bool):
+        raise _Bad(f"{name} must be true or false, got {type(value).__name__} {shown(value)}")
+    return value
+
+
+def _fields(record: dict[str, Any], known: set[str], required: Iterable[str]) -> None:
+    unknown = sorted(set(record) - known)
+    if unknown:
+        raise _Bad(f"unknown field {unknown[0]!r}")
+    missing = [name for name in required if name not in record]
+    if missing:
+        raise _Bad(f"field {missing[0]!r} is missing")
+
+
+def _parse_episode(record: dict[str, Any], target: str) -> tuple[int, NewEpisode, str | None]:
+    _fields(record, _EPISODE_FIELDS, _EPISODE_REQUIRED)
+    episode_id = record["id"]
+    if isinstance(episode_id, bool) or not isinstance(episode_id, int) or episode_id < 1:
+        raise _Bad(f"id must be a whole number from 1 up, got {shown(episode_id)}")
+    kind = record["kind"]
+    if kind not in EPISODE_KINDS:
+        raise _Bad(f"kind={shown(kind)}: use one of {', '.join(EPISODE_KINDS)}")
+    _optional_str(record, "space")
+    _optional_str(record, "digest")
+    meta = record.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise _Bad(f"meta must be an object, got {type(meta).__name__} {shown(meta)}")
+    created_at = _time(record, "created_at", required=False)
+    episode = NewEpisode(
+        space=target,
+        kind=kind,
+        text=validate_text(record["text"]),
+        role=_optional_id(record, "role"),
+        session_id=_optional_id(record, "session_id"),
+        turn_id=_optional_id(record, "turn_id"),
+        occurred_at=validate_time(_time(record, "occurred_at", required=True)),
+        meta=dict(meta or {}),
+    )
+    return episode_id, episode, created_at
+
+
+def _parse_memory(
+    record: dict[str, Any], target: str
+) -> tuple[MemoryRecord, list[tuple[int, int]]]:
+    _fields(record, _MEMORY_FIELDS, sorted(_MEMORY_FIELDS - _MEMORY_OPTIONAL))
+    _optional_str(record, "space")
+    memory_id = validate_id(record["id"], what="id")
+    category = record["category"]
+    if category not in CATEGORIES:
+        raise _Bad(f"category={shown(category)}: use one of {', '.join(CATEGORIES)}")
+    source = record["source"]
+    if source not in SOURCES:
+        raise _Bad(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
+    tags = record.get("tags", [])
+    if not isinstance(tags, list):
+        raise _Bad(f"tags must be a list of strings, got {type(tags).__name__} {shown(tags)}")
+    for tag in tags:
+        validate_id(tag, what="tag")
+    cited = record.get("cited_lines", [])
+    if not isinstance(cited, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in pair)
+        for pair in cited
+    ):
+        raise _Bad(
+            f"cited_lines must be a list of [episode id, line number] pairs, got {shown(cited)}"
+        )
+    access_count = record["access_count"]
+    if isinstance(access_count, bool) or not isinstance(access_count, int) or access_count < 0:
+        raise _Bad(f"access_count must be a whole number from 0 up, got {shown(access_count)}")
+    memory = MemoryRecord(
+        id=memory_id,
+        space=target,
+        category=category,
+        content=validate_text(record["content"], what="content"),
+        summary=_optional_str(record, "summary"),
+        confidence=_number(record, "confidence", high=1.0),
+        importance=_number(record, "importance", high=1.0),
+        tags=tuple(tags),
+        source=source,
+        entity=_optional_str(record, "entity"),
+        attribute=_optional_str(record, "attribute"),
+        value=_optional_str(record, "value"),
+        condition=_optional_str(record, "condition"),
+        prohibited=_flag(record, "prohibited"),
+        event_date=_time(record, "event_date", required=False),
+        session_id=_optional_str(record, "session_id"),
+        turn_id=_optional_str(record, "turn_id"),
+        cited_lines=(),
+        created_at=_time(record, "created_at", required=True),
+        updated_at=_time(record, "updated_at", required=True),
+        last_accessed_at=_time(record, "last_accessed_at", required=False),
+        access_count=access_count,
+        staleness=_number(record, "staleness", high=None),
+        archived_at=_time(record, "archived_at", required=False),
+        active=_flag(record, "active"),
+        superseded_by=_optional_id(record, "superseded_by"),
+    )
+    return memory, [(episode, seq) for episode, seq in cited]
+
+
+@dataclass
+class _ParsedExport:
+    episodes: list[tuple[int, NewEpisode, str | None]]
+    memories: list[MemoryRecord]
+    memory_lines: list[int]
+    cited: dict[str, list[tuple[int, int]]]
+
+
+def _parse_export(lines: Sequence[Any], target: str) -> _ParsedExport:
+    """Every line checked (header, record kinds, fields, ids, times, text); nothing written.
+
+    Raises:
+        InvalidInputError: naming the first bad line and field; nothing was imported.
+    """
+    parsed = _ParsedExport([], [], [], {})
+    episode_ids: dict[int, int] = {}
+    memory_ids: dict[str, int] = {}
+    header = False
+    for number, raw in enumerate(lines, start=1):
+        if not isinstance(raw, (str, bytes, bytearray)):
+            raise InvalidInputError(
+                f"line {number} must be a string, got {type(raw).__name__} {shown(raw)}; "
+                "nothing was imported"
+            )
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, TypeError):
+            raise InvalidInputError(
+                f"line {number} is not an orcamem export record: it is not JSON (cut short "
+                "or edited?); pass the lines of an export unchanged; nothing was imported"
+            ) from None
+        if not isinstance(record, dict) or "type" not in record:
+            raise InvalidInputError(
+                f"line {number} is not an orcamem export record (a JSON object with a "
+                "'type'); nothing was imported"
+            )
+        kind = record.pop("type")
+        try:
+            if not header:
+                if kind != EXPORT_FORMAT:
+                    raise InvalidInputError(
+                        "not an orcamem export: the first line must be the "
+                        f"{EXPORT_FORMAT!r} header; nothing was imported"
+                    )
+                version = record.get("version")
+                if version != EXPORT_VERSION or isinstance(version, bool):
+                    raise _Bad(
+                        f"version={shown(version)}: this orcamem reads export version "
+                        f"{EXPORT_VERSION} (upgrade orcamem for a newer file)"
+                    )
+                _optional_str(record, "space")
+                _optional_str(record, "embedder")
+                header = True
+            elif kind == "episode":
+                episode = _parse_episode(record, target)
+                if episode[0] in episode_ids:
+                    raise _Bad(
+                        f"episode id {episode[0]} is already used on line {episode_ids[episode[0]]}"
+                    )
+                episode_ids[episode[0]] = number
+                parsed.episodes.append(episode)
+            elif kind == "memory":
+                memory, cited = _parse_memory(record, target)
+                if memory.id in memory_ids:
+                    raise _Bad(
+                        f"memory id {memory.id} is already used on line {memory_ids[memory.id]}"
+                    )
+                memory_ids[memory.id] = number
+                parsed.memories.append(memory)
+                parsed.memory_lines.append(number)
+                parsed.cited[memory.id] = cited
+            elif kind == EXPORT_FORMAT:
+                raise _Bad("a second export header: import one export file at a time")
+            else:
+                raise _Bad(f"unknown record type {shown(kind)}: use 'episode' or 'memory'")
+        except (_Bad, InvalidInputError) as exc:
+            if isinstance(exc, InvalidInputError) and not header:
+                raise
+            raise InvalidInputError(
+                f"line {number} ({shown(kind, 20)} record): {exc}; nothing was imported"
+            ) from None
+    return parsed

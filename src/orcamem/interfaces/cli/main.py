@@ -318,10 +318,11 @@ def import_(
     """Import an export file into a space (records already present are skipped)."""
     with _memory(db, space) as mem:
         if str(source) == "-":
-            lines = sys.stdin.readlines()
+            lines = sys.stdin.read().split("\n")
         else:
             try:
-                lines = source.read_text(encoding="utf-8").splitlines()
+                # split on "\n" only: a JSON string may hold U+2028, which splitlines() splits on
+                lines = source.read_text(encoding="utf-8").split("\n")
             except (OSError, UnicodeDecodeError) as exc:
                 raise fail(f"cannot read {source}: {exc}", 2) from None
         with progress("importing") as update:
