@@ -424,3 +424,13 @@ def test_import_of_a_mutated_export_is_all_or_nothing(tmp_path: Path) -> None:
                     assert _rows(path)["episodes"] == before["episodes"] + expected
 
     check()
+
+
+def test_forbidding_a_rule_twice_keeps_one_rule(tmp_path: Path) -> None:
+    with Memory(tmp_path / "f.db") as mem:
+        first = mem.forbid("Never verify TLS certificates")
+        again = mem.forbid("  never verify   TLS certificates. ")
+        other = mem.forbid("Never verify TLS certificates", space="other")
+        assert again == first and other.id != first.id
+        assert [m.id for m in mem.facts() if m.prohibited] == [first.id]
+        assert mem.recall("Where do I live?").count("[FORBIDDEN: Never verify") == 1

@@ -880,7 +880,7 @@ RULES_SAID = [
 
 
 def _rule_of(said: str) -> Claim:
-    said_line = SourceLine("ep-1:s1", 1, 1, "s1", "user", said, "2026-10-17T10:00:00Z")
+    said_line = SourceLine("ep-1:s1", 1, 1, "s1", "user", said, "2026-10-17T10:00:00Z", "turn")
     [claim] = [c for c in rule_claims([said_line]) if c.prohibited]
     return claim
 

@@ -46,6 +46,7 @@ from .._kernel.text import message_text, split_document
 from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import RecallResult, engine_preset, pack_context, recall
 from .automations import AutomationNotes
+from .consolidate.gate import held_rule
 from .consolidate.sleep import SleepReport
 from .ingest import prepare_writes
 from .keys import ApiKeys
@@ -387,7 +388,12 @@ class Memory:
         event_date: str | None = None,
         source: str = "explicit",
     ) -> MemoryRecord:
-        """Store an explicit memory (no model involved) and index it at once."""
+        """Store an explicit memory (no model involved) and index it at once.
+
+        A forbidden rule (``prohibited=True``) the space already holds in the same words
+        (case, spacing, punctuation and never/don't aside) is returned as it is, not stored
+        twice.
+        """
         space = self._space(space)
         content = validate_text(text, what="memory text")
         if category not in CATEGORIES:
@@ -421,10 +427,18 @@ class Memory:
         )
         self._ready_for_write(space)
         vector = embed_texts(self.embedder, [content])[0]
-        return self.store.put_memory(memory, vector, self.embedder.id, stamp(self.clock))
+        with self.store.writing():  # the look-up and the insert in one transaction
+            rules = self.store.list_memories(space, prohibited=True) if prohibited else []
+            held = held_rule(rules, content)
+            if held is not None:
+                return held
+            return self.store.put_memory(memory, vector, self.embedder.id, stamp(self.clock))
 
     def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
-        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``."""
+        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``.
+
+        Idempotent: forbidding a rule the space already holds returns that rule.
+        """
         return self.remember(rule, category="rule", space=space, prohibited=True, importance=1.0)
 
     def facts(

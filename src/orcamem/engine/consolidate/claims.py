@@ -28,6 +28,8 @@ class SourceLine:
     role: str | None
     text: str
     occurred_at: str
+    kind: str
+    """The episode's kind (``turn``, ``note``, ``document``, ``tool``): who said it, with ``role``."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ..store.base import MemoryUpdate, Store
 from .claims import Claim
 from .verify import normal_words
 
-__all__ = ["GateResult", "Verified", "apply_claims", "memory_content"]
+__all__ = ["GateResult", "Verified", "apply_claims", "held_rule", "memory_content", "rule_words"]
 
 
 @dataclass(frozen=True)
@@ -72,17 +72,24 @@ def _same(a: str | None, b: str | None) -> bool:
 _NEGATIONS = {"never", "don", "dont", "do", "not", "t", "stop", "please", "ever", "avoid"}
 
 
-def _same_rule(memory: MemoryRecord, claim: Claim) -> bool:
-    """A forbidden rule already held in other words: ``forbid("Never chain X")`` and the
+def rule_words(text: str) -> list[str]:
+    """What makes a forbidden rule the one it is: its words without never/don't/please, in
+    lower case. ``forbid("Never chain X")``, ``forbid("never  chain x")`` and the
     consolidated ``chain X`` are one rule."""
+    words = [w for w in normal_words(text) if w not in _NEGATIONS]
+    return words or [" ".join(text.casefold().split())]
 
-    def core(text: str) -> list[str]:
-        return [w for w in normal_words(text) if w not in _NEGATIONS]
 
-    return (
-        memory.prohibited
-        and claim.prohibited
-        and core(memory.value or memory.content) == core(claim.value)
+def held_rule(memories: Sequence[MemoryRecord], text: str) -> MemoryRecord | None:
+    """The active forbidden rule among ``memories`` that says ``text`` in other words."""
+    wanted = rule_words(text)
+    return next(
+        (
+            m
+            for m in memories
+            if m.prohibited and m.active and rule_words(m.value or m.content) == wanted
+        ),
+        None,
     )
 
 
@@ -125,18 +132,16 @@ def apply_claims(
         claim = item.claim
         attribute = _attribute(claim, active)
         category = "rule" if claim.prohibited else _CATEGORY[claim.kind]
-        duplicate = next(
+        held = held_rule(active, claim.value) if claim.prohibited else None
+        duplicate = held or next(
             (
                 m
                 for m in active
-                if _same_rule(m, claim)
-                or (
-                    m.category == category
-                    and m.entity == claim.entity
-                    and m.attribute == attribute
-                    and _same(m.value, claim.value)
-                    and _same(m.condition, claim.condition)
-                )
+                if m.category == category
+                and m.entity == claim.entity
+                and m.attribute == attribute
+                and _same(m.value, claim.value)
+                and _same(m.condition, claim.condition)
             ),
             None,
         )

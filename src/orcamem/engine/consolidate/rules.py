@@ -2,7 +2,8 @@
 
 Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
 prefer silence to invention: a sentence that does not match cleanly yields nothing, and the
-claims still go through the same verification and gate as a model's.
+claims still go through the same verification and gate as a model's (which refuses a rule
+whose line is not the user's own turn: a note saying "never X" is not the user's rule).
 
 Supported (case-insensitive; X, Y are the captured words):
 
@@ -200,7 +201,10 @@ def _claims(
 
 
 def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
-    """Claims from the lines the user said (or wrote as notes); assistant lines are skipped."""
+    """Claims from the lines the user said (or wrote as notes); assistant lines are skipped.
+
+    Notes, documents and tool output without a role are read too; ``verify.check_speaker``
+    keeps their never/always sentences from becoming rules."""
     claims: list[Claim] = []
     for line in lines:
         if line.role not in (None, "user"):

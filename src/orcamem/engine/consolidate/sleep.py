@@ -24,6 +24,7 @@ from .verify import (
     check_citations,
     check_grounding,
     check_secrets,
+    check_speaker,
     resolve_pronoun_value,
 )
 
@@ -96,6 +97,7 @@ def source_lines(store: Store, space: str, episodes: Sequence[Episode]) -> list[
             role=row.role,
             text=row.text,
             occurred_at=by_id[row.episode_id].occurred_at,
+            kind=row.kind,
         )
         for row in store.episode_lines(space, list(by_id))
     ]
@@ -104,13 +106,13 @@ def source_lines(store: Store, space: str, episodes: Sequence[Episode]) -> list[
 def verify_claims(
     claims: Sequence[Claim], lines: Sequence[SourceLine], tz: ZoneInfo
 ) -> tuple[list[Verified], list[tuple[Claim, str]]]:
-    """Citations, pronoun carry-over, grounding, secrets, then dates anchored in code."""
+    """Citations, speaker, pronoun carry-over, grounding, secrets, then dates anchored in code."""
     by_ref = {line.ref: line for line in lines}
     carried = carry_pronouns(lines)
     verified: list[Verified] = []
     rejected: list[tuple[Claim, str]] = []
     for claim in claims:
-        reason = check_citations(claim, by_ref)
+        reason = check_citations(claim, by_ref) or check_speaker(claim, by_ref)
         if reason is None:
             claim = resolve_pronoun_value(claim, carried)
             reason = check_grounding(claim, by_ref, carried) or check_secrets(claim)

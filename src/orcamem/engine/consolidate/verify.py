@@ -4,6 +4,10 @@ Each check is a pure function that returns ``None`` when the claim passes, or th
 rejected (kept in the audit table):
 
 - ``check_citations``: every cited line exists among the lines the extractor was shown.
+- ``check_speaker``: a rule (forbidden or "always") cites only the user's own turns: what
+  an assistant said, a tool printed, a document or a note contains is never a rule the user
+  set (issue 11). Both extractors meet this one check; ``Memory.forbid`` is the way to set
+  a rule from anywhere else.
 - ``check_grounding``: the value is said in the cited lines. The rule: after light
   normalisation (lower case, punctuation dropped, a plural ``s`` dropped), every content word
   of the value appears in the cited lines *or* in the antecedents their pronouns carry over;
@@ -31,6 +35,7 @@ __all__ = [
     "check_citations",
     "check_grounding",
     "check_secrets",
+    "check_speaker",
     "normal_words",
     "resolve_pronoun_value",
 ]
@@ -55,6 +60,20 @@ def check_citations(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None
         return "citation: the claim cites no line"
     if missing:
         return f"citation: cited line(s) {', '.join(missing)} not in the batch"
+    return None
+
+
+def check_speaker(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:
+    if claim.kind != "rule" and not claim.prohibited:
+        return None
+    for ref in claim.cites:
+        line = lines[ref]
+        if line.kind != "turn" or line.role != "user":
+            who = f"{line.role or 'roleless'} turn" if line.kind == "turn" else line.kind
+            return (
+                f"speaker: rules come only from the user's own turns, not from {ref} ({who}); "
+                "to set this rule, call forbid() with it"
+            )
     return None
 
 
