@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from orcamem import CorruptStoreError, Memory
 from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.embed import make_embedder
 from orcamem.interfaces.cli.main import app
 
 runner = CliRunner()
@@ -213,3 +214,24 @@ def test_cli_repair_exits_1_when_only_a_backup_can_help(db: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "nothing to repair"
     assert len(lines) == 1 + LINES and all(line.startswith("digest: episode") for line in lines[1:])
+
+
+def test_repair_never_mixes_embedders_in_a_space(db: Path) -> None:
+    lost = line_id(db, "zebra3.")
+    damage(
+        db,
+        "UPDATE spaces SET embedder_id = 'st:another-model'",
+        f"UPDATE lines SET vector = NULL WHERE id = {lost}",
+    )
+    result = runner.invoke(app, ["repair", "--db", str(db)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "nothing to repair",
+        "vectors: space 'default' needs 1 vector(s) from st:another-model (dim 256) but this "
+        "Memory embeds with "
+        + make_embedder(None).id
+        + " (dim 256): repair with that embedder (`orcamem repair --embedder <spec>`), or run "
+        "`orcamem reembed --space default` to re-embed the whole space with this one",
+    ]
+    conn = sqlite3.connect(db)
+    assert conn.execute(f"SELECT vector FROM lines WHERE id = {lost}").fetchone() == (None,)
