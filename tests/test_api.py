@@ -355,6 +355,22 @@ def test_sleep_uses_the_servers_model_never_the_requests(
     assert calls == [("http://127.0.0.1:9/v1", "server-model")]
 
 
+def test_check_reports_a_cleared_full_text_index(client: TestClient, mem: Memory) -> None:
+    mem.add("One line.", space="alice")
+    assert client.get("/api/check").json() == {
+        "ok": True,
+        "counts": {"spaces": 1, "episodes": 1, "lines": 1, "memories": 0},
+        "problems": [],
+    }
+    with mem.store.writing() as conn:
+        conn.execute("INSERT INTO lines_fts(lines_fts) VALUES ('delete-all')")
+    response = client.get("/api/check")
+    assert response.status_code == 200
+    [problem] = response.json()["problems"]
+    assert problem["kind"] == "fts" and problem["repairable"] is True
+    assert problem["message"].endswith("run `orcamem repair`")
+
+
 def test_stats_for_a_space(client: TestClient, mem: Memory) -> None:
     mem.add("One.", space="alice")
     mem.remember("A fact.", space="alice")
@@ -556,11 +572,14 @@ ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "GET /api/memory-bank": lambda s, ids: ("GET", "/api/memory-bank", {}),
     "GET /api/memory-bank/stats": lambda s, ids: ("GET", "/api/memory-bank/stats", {}),
     "GET /api/capability": lambda s, ids: ("GET", "/api/capability", {}),
+    "GET /api/check": lambda s, ids: ("GET", "/api/check", {}),
 }  # fmt: skip
 ADMIN_ONLY = {
     name
     for name in ROUTES
-    if any(part in name for part in ("/keys", "/automations", "/memory-bank", "/capability"))
+    if any(
+        part in name for part in ("/keys", "/automations", "/memory-bank", "/capability", "/check")
+    )
 }
 
 

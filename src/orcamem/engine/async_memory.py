@@ -24,6 +24,7 @@ from .._kernel.model import DEFAULT_SPACE, Episode, MemoryRecord
 from ..recall import RecallResult
 from .automations import AutomationNotes
 from .consolidate.sleep import SleepReport
+from .health import CheckReport, RepairReport
 from .keys import ApiKeys, Principal
 from .memory import BuiltContext, Memory, Progress
 from .store.base import AutomationNote, SpaceInfo, Store
@@ -396,6 +397,14 @@ class AsyncMemory:
     async def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
         """Re-embed every line and memory of the space with this Memory's embedder."""
         return await _thread(self.sync.reembed, space=space, progress=progress)
+
+    async def check(self) -> CheckReport:
+        """Verify the whole database; reads only."""
+        return await _thread(self.sync.check)
+
+    async def repair(self) -> RepairReport:
+        """Rebuild what :meth:`check` finds damaged and can be derived again; idempotent."""
+        return await _thread(self.sync.repair)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

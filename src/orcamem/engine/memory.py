@@ -45,9 +45,11 @@ from .._kernel.model import (
 from .._kernel.text import message_text, split_document
 from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import RecallResult, engine_preset, pack_context, recall
+from . import health
 from .automations import AutomationNotes
 from .consolidate.gate import held_rule
 from .consolidate.sleep import SleepReport
+from .health import CheckReport, RepairReport
 from .ingest import prepare_writes
 from .keys import ApiKeys
 from .sleeper import Sleeper
@@ -830,6 +832,31 @@ class Memory:
         )
         self._checked.discard(space)
         return len(vectors)
+
+    # -- health ----------------------------------------------------------------------------
+
+    def check(self) -> CheckReport:
+        """Verify the whole database; reads only.
+
+        The SQLite file (``PRAGMA integrity_check``), every full-text index against the rows
+        it indexes, rows that point at missing ones, each line's and memory's vector against
+        its space's embedder, every episode against its digest, and memory lineage
+        (``superseded_by`` pointing at a missing memory, at itself, or in a cycle). Each
+        problem is one line that says what to run next; ``report.ok`` means none.
+        """
+        self._space(None)  # a closed Memory refuses
+        return health.check(self.store)
+
+    def repair(self) -> RepairReport:
+        """Rebuild what :meth:`check` finds damaged and can be derived again; idempotent.
+
+        Damaged full-text indexes are rebuilt from their rows, missing or wrong-size vectors
+        are embedded with this Memory's embedder (which must be the space's), rows pointing at
+        missing episodes and dangling or self-pointing ``superseded_by`` are cleared. Episodes
+        are never changed: ``report.remaining`` lists what only a backup can fix.
+        """
+        self._space(None)
+        return health.repair(self.store, self.embedder)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 A store holds episodes (append-only, split into lines), memories and per-space metadata
 (:class:`EpisodeLog`, :class:`MemoryTable`), answers the recall pipeline's candidate queries
 (``recall.candidates.CandidateSource``: lexical top-N, vector top-N), keeps its maintenance
-chores (:class:`Admin`), and hands out the role stores that share its connection: ``keys``
+chores (:class:`Admin`), checks its derived data against the authority (:class:`Health`),
+and hands out the role stores that share its connection: ``keys``
 (API key rows), ``notes`` (automation notes) and ``jobs`` (the rows of the durable job queue).
 A store never formats prompts or scores beyond its own index. ``tests/test_store_contract.py``
 is the contract every store must pass.
@@ -29,11 +30,13 @@ __all__ = [
     "CandidateSource",
     "EpisodeLog",
     "EpisodeWrite",
+    "Health",
     "KeyRows",
     "LineRow",
     "MemoryTable",
     "MemoryUpdate",
     "NoteRows",
+    "Problem",
     "SpaceInfo",
     "Store",
 ]
@@ -165,6 +168,34 @@ class Admin(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing a check found wrong, said in one line that ends with what to run next."""
+
+    kind: str
+    """``sqlite``, ``fts``, ``orphans``, ``vectors``, ``digest`` or ``lineage``."""
+    message: str
+    space: str | None = None
+    repairable: bool = True
+    """Whether ``orcamem repair`` can fix it (derived data); ``False`` needs a backup."""
+
+
+class Health(Protocol):
+    """Check the derived data (indexes, vectors, lineage) against the authority; rebuild it.
+
+    ``problems`` reads only; ``repair_derived`` fixes what needs no embedder, in one
+    transaction, and says what it did; vectors are re-embedded by the caller, which has the
+    space's embedder, from ``stale_vectors``.
+    """
+
+    def problems(self) -> list[Problem]: ...
+    def repair_derived(self) -> list[str]: ...
+    def stale_vectors(self, space: str) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+        """``(line id, text)`` and ``(memory id, content)`` whose vector is missing or not
+        the space's size."""
+        ...
+
+
 class KeyRows(Protocol):
     """API key rows: hashes only (``engine.keys`` owns the rules)."""
 
@@ -184,7 +215,7 @@ class NoteRows(Protocol):
     def delete(self, automation_id: str) -> bool: ...
 
 
-class Store(EpisodeLog, MemoryTable, CandidateSource, Admin, Protocol):
+class Store(EpisodeLog, MemoryTable, CandidateSource, Admin, Health, Protocol):
     """The whole engine store: its roles, plus the role stores on the same connection."""
 
     capabilities: frozenset[str]

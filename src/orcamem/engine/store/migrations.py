@@ -198,3 +198,6 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
 ]
 
 LATEST = MIGRATIONS[-1][0]
+
+FTS_TABLES: dict[str, str] = {"lines_fts": "lines", "memories_fts": "memories"}
+"""Every FTS5 index the migrations create, and the table whose rows it indexes (its content)."""

@@ -30,7 +30,8 @@ from ...errors import (
     SchemaTooNewError,
     StoreError,
 )
-from .base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, SpaceInfo
+from . import check
+from .base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, Problem, SpaceInfo
 from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
 from .notes import SQLiteNotes
@@ -134,6 +135,8 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+            if self.path != ":memory:":
+                check.warn_on_open(self._conn, self.path)
         except sqlite3.Error as exc:
             self._close_quietly()
             raise _translate(exc, self.path) from exc
@@ -958,6 +961,20 @@ class SQLiteStore:
     def integrity_check(self) -> str:
         with self.reading() as conn:
             return conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def problems(self) -> list[Problem]:
+        """What ``orcamem check`` finds wrong (``engine.store.check`` says what it verifies)."""
+        with self.reading() as conn:
+            return check.problems(conn)
+
+    def repair_derived(self) -> list[str]:
+        """Rebuild what needs no embedder, in one transaction; one line per action."""
+        with self.writing() as conn:
+            return check.repair_derived(conn)
+
+    def stale_vectors(self, space: str) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+        with self.reading() as conn:
+            return check.stale_vectors(conn, space)
 
     def close(self) -> None:
         """Close the connection; idempotent. Later calls raise ``ClosedError``."""

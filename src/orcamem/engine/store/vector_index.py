@@ -3,6 +3,8 @@
 Vectors are stored as float16 BLOBs; each space keeps a growing float32 matrix in memory. ``refresh`` reads only rows above a rowid
 watermark, so a process sees another process's writes at the cost of one small query;
 a per-space ``vector_epoch`` (bumped on delete and re-embed) forces that space to reload.
+A stored vector whose size is not the space's recorded ``dim`` is refused with an error that
+says to run ``orcamem repair``, never dropped in silence (``orcamem check`` lists them all).
 Exact numpy cosine with one BLAS thread is ~1 ms at 10k×384 on a busy 2-core machine,
 against ~28 ms with the default thread pool (DESIGN.md), hence ``threadpool_limits``.
 """
@@ -16,7 +18,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["VectorIndex", "decode_vector", "encode_vector"]
+from ...errors import CorruptStoreError
+
+__all__ = ["BYTES_PER_VALUE", "VectorIndex", "decode_vector", "encode_vector"]
+
+BYTES_PER_VALUE = 2
+"""Bytes of one stored vector value (float16)."""
 
 
 def encode_vector(vector: np.ndarray) -> bytes:
@@ -49,8 +56,6 @@ class _SpaceMatrix:
         self.position: dict[Hashable, int] = {}
 
     def add(self, key: Hashable, vector: np.ndarray) -> None:
-        if vector.shape[0] != self.dim:
-            return  # a stale row from before a re-embed; the epoch reload drops it
         if self.count == self.rows.shape[0]:
             grown = np.zeros((self.rows.shape[0] * 2, self.dim), dtype=np.float32)
             grown[: self.count] = self.rows[: self.count]
@@ -77,11 +82,14 @@ class VectorIndex:
         self._spaces: dict[str, _SpaceMatrix] = {}
         self._watermark = 0
         self._epochs: dict[str, int] = {}
+        self._dims: dict[str, int | None] = {}
         self._floors: dict[str, tuple[int, float, float]] = {}
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Bring the index up to date with the database (cheap when nothing changed)."""
-        epochs = dict(conn.execute("SELECT name, vector_epoch FROM spaces").fetchall())
+        spaces = conn.execute("SELECT name, vector_epoch, dim FROM spaces").fetchall()
+        epochs = {name: epoch for name, epoch, _ in spaces}
+        self._dims = {name: dim for name, _, dim in spaces}
         stale = [name for name, epoch in self._epochs.items() if epochs.get(name) != epoch]
         for name in stale:
             self._reload(conn, name, epochs.get(name))
@@ -102,7 +110,6 @@ class VectorIndex:
         if epoch is None:
             self._epochs.pop(space, None)
             return
-        self._epochs[space] = epoch
         rows = conn.execute(
             f"SELECT {self._key}, vector FROM {self._table} "
             f"WHERE space = ? AND rowid <= ? AND vector IS NOT NULL ORDER BY rowid",
@@ -110,12 +117,20 @@ class VectorIndex:
         ).fetchall()
         for key, blob in rows:
             self._add(space, key, blob)
+        self._epochs[space] = epoch  # only once loaded: a refused row is met again next time
 
     def _add(self, space: str, key: Hashable, blob: bytes) -> None:
         vector = decode_vector(blob)
+        dim = self._dims.get(space) or vector.shape[0]
+        if vector.shape[0] != dim:
+            raise CorruptStoreError(
+                f"space {space!r} has a vector of {vector.shape[0]} values ({self._table} row "
+                f"{key}) where its embedder makes {dim}: run `orcamem repair` to re-embed the "
+                f"rows that need it (or `orcamem reembed --space {space}` for all of them)"
+            )
         matrix = self._spaces.get(space)
         if matrix is None:
-            matrix = self._spaces[space] = _SpaceMatrix(vector.shape[0])
+            matrix = self._spaces[space] = _SpaceMatrix(dim)
         matrix.add(key, vector)
 
     def discard(self, space: str, keys: set[Hashable]) -> None:

@@ -345,6 +345,51 @@ def reembed(
 
 
 @app.command()
+def check(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Verify the database: the SQLite file, full-text indexes, vectors, digests, lineage.
+
+    Reads only. Exit 0 when healthy, 1 when a problem is found; each problem is one line that
+    says what to run next (most often `orcamem repair`).
+    """
+    with _memory(db) as mem:
+        report = mem.check()
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        for problem in report.problems:
+            out.print(f"{problem.kind}: {problem.message}", markup=False, highlight=False)
+        if report.ok:
+            counts = ", ".join(f"{n} {table}" for table, n in report.counts.items())
+            out.print(f"healthy: checked {counts}", markup=False, highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def repair(
+    db: DbOption = None, embedder: EmbedderOption = None, as_json: JsonOption = False
+) -> None:
+    """Rebuild damaged indexes and vectors and clear dangling lineage; safe to run again.
+
+    Episodes are never changed. Exit 0 when `orcamem check` is clean afterwards, 1 when a
+    problem only a backup can fix remains (it is printed with what to do).
+    """
+    with _memory(db, embedder=embedder) as mem:
+        report = mem.repair()
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        if not report.actions:
+            out.print("nothing to repair")
+        for action in report.actions:
+            out.print(f"repaired: {action}", markup=False, highlight=False)
+        for problem in report.remaining:
+            out.print(f"{problem.kind}: {problem.message}", markup=False, highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
 def demo(
     db: DbOption = None,
     space: SpaceOption = "demo",

@@ -15,6 +15,7 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``POST|GET /api/memories``, ``…/{id}``      remember (forbidden rules too), list, get, forget
 ``POST /api/sleep``                         consolidate now (model from server settings)
 ``GET /api/stats``                          counts (database-wide for admin keys)
+``GET /api/check``                          what ``orcamem check`` finds (admin)
 ``GET /api/export``, ``POST /api/import``   JSON lines out and in
 ``/api/keys``                               create, list, revoke keys (admin)
 ``/api/automations/{id}/memory``            an automation's note: GET, PUT, DELETE (admin)
@@ -35,6 +36,7 @@ from ..errors import error_body
 from . import (
     automations,
     capability,
+    check,
     context,
     episodes,
     facts,
@@ -59,6 +61,7 @@ ROUTERS = (
     memories,
     sleep,
     stats,
+    check,
     transfer,
     keys,
     automations,
@@ -75,6 +78,7 @@ TAGS = [
     {"name": "memories", "description": "Explicit memories and forbidden rules."},
     {"name": "sleep", "description": "Consolidation of episodes into memories."},
     {"name": "stats", "description": "Counts."},
+    {"name": "check", "description": "Damaged indexes, vectors and lineage (admin keys only)."},
     {"name": "export", "description": "A space as JSON lines, out and back in."},
     {"name": "keys", "description": "API keys (admin keys only)."},
     {"name": "automations", "description": "Automation notes (admin keys only)."},

@@ -89,6 +89,19 @@ class DatabaseStats(BaseModel):
     size_bytes: int = Field(description="Database file size (with its WAL).")
 
 
+class ProblemOut(BaseModel):
+    kind: str = Field(description="sqlite, fts, orphans, vectors, digest or lineage.")
+    message: str = Field(description="What is wrong and what to run next, in one line.")
+    space: str | None = Field(description="The space it is in, when it is in one.")
+    repairable: bool = Field(description="Whether `orcamem repair` can fix it.")
+
+
+class CheckOut(BaseModel):
+    ok: bool = Field(description="True when nothing is wrong.")
+    counts: dict[str, int] = Field(description="Rows checked: spaces, episodes, lines, memories.")
+    problems: list[ProblemOut] = Field(description="What `orcamem check` found, one per line.")
+
+
 class StatsOut(BaseModel):
     space: str
     episodes: int = Field(description="Episodes in the space.")
