@@ -16,6 +16,7 @@ import typer.main
 from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.llm import OpenAIChat
+from orcamem.engine import RecallConfig, SignalsConfig
 from orcamem.interfaces.cli.main import app
 
 FRAMING = (
@@ -166,3 +167,42 @@ def test_an_event_is_packed_with_its_date(mem: Memory) -> None:
     mem.sleep()
     block = mem.recall("what did my manager give me?")
     assert "[EVENT: 2026-11-01: gift from manager: a Swiss knife]" in block
+
+
+def test_the_hawkes_and_ebbinghaus_switches_add_and_remove_their_bounded_boosts(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    breakdowns = {}
+    for on in (True, False):
+        signals = SignalsConfig(enable_hawkes=on, enable_ebbinghaus=on)
+        with Memory(tmp_path / f"{on}.db", clock=clock, config=Config(signals=signals)) as mem:
+            mem.observe("user", "My dentist is Dr. Rao.", occurred_at="2026-11-01T09:50:00Z")
+            mem.remember("My cat is called Miso", category="fact")
+            breakdowns[on] = {hit.kind: hit.breakdown for hit in mem.search("dentist cat").hits}
+    weights = Config().signals
+    assert 0 < breakdowns[True]["passage"]["hawkes"] <= weights.hawkes_weight
+    assert 0 < breakdowns[True]["memory"]["hawkes"] <= weights.hawkes_weight
+    assert 0 < breakdowns[True]["memory"]["ebbinghaus"] <= weights.ebbinghaus_weight
+    assert "ebbinghaus" not in breakdowns[True]["passage"]  # retention is for memories only
+    for breakdown in breakdowns[False].values():
+        assert "hawkes" not in breakdown and "ebbinghaus" not in breakdown
+
+
+def test_vector_similarity_below_the_noise_floor_counts_for_nothing(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    path = tmp_path / "m.db"
+    unrelated = "quantum chromodynamics lattice gauge"
+    with Memory(path, clock=clock) as mem:
+        for text in (
+            "I bake sourdough bread on Sundays.", "The soup needs more salt.",
+            "We grill fish in summer.", "My favourite pasta is carbonara.",
+            "Tea goes well with biscuits.", "The oven takes ten minutes to heat.",
+            "I buy vegetables at the market.", "Rice should rest after cooking.",
+        ):  # fmt: skip
+            mem.add(text)
+        assert mem.search(unrelated).hits == []  # at the 50th percentile nothing clears it
+    no_floor = Config(recall=RecallConfig(noise_floor_percentile=0.0))
+    with Memory(path, clock=clock, config=no_floor) as mem:
+        hits = mem.search(unrelated).hits
+    assert hits and all(h.breakdown["lexical"] == 0 < h.breakdown["vector"] for h in hits)
