@@ -1,6 +1,6 @@
 """The built-in Markdown provider's store: files, frontmatter, lexical score, decay, archive, log.
 
-Every test here is named in docs/capability.md's table against the spec sentence it checks.
+The spec sentences these tests check are rows of docs/conformance.md (seed 004).
 """
 
 from __future__ import annotations
