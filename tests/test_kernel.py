@@ -28,7 +28,7 @@ from orcamem import (
     TransientError,
 )
 from orcamem._kernel import http, llm
-from orcamem._kernel.clock import format_time, parse_time
+from orcamem._kernel.clock import FrozenClock, format_time, parse_time
 from orcamem._kernel.files import (
     FileLock,
     is_temp,
@@ -174,14 +174,21 @@ def test_a_read_only_directory_is_a_read_only_store_error(tmp_path: Path) -> Non
 def test_stale_temps_are_recognised_and_removed(tmp_path: Path) -> None:
     path = tmp_path / "memory.md"
     fresh, old = temp_path(path), temp_path(path)
+    deep = temp_path(tmp_path / "jobs" / "job-1.json")
     assert fresh != old and is_temp(fresh.name) and not is_temp(path.name)
-    for leftover in (fresh, old):
+    deep.parent.mkdir()
+    now = datetime(2026, 10, 17, tzinfo=timezone.utc)
+    for leftover in (fresh, old, deep):
         leftover.write_bytes(b"half")
-    os.utime(old, (time.time() - 120, time.time() - 120))
-    remove_stale_temps(path, older_than_s=60)  # a write in flight keeps its file
-    assert fresh.exists() and not old.exists()
-    remove_stale_temps(path)  # with the lock held, every temp file is stale
-    assert not fresh.exists()
+        os.utime(leftover, (now.timestamp() - 120,) * 2)
+    os.utime(fresh, (now.timestamp(),) * 2)
+    path.write_bytes(b"kept")
+    clock = FrozenClock(now)
+    assert remove_stale_temps(tmp_path, older_than_s=60, clock=clock) == 2  # at any depth
+    assert fresh.exists() and not old.exists() and not deep.exists() and path.exists()
+    # with the lock held, every temp copy of the file is stale
+    assert remove_stale_temps(tmp_path, of=path.name, older_than_s=0) == 1
+    assert not fresh.exists() and path.read_bytes() == b"kept"
 
 
 def test_the_lock_is_reentrant_in_a_thread_and_makes_other_threads_wait(tmp_path: Path) -> None:

@@ -20,8 +20,29 @@ PROVIDER_MODULES = [
     SRC / "capability" / "providers" / "markdown.py",
 ]
 
-ALLOWED_IMPORTS = {"__future__": None, "pathlib": {"Path"}, "os": {"fsync"}}
-"""Module → the names it may give (None: any). ``os`` only for ``fsync`` (durable writes)."""
+KERNEL_FILES = SRC / "_kernel" / "files.py"
+ALLOWED_IMPORTS = {
+    "__future__": None,
+    "pathlib": {"Path"},
+    "os": {"fsync"},
+    "orcamem._kernel.files": {"fsync_dir", "make_dirs", "remove_stale_temps", "write_atomic"},
+}
+"""Module → the names it may give (None: any). ``os`` only for ``fsync`` (durable writes); the
+kernel's file helpers for the one atomic write, directory fsync and crash-leftover sweep."""
+KERNEL_FILES_IMPORTS = {
+    "__future__",
+    "contextlib",
+    "os",
+    "re",
+    "secrets",
+    "threading",
+    "collections.abc",
+    "pathlib",
+    "filelock",
+    "errors",
+    "clock",
+}
+"""What those helpers may import: the local file system, a file lock, the clock, the errors."""
 
 FORBIDDEN_NAMES = {
     "environ",
@@ -128,12 +149,27 @@ def test_the_io_module_imports_the_file_system_and_nothing_else() -> None:
             assert allowed is None or given <= allowed, f"{node.module}: {given - allowed}"
 
 
+def test_the_kernel_file_helpers_the_io_module_uses_touch_only_local_files() -> None:
+    module = tree(KERNEL_FILES)
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            assert {a.name for a in node.names} <= KERNEL_FILES_IMPORTS, node.lineno
+        if isinstance(node, ast.ImportFrom):
+            name = (node.module or "").lstrip(".")
+            assert name in KERNEL_FILES_IMPORTS, f"_kernel/files.py imports {node.module}"
+    forbidden = FORBIDDEN_NAMES - {"compile"}  # re.compile: the temp-file name pattern
+    assert not names_used(module) & forbidden, sorted(names_used(module) & forbidden)
+
+
 def test_the_io_module_reads_no_environment_and_imports_nothing_dynamically() -> None:
     used = names_used(tree(IO_MODULE))
     assert not used & FORBIDDEN_NAMES, sorted(used & FORBIDDEN_NAMES)
 
 
 def test_nothing_in_the_provider_deletes_a_file() -> None:
+    """No memory file, that is: the one removal is the kernel's sweep of ``.<name>.<pid>.<hex>
+    .tmp`` copies a killed writer left (``tests/test_files_durability.py`` shows it keeps
+    every ``.md``)."""
     for path in [IO_MODULE, *PROVIDER_MODULES]:
         calls = called(tree(path))
         assert not calls & DELETERS, f"{path.name} calls {sorted(calls & DELETERS)}"

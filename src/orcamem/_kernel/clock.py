@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Literal, Protocol
 
 from ..errors import InvalidInputError
+from .text import shown
 
 __all__ = ["Clock", "FrozenClock", "SystemClock", "format_time", "parse_time", "stamp"]
 
@@ -70,19 +71,39 @@ def stamp(clock: Clock) -> str:
     return format_time(clock.now())
 
 
-def parse_time(value: str | datetime) -> datetime:
+def parse_time(value: str | datetime, *, what: str = "time") -> datetime:
     """Parse ISO-8601 (``Z`` or offset; naive means UTC) into an aware UTC datetime.
 
+    ``what`` names the value in the error. Every year ``datetime`` holds (0001–9999) parses,
+    as long as its UTC form does too (``0001-01-01T00:00:00+01:00`` falls before year 1).
+
     Raises:
-        ValueError: when the text is not an ISO-8601 time.
+        InvalidInputError: not an ISO-8601 time, or outside the years 0001–9999 in UTC.
     """
     if isinstance(value, datetime):
         moment = value
-    else:
+    elif isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
             text = text[:-1] + "+00:00"
-        moment = datetime.fromisoformat(text)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidInputError(
+                f"{what}={shown(value)} is not an ISO-8601 time: use e.g. "
+                "'2026-10-17T09:30:00Z' (years 0001-9999)"
+            ) from None
+    else:
+        raise InvalidInputError(
+            f"{what}={shown(value)} is not an ISO-8601 time: pass a string such as "
+            "'2026-10-17T09:30:00Z' or a datetime"
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInputError(
+            f"{what}={shown(value)} is outside the years 0001-9999 (UTC) that orcamem stores: "
+            "pass a time between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59Z'"
+        ) from None

@@ -3,7 +3,10 @@
 - :func:`write_atomic` replaces a file whole and durably (temporary file in the same directory,
   ``fsync``, ``os.replace``, directory ``fsync``): a reader, which takes no lock, sees the old
   or the new content, never a mix, and a crash leaves at most a ``.<name>.<pid>.<hex>.tmp``
-  file (:func:`is_temp`), which :func:`remove_stale_temps` clears.
+  file (:func:`temp_path` makes every such name, :func:`is_temp` recognises it), which
+  :func:`remove_stale_temps` clears: every store that keeps a directory calls it on open.
+- :func:`make_dirs` fsyncs each directory it creates into its parent, so a file made durable
+  inside it cannot vanish with the directory at a power loss.
 - :class:`FileLock` is a cross-process lock on one lock file (``filelock``) with a timeout.
 - :func:`store_error` turns an ``OSError`` into a :class:`StoreError` that names the path
   (:class:`ReadOnlyStoreError` for a permission problem).
@@ -19,17 +22,19 @@ import os
 import re
 import secrets
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import filelock
 
 from ..errors import ReadOnlyStoreError, StoreError, TransientError
+from .clock import Clock, SystemClock
 
 __all__ = [
     "LOCK_TIMEOUT_S",
+    "TEMP_GRACE_S",
     "FileLock",
+    "fsync_dir",
     "is_temp",
     "make_dirs",
     "read_optional",
@@ -42,6 +47,8 @@ __all__ = [
 
 LOCK_TIMEOUT_S = 10.0
 """How long :class:`FileLock` waits for another process before giving up."""
+TEMP_GRACE_S = 3600.0
+"""A temp file modified less than this long ago may be another process's write in flight."""
 
 _TEMP = re.compile(r"\..+\.\d+\.[0-9a-f]{8}\.tmp")
 
@@ -56,12 +63,20 @@ def store_error(what: str, path: Path, exc: OSError) -> StoreError:
     return StoreError(f"cannot {what} {path}: {exc.strerror or exc}")
 
 
-def make_dirs(path: Path) -> None:
-    """Create ``path`` and its parents (the last one private: ``0o700``) if missing."""
+def make_dirs(path: Path, *, mode: int = 0o700) -> None:
+    """Create ``path`` and its parents if missing (the last one with ``mode``: private by
+    default), each new directory fsynced into its parent."""
+    missing = []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.mkdir(mode=mode, parents=True, exist_ok=True)
     except OSError as exc:
         raise store_error("create the directory", path, exc) from exc
+    for created in reversed(missing):
+        fsync_dir(created.parent)
 
 
 def temp_path(path: Path) -> Path:
@@ -74,8 +89,10 @@ def is_temp(name: str) -> bool:
     return _TEMP.fullmatch(name) is not None
 
 
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # some filesystems cannot fsync a directory
+def fsync_dir(directory: Path) -> None:
+    """Make the names in ``directory`` (a rename, a new file or folder) durable; a platform or
+    filesystem that cannot fsync a directory (Windows, some network mounts) is skipped."""
+    with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -106,7 +123,7 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise store_error("write", path, exc) from exc
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def read_optional(path: Path) -> tuple[bytes | None, str | None]:
@@ -133,20 +150,54 @@ def remove(path: Path) -> bool:
         return False
     except OSError as exc:
         raise store_error("delete", path, exc) from exc
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return True
 
 
-def remove_stale_temps(path: Path, *, older_than_s: float = 0.0) -> None:
-    """Remove the temp files that killed writers of ``path`` left.
+def remove_stale_temps(
+    directory: Path,
+    *,
+    of: str | None = None,
+    older_than_s: float = TEMP_GRACE_S,
+    clock: Clock | None = None,
+) -> int:
+    """Remove the temp files that writers killed mid-write left; how many were removed.
 
-    With the file's lock held every temp file is stale; without it, pass ``older_than_s`` so a
-    write still in flight elsewhere keeps its file.
+    Without ``of``: every :func:`is_temp` file under ``directory``, at any depth (a store calls
+    this on open). With ``of`` (a file name): only that file's temp copies in ``directory``.
+    A file modified less than ``older_than_s`` before ``clock``'s now may be a write in flight
+    in another process and is kept; a caller holding the lock every writer of ``of`` takes
+    passes ``older_than_s=0``: then every temp copy is stale. Failures are ignored (a
+    read-only directory keeps its leftovers; they are invisible to readers).
     """
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+    now = (clock or SystemClock()).now().timestamp()
+    if of is not None:
+        found = [
+            directory / name
+            for name in _names(directory)
+            if is_temp(name) and name.rsplit(".", 3)[0] == f".{of}"
+        ]
+    else:
+        found = [
+            Path(folder) / name
+            for folder, _, names in os.walk(directory)  # symlinked folders are not followed
+            for name in names
+            if is_temp(name)
+        ]
+    removed = 0
+    for leftover in found:
         with contextlib.suppress(OSError):
-            if not older_than_s or time.time() - leftover.stat().st_mtime > older_than_s:
+            if older_than_s <= 0 or now - leftover.stat().st_mtime > older_than_s:
                 leftover.unlink()
+                removed += 1
+    return removed
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
 
 
 _LOCKS: dict[str, filelock.FileLock] = {}

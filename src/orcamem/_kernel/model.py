@@ -11,6 +11,7 @@ from ..errors import InvalidInputError
 from .clock import format_time, parse_time
 from .ids import random_id, sha256
 from .names import MEMORY_ID, SPACE
+from .text import shown
 
 __all__ = [
     "CATEGORIES",
@@ -18,8 +19,6 @@ __all__ = [
     "EPISODE_KINDS",
     "MAX_ID_CHARS",
     "MAX_TEXT_BYTES",
-    "MAX_YEAR",
-    "MIN_YEAR",
     "SOURCES",
     "Episode",
     "Hit",
@@ -43,9 +42,6 @@ __all__ = [
 DEFAULT_SPACE = "default"
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_ID_CHARS = 256
-MIN_YEAR = 1
-MAX_YEAR = 9999
-"""The years a stored time may have (UTC, written with four digits): what ``datetime`` holds."""
 EPISODE_KINDS = ("turn", "note", "document", "tool")
 SOURCES = ("explicit", "inferred", "automatic")
 CATEGORIES = ("fact", "preference", "state", "event", "rule", "decision", "note")
@@ -95,12 +91,6 @@ def validate_text(text: Any, *, what: str = "text") -> str:
             "(binary data cannot be stored as text)"
         )
     return text
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut short for an error message (a 1 MiB value is shown by its start)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _control_character(text: str) -> tuple[int, str] | None:
@@ -227,27 +217,7 @@ def validate_time(value: str | datetime | None, *, what: str = "occurred_at") ->
     """
     if value is None:
         return None
-    if not isinstance(value, (str, datetime)):
-        raise InvalidInputError(
-            f"{what}={shown(value)} is not an ISO-8601 time: pass a string such as "
-            "'2026-10-17T09:30:00Z' or a datetime"
-        )
-    try:
-        moment = parse_time(value)
-    except OverflowError:
-        moment = None
-    except (ValueError, TypeError):
-        raise InvalidInputError(
-            f"{what}={shown(value)} is not an ISO-8601 time: use e.g. '2026-10-17T09:30:00Z' "
-            f"(years {MIN_YEAR:04d}-{MAX_YEAR})"
-        ) from None
-    if moment is None or not MIN_YEAR <= moment.year <= MAX_YEAR:
-        raise InvalidInputError(
-            f"{what}={shown(value)} is outside the years {MIN_YEAR:04d}-{MAX_YEAR} (UTC) that "
-            "orcamem stores: pass a time between '0001-01-01T00:00:00Z' and "
-            "'9999-12-31T23:59:59Z'"
-        )
-    return format_time(moment)
+    return format_time(parse_time(value, what=what))
 
 
 def digest(text: str) -> str:

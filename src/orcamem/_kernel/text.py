@@ -15,6 +15,7 @@ __all__ = [
     "estimate_tokens",
     "fts_query",
     "message_text",
+    "shown",
     "slug",
     "split_document",
     "split_sentences",
@@ -265,3 +266,9 @@ def date_ranges(text: str) -> list[tuple[date, date]]:
             taken.append(span)
             ranges.append((first, last))
     return ranges
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut short for an error message (a 1 MiB value is shown by its start)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."

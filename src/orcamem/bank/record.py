@@ -12,6 +12,7 @@ from typing import Any
 from .._kernel.clock import format_time, parse_time
 from .._kernel.model import is_memory_id
 from .._kernel.names import MEMORY_ID, PROFILE
+from ..errors import InvalidInputError
 from ..recall import bank as scoring
 from ..recall import signals
 
@@ -100,21 +101,21 @@ class BankMemory:
         """Parse and check a stored object.
 
         Raises:
-            ValueError: not JSON, a missing or mistyped field, or an id or profile that does
+            InvalidInputError: not JSON, a missing or mistyped field, or an id or profile that does
                 not match ``key``.
         """
         try:
             data = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
-            raise ValueError(f"not JSON ({exc})") from None
+            raise InvalidInputError(f"not JSON ({exc})") from None
         if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
+            raise InvalidInputError("not a JSON object")
         values: dict[str, Any] = {}
         for attr, name in cls._FIELDS:
             if name not in data:
                 if name in ("isActive", "version", "stalenessScore", "lastAccessedAt"):
                     continue
-                raise ValueError(f"missing {name!r}")
+                raise InvalidInputError(f"missing {name!r}")
             values[attr] = data[name]
         checks: list[tuple[str, bool]] = [
             ("id", isinstance(values["id"], str) and is_memory_id(values["id"])),
@@ -144,21 +145,19 @@ class BankMemory:
         ]
         for name, ok in checks:
             if not ok:
-                raise ValueError(f"bad {name!r}: {str(data.get(name))[:60]!r}")
+                raise InvalidInputError(f"bad {name!r}: {str(data.get(name))[:60]!r}")
         for attr, name in (("created_at", "createdAt"), ("last_accessed_at", "lastAccessedAt")):
             value = values.get(attr)
             if value is None and attr == "last_accessed_at":
+                values[attr] = None  # never accessed (or written before the field existed)
                 continue
-            try:
-                values[attr] = format_time(parse_time(value))
-            except (TypeError, ValueError, AttributeError):
-                raise ValueError(f"bad {name!r}: {str(value)[:60]!r}") from None
+            values[attr] = format_time(parse_time(value, what=name))
         values["confidence"] = float(values["confidence"])
         values["staleness_score"] = float(values.get("staleness_score", 0.0))
         if key is not None:
             match = KEY_RE.fullmatch(key)
             if match is None or match.groups() != (values["profile_name"], values["id"]):
-                raise ValueError(
+                raise InvalidInputError(
                     f"its id/profile ({values['profile_name']}/{values['id']}) do not match its key"
                 )
         return cls(**values)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._kernel.env import instance_config_path
-from .._kernel.files import write_atomic
+from .._kernel.files import remove_stale_temps, write_atomic
 from ..errors import InvalidInputError, SettingsFileError
 
 __all__ = [
@@ -284,6 +284,7 @@ def _edit_workspace(workspace: str | Path, change: Any) -> None:
         raise SettingsFileError(f"{path}: defaults.memory is not an object; fix it by hand first")
     change(memory)
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    remove_stale_temps(path.parent, of=path.name)  # no lock: only copies older than an hour
     write_atomic(path, text.encode("utf-8"), mode=0o666)  # a workspace file: the umask decides
 
 

@@ -2,8 +2,8 @@
 
 The index is a cache. It records the fingerprint (``sha256`` of ``candidates.jsonl``) it was
 built from; an index whose fingerprint differs from the ledger's is stale, and a missing or
-unreadable one is rebuilt the same way: into a temporary file that then replaces the index
-atomically. No lock is needed — two processes that rebuild at once each publish a whole index,
+unreadable one is rebuilt the same way: in memory, then written over the index whole and durably
+(``orcamem._kernel.files.write_atomic``). No lock is needed — two processes that rebuild at once each publish a whole index,
 and one built from an older ledger is simply stale again at the next look.
 
 Candidates are indexed by their normalized content words (stop words removed, porter stems),
@@ -15,16 +15,14 @@ SQL is built by pure ``_prepare_*`` functions that return ``(sql, params)``.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._kernel.files import remove_stale_temps, temp_path
+from .._kernel.files import write_atomic
 from .._kernel.text import content_words, fts_query
-from ..errors import IndexUnavailable
+from ..errors import IndexUnavailable, StoreError
 
 __all__ = ["IndexUnavailable", "build", "indexed_text", "matches", "search"]
 
@@ -57,11 +55,9 @@ def build(path: Path, fingerprint: str, candidates: Iterable[_Indexed]) -> None:
     Raises:
         IndexUnavailable: it could not be written (disk, permissions, no FTS5).
     """
-    tmp = temp_path(path)
     try:
-        conn = sqlite3.connect(tmp, isolation_level=None)
+        conn = sqlite3.connect(":memory:", isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=OFF")  # a scratch file: renamed only when whole
             conn.execute("BEGIN")
             conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute(
@@ -78,15 +74,12 @@ def build(path: Path, fingerprint: str, candidates: Iterable[_Indexed]) -> None:
                 [(indexed_text(c.text), c.id, c.category, c.recorded_at) for c in candidates],
             )
             conn.execute("COMMIT")
+            image = conn.serialize()
         finally:
             conn.close()
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except (OSError, sqlite3.Error) as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        write_atomic(path, image)
+    except (StoreError, sqlite3.Error) as exc:
         raise IndexUnavailable(f"cannot build {path}: {exc}") from exc
-    remove_stale_temps(path, older_than_s=60)  # no lock: another build may be in flight
 
 
 def _open(path: Path) -> sqlite3.Connection:

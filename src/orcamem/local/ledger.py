@@ -208,7 +208,7 @@ def append_fact(path: Path, lock: FileLock, title: str, fact: str) -> bool:
             current = f"# {title}\n\n"
         elif not current.endswith("\n"):
             current += "\n"
-        remove_stale_temps(path)
+        remove_stale_temps(path.parent, of=path.name, older_than_s=0)  # the lock is held
         write_atomic(path, (current + f"- {fact}\n").encode("utf-8", "surrogateescape"))
     return True
 
@@ -489,7 +489,7 @@ class Ledger:
     def _commit(self, state: LedgerState) -> tuple[LedgerState, tuple[str, ...]]:
         """Write ``state`` (the lock is held), then repair the projections."""
         make_dirs(self.files.dir)
-        remove_stale_temps(self.files.candidates)
+        remove_stale_temps(self.files.dir, of=self.files.candidates.name, older_than_s=0)
         data = serialize_ledger(state)
         write_atomic(self.files.candidates, data)
         committed = replace(state, fingerprint=fingerprint(data))
@@ -640,7 +640,6 @@ class Ledger:
         problems = []
         if not markdown_matches(self.files.auto_memory_md, state.fingerprint):
             try:
-                remove_stale_temps(self.files.auto_memory_md)
                 write_markdown(self.files.auto_memory_md, state)
             except (OSError, StoreError) as exc:
                 problems.append(f"auto-memory.md not written: {exc}")

@@ -36,7 +36,7 @@ from typing import Any
 
 from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.env import memory_dir
-from .._kernel.files import FileLock
+from .._kernel.files import FileLock, remove_stale_temps
 from .._kernel.jobs import Job, JobQueue, JobResult, JobWorker, Ran, job_id
 from .._kernel.jobs.files import FileJobStore
 from .._kernel.llm import NOTHING, is_nothing
@@ -250,6 +250,8 @@ class LocalMemory:
             else None
         )
         self._worker: SessionWorker | None = None
+        remove_stale_temps(self.files.dir, clock=self.clock)  # the project's files and jobs/
+        remove_stale_temps(self.layout.root, of=self.layout.user_md.name, clock=self.clock)
         if self.enabled and self.files.dir.is_dir():
             self._touch(quiet=True)
         if self.enabled and start:

@@ -123,7 +123,7 @@ def publish_project_json(
             "created_at": (current or {}).get("created_at", now),
             "updated_at": now,
         }
-        remove_stale_temps(files.project_json)
+        remove_stale_temps(files.dir, of=files.project_json.name, older_than_s=0)
         data = json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
         write_atomic(files.project_json, data.encode("utf-8"))
     return None

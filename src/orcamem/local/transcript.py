@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from .._kernel.files import make_dirs, store_error
+from .._kernel.files import fsync_dir, make_dirs, store_error
 from ..errors import InvalidInputError
 
 __all__ = [
@@ -88,6 +88,7 @@ class JsonlTranscript:
         line = json.dumps(asdict(record), ensure_ascii=False, sort_keys=True) + "\n"
         make_dirs(self.path.parent)
         with self._guard:
+            new = not self.path.exists()
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 try:
@@ -97,6 +98,8 @@ class JsonlTranscript:
                     os.close(fd)
             except OSError as exc:
                 raise store_error("append to", self.path, exc) from exc
+            if new:  # the file's name, too, must survive a power loss
+                fsync_dir(self.path.parent)
         return record
 
     def message(

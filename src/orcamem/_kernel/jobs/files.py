@@ -232,7 +232,7 @@ class _Rows:
         make_dirs(self._files.directory)
         for job_id, row in self._changed.items():
             path = self._files.path(job_id)
-            remove_stale_temps(path)
+            remove_stale_temps(path.parent, of=path.name, older_than_s=0)  # the lock is held
             data = json.dumps(_to_file(row), ensure_ascii=False, indent=2, sort_keys=True)
             write_atomic(path, (data + "\n").encode("utf-8"))
         for job_id in self._deleted:

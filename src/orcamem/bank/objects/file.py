@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..._kernel.clock import Clock
 from ..._kernel.files import (
     FileLock,
     is_temp,
@@ -29,14 +30,16 @@ class FileObjectStore:
     A write replaces the key's file atomically and durably (``_kernel.files.write_atomic``): a
     reader sees the old or the new bytes, never half. Writes and deletes hold the file lock on
     ``root/.lock`` (``_kernel.files.FileLock``), so processes sharing the directory never lose
-    an update. The etag is the content's SHA-256 (first 32 hex digits).
+    an update. The etag is the content's SHA-256 (first 32 hex digits). Opening removes the
+    temp files a killed writer left (older than ``_kernel.files.TEMP_GRACE_S`` by ``clock``).
     """
 
     LOCK_NAME = ".lock"
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, clock: Clock | None = None) -> None:
         self.root = Path(root).expanduser()
         make_dirs(self.root)
+        remove_stale_temps(self.root, clock=clock)
         self._lock = FileLock(self.root / self.LOCK_NAME)
 
     @property
@@ -80,7 +83,7 @@ class FileObjectStore:
             if if_none_match or if_match is not None:
                 check_preconditions(key, self._current_etag(path), if_none_match, if_match)
             make_dirs(path.parent)
-            remove_stale_temps(path)
+            remove_stale_temps(path.parent, of=path.name, older_than_s=0)  # the lock is held
             write_atomic(path, body)
         return self._etag(body)
 

@@ -1,17 +1,22 @@
 """Every byte of I/O the built-in Markdown memory provider performs, and nothing else.
 
-This module imports ``pathlib`` and ``os.fsync`` and nothing else: no HTTP client, no socket,
-no subprocess, no dynamic import, no environment variable that could redirect it. That is a
-structural property, checked by ``tests/test_markdown_io_isolation.py``, which reads this
-file's syntax tree and fails on any other import or on a call that could reach beyond the
-local file system. Nothing here deletes a file: archiving is a rename, rewriting is a rename of
-a fresh copy over the old one.
+This module imports ``pathlib``, ``os.fsync`` and the kernel's file helpers
+(``orcamem._kernel.files``: the one atomic write, directory fsync, temp-file sweep) and nothing
+else: no HTTP client, no socket, no subprocess, no dynamic import, no environment variable that
+could redirect it. That is a structural property, checked by
+``tests/test_markdown_io_isolation.py``, which reads this file's (and those helpers') syntax
+tree and fails on any other import or on a call that could reach beyond the local file system.
+Nothing here deletes a memory file: archiving is a rename, rewriting is a rename of a fresh
+copy over the old one; the only files ever removed are the ``.<name>.<pid>.<hex>.tmp`` copies a
+killed writer left (:func:`remove_stale_temps`, on open).
 """
 
 from __future__ import annotations
 
 from os import fsync
 from pathlib import Path
+
+from orcamem._kernel.files import fsync_dir, make_dirs, remove_stale_temps, write_atomic
 
 __all__ = [
     "append_line",
@@ -21,6 +26,7 @@ __all__ = [
     "modified_at",
     "move_into",
     "read_text",
+    "remove_stale_temps",
     "replace_text",
     "write_new",
 ]
@@ -31,9 +37,9 @@ def exists(path: Path) -> bool:
 
 
 def ensure_dirs(*folders: Path) -> None:
-    """Create the folders (and their parents) if missing."""
+    """Create the folders (and their parents) if missing, durably; the umask decides the mode."""
     for folder in folders:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder, mode=0o777)
 
 
 def list_markdown(folder: Path) -> list[Path]:
@@ -74,13 +80,16 @@ def write_new(path: Path, text: str) -> None:
         OSError: the folder cannot be written.
     """
     _write_synced(path, text, "x")
+    fsync_dir(path.parent)
 
 
 def replace_text(path: Path, text: str) -> None:
-    """Replace the contents of ``path`` atomically: a synced copy renamed over it."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    _write_synced(temporary, text, "w")
-    temporary.replace(path)
+    """Replace the contents of ``path`` atomically and durably (``write_atomic``).
+
+    Raises:
+        StoreError: it could not be written (the old contents stay).
+    """
+    write_atomic(path, text.encode("utf-8"), mode=0o666)  # a workspace file: the umask decides
 
 
 def move_into(path: Path, folder: Path) -> Path:
@@ -88,16 +97,21 @@ def move_into(path: Path, folder: Path) -> Path:
 
     A rename, never a copy and a delete.
     """
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(folder, mode=0o777)
     target = folder / path.name
     number = 0
     while target.exists():
         number += 1
         target = folder / f"{path.stem}-{number}{path.suffix}"
     path.rename(target)
+    fsync_dir(folder)
+    fsync_dir(path.parent)
     return target
 
 
 def append_line(path: Path, line: str) -> None:
     """Append one line (a newline is added) durably."""
+    new = not path.exists()
     _write_synced(path, line.rstrip("\n") + "\n", "a")
+    if new:
+        fsync_dir(path.parent)

@@ -50,7 +50,7 @@ from typing import Any
 
 from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
 from ..._kernel.model import validate_count, validate_id, validate_text
-from ...errors import InvalidInputError, MarkdownParseError
+from ...errors import InvalidInputError, MarkdownParseError, StoreError
 from ...recall import markdown as scoring
 from ...recall.presets import get_preset
 from . import io
@@ -237,9 +237,9 @@ def parse_entry(text: str, *, path: Path | None = None, archived: bool = False) 
         value = values.get(key)
         if value:
             try:
-                parse_time(value)
-            except ValueError:
-                raise MarkdownParseError(f"{key}: {value!r} is not an ISO-8601 time") from None
+                parse_time(value, what=key)
+            except InvalidInputError as exc:
+                raise MarkdownParseError(str(exc)) from None
         times[key] = value or None
     importance = None
     if values.get("importance"):
@@ -407,6 +407,7 @@ class MarkdownStore:
         self.half_life_days = float(half_life_days)
         self.weights = dict(get_preset(preset).weights)
         self._lock = threading.Lock()
+        io.remove_stale_temps(self.root, clock=self.clock)  # what killed writers left
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -509,7 +510,7 @@ class MarkdownStore:
                 )
                 try:
                     io.replace_text(current.path, render_entry(fresh))  # type: ignore[arg-type]
-                except OSError:
+                except (OSError, StoreError):
                     fresh = entry  # the hit is still returned; its clock just was not reset
                 out.append(replace(hit, entry=fresh))
         return out
@@ -632,7 +633,7 @@ class MarkdownStore:
                 try:
                     target = io.move_into(entry.path, self.archive_dir)
                     io.replace_text(target, render_entry(replace(entry, body=body)))
-                except OSError:
+                except (OSError, StoreError):
                     continue
                 moved.append(Archived(entry.id, target, score, age))
         return moved

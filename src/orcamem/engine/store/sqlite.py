@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._kernel.files import make_dirs
 from ..._kernel.jobs.sqlite import SQLiteJobStore
 from ..._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
 from ...errors import (
@@ -167,12 +168,14 @@ class SQLiteStore:
                 )
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+            make_dirs(path.parent, mode=0o777)  # each new directory fsynced into its parent
+        except StoreError as exc:
+            cause = exc.__cause__  # make_dirs raises from the OSError
+            reason = cause.strerror if isinstance(cause, OSError) else None
             raise ReadOnlyStoreError(
-                f"cannot create the directory {path.parent} ({exc.strerror}): choose a writable "
-                "location with ORCA_HOME or path="
-            ) from exc
+                f"cannot create the directory {path.parent} ({reason or cause}): choose a "
+                "writable location with ORCA_HOME or path="
+            ) from cause
         if not os.access(path.parent, os.W_OK):
             raise ReadOnlyStoreError(
                 f"the directory {path.parent} is read-only: choose a writable location with "
