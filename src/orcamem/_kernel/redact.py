@@ -1,7 +1,9 @@
 """``redact``: find secrets in text and replace each with ``[REDACTED:<kind>]``.
 
 Secrets never reach a model. Everything orcamem sends to a language model (consolidation
-batches, extraction jobs, prompts built from episodes) goes through :func:`redact` first, and
+batches, extraction jobs, prompts built from episodes, every prompt block through
+``recall.blocks.quote``) goes through :func:`redact` first, an explicit save holding a secret
+is refused (:func:`refuse_secrets`), and
 anything a model gives back that still matches :func:`find_secrets` is rejected before it is
 stored. Episodes themselves are kept as written (they are the user's own record, on the user's
 disk); only what leaves for a model, or is derived by one, is redacted. A model provider may log
@@ -27,7 +29,8 @@ What is detected (``kind`` in brackets):
   ``credentials`` … as a whole key or its last part (``DB_PASSWORD``, ``github.token``,
   ``apiKey``) — in ``key=value``, ``key: value``, JSON ``"key": "value"``, ``--key value`` and
   ``password is "…"`` forms; only the value is replaced [``password``, ``token``, ``api_key``,
-  ``secret``];
+  ``secret``]. A plain word as the key followed by prose (``Token: the unit a model reads``)
+  is not an assignment; an identifier always is (``api_key: supersecretvalue rotated``);
 - credentials in URLs: ``postgres``, ``postgresql``, ``mysql``, ``mariadb``, ``mongodb``,
   ``mongodb+srv``, ``redis``, ``rediss``, ``amqp``, ``amqps``, ``mssql``, ``http``, ``https``,
   ``ftp`` … ``://user:password@host`` — the ``user:password`` part [``connection_string``];
@@ -55,7 +58,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Finding", "Redacted", "find_secrets", "has_secrets", "marker", "redact"]
+from ..errors import InvalidInputError
+
+__all__ = [
+    "KINDS",
+    "Finding",
+    "Redacted",
+    "find_secrets",
+    "has_secrets",
+    "marker",
+    "redact",
+    "refuse_secrets",
+]
 
 KINDS = (
     "private_key",
@@ -166,7 +180,12 @@ _NOT_SECRET_VALUES = frozenset(
 )
 
 
-def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str) -> bool:
+def _word(key: str) -> bool:
+    """A plain word (``Token``, ``password``), not an identifier (``api_key``, ``dbPassword``)."""
+    return key.isalpha() and (key.islower() or key.isupper() or key.istitle())
+
+
+def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str, key: str) -> bool:
     """Is this assignment value a secret (rather than a type, placeholder or prose)?"""
     if value.startswith("[REDACTED:") or len(set(value)) == 1:
         return False  # already redacted, or a mask ("********")
@@ -174,10 +193,14 @@ def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str) -> bool:
         return False  # Markdown or punctuation ("**Password:** …")
     if not quoted and value.rstrip(".").lower() in _NOT_SECRET_VALUES:
         return False
-    # "Token: the unit a model reads" is prose, not a credential: a plain word after a colon,
-    # followed by more words on the line.
+    # "Token: the unit a model reads" is prose, not a credential: a plain word as the key, a
+    # plain word after its colon, more words on the line ("api_key: hunter two" is no prose)
     return not (
-        colon and not quoted and value.isalpha() and re.match(r"[ \t]+[A-Za-z]", rest) is not None
+        colon
+        and not quoted
+        and _word(key)
+        and value.isalpha()
+        and re.match(r"[ \t]+[A-Za-z]", rest) is not None
     )
 
 
@@ -383,8 +406,9 @@ def _raw_findings(text: str) -> Iterator[Finding]:
                 and not (any(not c.isalpha() for c in value) and len(value) >= 4)
             ):
                 continue  # "my password is stored in 1Password": prose, unless it looks typed
-            if _secret_value(value, quoted=quoted, colon=sep == ":", rest=text[end : end + 3]):
-                key = _full_key(text, match.start("key"), match.end("key"))
+            key = _full_key(text, match.start("key"), match.end("key"))
+            rest = text[end : end + 3]
+            if _secret_value(value, quoted=quoted, colon=sep == ":", rest=rest, key=key):
                 yield Finding(_assignment_kind(key), start, end)
     for match in _GENERIC.finditer(text):
         if _looks_random(match.group("bare")):
@@ -429,6 +453,26 @@ def find_secrets(text: str) -> list[Finding]:
 def has_secrets(text: str) -> bool:
     """Does ``text`` contain anything :func:`find_secrets` would report?"""
     return bool(find_secrets(text))
+
+
+def refuse_secrets(text: str, *, what: str) -> str:
+    """``text``, unless it holds a secret: an explicit save refuses it rather than store it.
+
+    A saved memory is shown to a model before later turns (every block quotes it redacted, but
+    a memory holding only ``[REDACTED:…]`` is worth nothing), so the caller is told which kind
+    was found and to save again without it.
+
+    Raises:
+        InvalidInputError: naming ``what`` and the kinds found; nothing was stored.
+    """
+    kinds = sorted({finding.kind for finding in find_secrets(text)})
+    if kinds:
+        raise InvalidInputError(
+            f"{what} holds what looks like a secret ({', '.join(kinds)}), so it was not stored: "
+            "memories are shown to a model, so remove the secret (or refer to where it is "
+            "kept) and save again"
+        )
+    return text
 
 
 def _replace(text: str, findings: list[Finding]) -> str:
