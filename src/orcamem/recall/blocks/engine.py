@@ -50,7 +50,7 @@ def _state_body(memory: MemoryRecord, limit: int) -> str:
     attribute = quote(memory.attribute or memory.category)
     value = clip(quote(memory.value or memory.content), limit)
     if memory.condition:
-        return f"{entity}.{attribute} | cond: {clip(quote(memory.condition), limit)} -> {value}"
+        return f"{entity}.{attribute} | cond: {quote(memory.condition)} -> {value}"
     since = (
         f" (since {_day(memory.event_date or memory.created_at)})"
         if memory.category == "state"
@@ -63,7 +63,7 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
     # every stored text is quoted (redacted, markup escaped) before it is clipped
     memory = hit.memory
     limit = config.pack.max_passage_chars
-    outdated = f" [outdated: now {clip(quote(hit.outdated_by), limit)}]" if hit.outdated_by else ""
+    outdated = f" [outdated: now {quote(hit.outdated_by)}]" if hit.outdated_by else ""
     if hit.kind == "rule":
         rule = clip(quote(hit.text), limit)
         return f"[FORBIDDEN: {rule}]" if dense else f"- {rule}"
