@@ -228,6 +228,32 @@ def test_ordinary_corpus_is_large() -> None:
     assert len(ORDINARY) >= 30
 
 
+ISSUE_11_KINDS = [
+    ("aws_access_key_id", "my key id is {s} for prod", "AKIA" + rand(UPPER_DIGITS, 16)),
+    ("aws_secret_key", "aws_secret_access_key={s}", rand(B64, 40)),
+    ("github_token", "push with {s} please", "ghp_" + rand(ALNUM, 36)),
+    ("github_token", "the PAT is {s}", "github_pat_" + rand(ALNUM, 22) + "_" + rand(ALNUM, 59)),
+    ("openai_key", "use {s} for the bench", "sk-" + rand(ALNUM, 48)),
+    ("openai_key", "project key {s}", "sk-proj-" + rand(ALNUM + "_-", 100)),
+    ("slack_token", "bot token {s}", "xoxb-1234567890-1234567890123-" + rand(ALNUM, 24)),
+    ("private_key", "the deploy key:\n{s}\nkeep it safe", pem("RSA PRIVATE KEY")),
+    ("connection_string", "DATABASE_URL is postgresql://{s}@host/db", "user:pass"),
+    ("jwt", "session cookie {s} expired", jwt()),
+    ("google_api_key", "maps key {s}", "AIza" + rand(ALNUM + "_-", 35)),
+    ("stripe_key", "billing uses {s}", "sk_live_" + rand(ALNUM, 24)),
+    ("password", "password=hunter2", "hunter2"),
+    # an identifier as the key takes its value even when it reads like a word (issue 11)
+    ("api_key", "api_key: supersecretvalue rotated monthly", "supersecretvalue"),
+]
+
+
+@pytest.mark.parametrize(("kind", "template", "secret"), ISSUE_11_KINDS)
+def test_the_kinds_issue_11_showed_are_all_redacted(kind: str, template: str, secret: str) -> None:
+    result = redact(template.format(s=secret))
+    assert secret not in result.text
+    assert marker(kind) in result.text
+
+
 def test_only_the_credential_part_of_a_url_goes() -> None:
     text = "DATABASE_URL=postgresql://app:Sup3rS3cret@db.internal:5432/orders?sslmode=require"
     assert redact(text).text == (

@@ -1,7 +1,9 @@
 """``redact``: find secrets in text and replace each with ``[REDACTED:<kind>]``.
 
 Secrets never reach a model. Everything orcamem sends to a language model (consolidation
-batches, extraction jobs, prompts built from episodes) goes through :func:`redact` first, and
+batches, extraction jobs, prompts built from episodes, every prompt block through
+``recall.blocks.quote``) goes through :func:`redact` first, an explicit save holding a secret
+is refused (:func:`refuse_secrets`), and
 anything a model gives back that still matches :func:`find_secrets` is rejected before it is
 stored. Episodes themselves are kept as written (they are the user's own record, on the user's
 disk); only what leaves for a model, or is derived by one, is redacted. A model provider may log
@@ -27,7 +29,8 @@ What is detected (``kind`` in brackets):
   ``credentials`` … as a whole key or its last part (``DB_PASSWORD``, ``github.token``,
   ``apiKey``) — in ``key=value``, ``key: value``, JSON ``"key": "value"``, ``--key value`` and
   ``password is "…"`` forms; only the value is replaced [``password``, ``token``, ``api_key``,
-  ``secret``];
+  ``secret``]. A plain word as the key followed by prose (``Token: the unit a model reads``)
+  is not an assignment; an identifier always is (``api_key: supersecretvalue rotated``);
 - credentials in URLs: ``postgres``, ``postgresql``, ``mysql``, ``mariadb``, ``mongodb``,
   ``mongodb+srv``, ``redis``, ``rediss``, ``amqp``, ``amqps``, ``mssql``, ``http``, ``https``,
   ``ftp`` … ``://user:password@host`` — the ``user:password`` part [``connection_string``];
@@ -55,7 +58,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Finding", "Redacted", "find_secrets", "has_secrets", "marker", "redact"]
+from ..errors import InvalidInputError
+
+__all__ = [
+    "KINDS",
+    "Finding",
+    "Redacted",
+    "find_secrets",
+    "has_secrets",
+    "marker",
+    "redact",
+    "refuse_secrets",
+]
 
 KINDS = (
     "private_key",
@@ -166,7 +180,12 @@ _NOT_SECRET_VALUES = frozenset(
 )
 
 
-def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str) -> bool:
+def _word(key: str) -> bool:
+    """A plain word (``Token``, ``password``), not an identifier (``api_key``, ``dbPassword``)."""
+    return key.isalpha() and (key.islower() or key.isupper() or key.istitle())
+
+
+def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str, key: str) -> bool:
     """Is this assignment value a secret (rather than a type, placeholder or prose)?"""
     if value.startswith("[REDACTED:") or len(set(value)) == 1:
         return False  # already redacted, or a mask ("********")
@@ -174,10 +193,14 @@ def _secret_value(value: str, *, quoted: bool, colon: bool, rest: str) -> bool:
         return False  # Markdown or punctuation ("**Password:** …")
     if not quoted and value.rstrip(".").lower() in _NOT_SECRET_VALUES:
         return False
-    # "Token: the unit a model reads" is prose, not a credential: a plain word after a colon,
-    # followed by more words on the line.
+    # "Token: the unit a model reads" is prose, not a credential: a plain word as the key, a
+    # plain word after its colon, more words on the line ("api_key: hunter two" is no prose)
     return not (
-        colon and not quoted and value.isalpha() and re.match(r"[ \t]+[A-Za-z]", rest) is not None
+        colon
+        and not quoted
+        and _word(key)
+        and value.isalpha()
+        and re.match(r"[ \t]+[A-Za-z]", rest) is not None
     )
 
 
@@ -358,23 +381,56 @@ def _value_span(match: re.Match[str]) -> tuple[int, int, str, bool]:
     raise AssertionError("a value group always matches")  # pragma: no cover
 
 
+# Cheap tests that a family of patterns can match at all: every block reaching a model is
+# redacted on the read path, and most text holds no secret (each hint over-approximates).
+_SIMPLE_HINT = re.compile(
+    r"A[A-Z]{3}[A-Z0-9]{16}|gh[opusr]_|github_pat_|glpat-|hf_|npm_|sk-|xox[abposr]-|"
+    r"hooks\.slack\.com|[rs]k_(?:live|test)_|AIza|eyJ|(?i:bearer)"
+)
+# each assignment form with its hint: a secret word, then (after its last letters) a separator
+_ASSIGNMENT_FORMS = (
+    (
+        _ASSIGNMENT,
+        re.compile(r"(?i)(?:pass|pwd|secret|token|key|credential)[a-z]*[\"'*]{0,2}[ \t]*[=:]"),
+    ),
+    (_FLAG, re.compile(r"--(?i:pass|token|api|secret|client|access|auth)")),
+    (_SAID, re.compile(r"(?i)pass[a-z]*[ \t]+(?:is|was)")),
+)
+_GENERIC_HINT = re.compile(r"[=:>][ \t]*[\"']?[A-Za-z0-9+/=_-]{20}")
+
+
 def _raw_findings(text: str) -> Iterator[Finding]:
-    for match in _PRIVATE_KEY.finditer(text):
-        yield Finding("private_key", match.start(), match.end())
-    for kind, pattern, group, valid in _SIMPLE:
+    if "PRIVATE KEY" in text:
+        for match in _PRIVATE_KEY.finditer(text):
+            yield Finding("private_key", match.start(), match.end())
+    for kind, pattern, group, valid in _SIMPLE if _SIMPLE_HINT.search(text) else ():
         for match in pattern.finditer(text):
             if valid is None or valid(match.group(group)):
                 yield Finding(kind, match.start(group), match.end(group))
+    if "authorization" in text.lower():
+        yield from _authorization(text)
+    if "://" in text:
+        for match in _URL_CREDENTIALS.finditer(text):
+            yield Finding("connection_string", match.start(1), match.end(1))
+    yield from _assignments(text)
+    if _GENERIC_HINT.search(text):
+        for match in _GENERIC.finditer(text):
+            if _looks_random(match.group("bare")):
+                yield Finding("high_entropy", match.start("bare"), match.end("bare"))
+
+
+def _authorization(text: str) -> Iterator[Finding]:
     for match in _AUTHORIZATION.finditer(text):
         value = match.group(2)
         if value.startswith("[REDACTED:"):
             continue
         if (match.group(1) and len(value) >= 4) or _tokenish(value):
             yield Finding("authorization", match.start(2), match.end(2))
-    for match in _URL_CREDENTIALS.finditer(text):
-        yield Finding("connection_string", match.start(1), match.end(1))
-    for pattern in (_ASSIGNMENT, _FLAG, _SAID):
-        for match in pattern.finditer(text):
+
+
+def _assignments(text: str) -> Iterator[Finding]:
+    for pattern, hint in _ASSIGNMENT_FORMS:
+        for match in pattern.finditer(text) if hint.search(text) else ():
             start, end, value, quoted = _value_span(match)
             sep = match.groupdict().get("sep") or ""
             if (
@@ -383,12 +439,10 @@ def _raw_findings(text: str) -> Iterator[Finding]:
                 and not (any(not c.isalpha() for c in value) and len(value) >= 4)
             ):
                 continue  # "my password is stored in 1Password": prose, unless it looks typed
-            if _secret_value(value, quoted=quoted, colon=sep == ":", rest=text[end : end + 3]):
-                key = _full_key(text, match.start("key"), match.end("key"))
+            key = _full_key(text, match.start("key"), match.end("key"))
+            rest = text[end : end + 3]
+            if _secret_value(value, quoted=quoted, colon=sep == ":", rest=rest, key=key):
                 yield Finding(_assignment_kind(key), start, end)
-    for match in _GENERIC.finditer(text):
-        if _looks_random(match.group("bare")):
-            yield Finding("high_entropy", match.start("bare"), match.end("bare"))
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -415,7 +469,7 @@ def find_secrets(text: str) -> list[Finding]:
     [Finding(kind='password', start=9, end=16)]
     """
     findings = _merge([f for f in _raw_findings(text) if f.end > f.start])
-    for _ in range(8):
+    for _ in range(8 if findings else 0):  # nothing removed: nothing can be exposed
         replaced, back = _replace_mapped(text, findings)
         exposed = [f for f in _raw_findings(replaced) if f.end > f.start]
         if not exposed:
@@ -429,6 +483,26 @@ def find_secrets(text: str) -> list[Finding]:
 def has_secrets(text: str) -> bool:
     """Does ``text`` contain anything :func:`find_secrets` would report?"""
     return bool(find_secrets(text))
+
+
+def refuse_secrets(text: str, *, what: str) -> str:
+    """``text``, unless it holds a secret: an explicit save refuses it rather than store it.
+
+    A saved memory is shown to a model before later turns (every block quotes it redacted, but
+    a memory holding only ``[REDACTED:…]`` is worth nothing), so the caller is told which kind
+    was found and to save again without it.
+
+    Raises:
+        InvalidInputError: naming ``what`` and the kinds found; nothing was stored.
+    """
+    kinds = sorted({finding.kind for finding in find_secrets(text)})
+    if kinds:
+        raise InvalidInputError(
+            f"{what} holds what looks like a secret ({', '.join(kinds)}), so it was not stored: "
+            "memories are shown to a model, so remove the secret (or refer to where it is "
+            "kept) and save again"
+        )
+    return text
 
 
 def _replace(text: str, findings: list[Finding]) -> str:

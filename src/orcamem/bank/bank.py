@@ -63,6 +63,7 @@ from .._kernel.model import (
     validate_prompt,
     validate_text,
 )
+from .._kernel.redact import refuse_secrets
 from ..errors import (
     ClosedError,
     InvalidInputError,
@@ -433,8 +434,9 @@ class MemoryBank:
         caller supplies always win.
 
         Raises:
-            InvalidInputError: neither text given, a blank or non-text one, over 4 KiB, an
-                unknown category, a confidence outside [0, 1]; nothing is written.
+            InvalidInputError: neither text given, a blank or non-text one, over 4 KiB, one
+                holding a secret (the message names its kind), an unknown category, a
+                confidence outside [0, 1]; nothing is written.
             NotFoundError: an unknown profile.
             StoreError: the object could not be written (nothing is kept).
         """
@@ -461,6 +463,9 @@ class MemoryBank:
             raise InvalidInputError(f"confidence={confidence!r}: use a number from 0 to 1")
         if summary is not None and (not isinstance(summary, str) or not summary.strip()):
             raise InvalidInputError("summary must be a non-blank string")
+        for what, value in (("rawInput", raw), ("content", text), ("summary", summary)):
+            if value is not None:  # before the processor: a secret never reaches its model
+                refuse_secrets(value, what=what)
         if summary is not None:
             validate_text(summary, what="summary")
             size = len(summary.encode("utf-8"))

@@ -43,7 +43,7 @@ from .._kernel.model import (
     validate_prompt,
     validate_text,
 )
-from .._kernel.redact import has_secrets, redact
+from .._kernel.redact import has_secrets, redact, refuse_secrets
 from .._kernel.text import message_text
 from ..errors import InvalidInputError, MemoryOffError, ModelError, OrcamemError
 from ..recall.blocks.budget import clip
@@ -337,10 +337,11 @@ class Capability:
 
         Raises:
             MemoryOffError: memory is off in this workspace.
+            InvalidInputError: bad text or tags, or a text holding a secret (named by kind).
             ProviderError: the provider failed.
         """
         self._require_on()
-        validate_text(text, what="text")
+        refuse_secrets(validate_text(text, what="text"), what="text")
         if isinstance(tags, str):
             raise InvalidInputError("tags must be a list of non-blank strings, not one string")
         for tag in tags:

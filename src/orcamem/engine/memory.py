@@ -42,6 +42,7 @@ from .._kernel.model import (
     validate_text,
     validate_time,
 )
+from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import RecallResult, engine_preset, pack_context, recall
@@ -394,10 +395,14 @@ class Memory:
 
         A forbidden rule (``prohibited=True``) the space already holds in the same words
         (case, spacing, punctuation and never/don't aside) is returned as it is, not stored
-        twice.
+        twice. A text (or value, condition) holding a secret is refused with InvalidInputError
+        naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
         """
         space = self._space(space)
-        content = validate_text(text, what="memory text")
+        content = refuse_secrets(validate_text(text, what="memory text"), what="memory text")
+        for name, field_value in (("value", value), ("condition", condition)):
+            if isinstance(field_value, str):
+                refuse_secrets(field_value, what=name)
         if category not in CATEGORIES:
             raise InvalidInputError(f"category={category!r}: use one of {', '.join(CATEGORIES)}")
         for name, number in (("importance", importance), ("confidence", confidence)):

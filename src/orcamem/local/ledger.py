@@ -61,7 +61,6 @@ from .._kernel.files import (
     write_atomic,
 )
 from .._kernel.ids import stable_id, tagged
-from .._kernel.redact import find_secrets
 from ..errors import (
     InvalidInputError,
     NotFoundError,
@@ -664,11 +663,3 @@ class Ledger:
             ids = ledger_index.search(self.files.index, state.fingerprint, query, limit)
         by_id = {c.id: c for c in state.candidates}
         return [by_id[i] for i in ids if i in by_id]
-
-
-# -- screening -----------------------------------------------------------------------------------
-
-
-def secret_kinds(text: str) -> list[str]:
-    """The kinds of secret the local detector finds in ``text`` (empty: none)."""
-    return sorted({finding.kind for finding in find_secrets(text)})

@@ -47,6 +47,7 @@ from .._kernel.model import (
     validate_prompt,
     validate_text,
 )
+from .._kernel.redact import refuse_secrets
 from ..errors import (
     AttemptFailed,
     ClosedError,
@@ -60,6 +61,7 @@ from ..errors import (
     TransientError,
 )
 from ..recall.blocks.local import pack_recall
+from ..recall.blocks.quote import quote
 from ..recall.ledger import fallback_rank
 from . import index as ledger_index
 from .extract import (
@@ -81,7 +83,6 @@ from .ledger import (
     append_fact,
     candidate_id,
     read_bounded,
-    secret_kinds,
 )
 from .projection import publish_project_json, read_project_json
 from .setting import read_setting
@@ -337,12 +338,7 @@ class LocalMemory:
                 f"the fact has {len(fact):,} characters; keep it under {MAX_FACT_CHARS:,} "
                 "(one durable fact, not a document)"
             )
-        kinds = secret_kinds(fact)
-        if kinds:
-            raise InvalidInputError(
-                f"the fact looks like it holds a secret ({', '.join(kinds)}); explicit facts are "
-                "sent to the model every session, so it was not stored"
-            )
+        refuse_secrets(fact, what="the fact")
         if scope == "project":
             self._touch()
             path = self.files.memory_md
@@ -365,7 +361,7 @@ class LocalMemory:
             text, size = read_bounded(path, MAX_EXPLICIT_BYTES)
             if not text.strip():
                 continue
-            body = text.rstrip("\n")
+            body = quote(text.rstrip("\n"))  # a hand-edited file may hold a secret or a tag
             loaded = len(text.encode("utf-8"))
             if size > loaded:
                 body += (

@@ -1,5 +1,6 @@
 """Every prompt block, side by side. Each format is its seed's; they share clipping and budget
-filling (``budget.py``):
+filling (``budget.py``), and every stored text goes through ``quote.py`` first (redacted, the
+blocks' brackets and tags escaped), before any clip:
 
 - ``engine``: seed 003's ``## Memory`` block (dense brackets or classic sections), tokens;
 - ``bank``: seed 002's ``--- CONTEXT FROM MEMORY ---`` block, characters, trimmed from the end;

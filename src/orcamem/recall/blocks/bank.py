@@ -2,12 +2,15 @@
 
 Its budget is characters, and it is trimmed from the end (query-relevant items before core
 ones), not filled greedily: the bank's spec says which memories go first when it is too long.
+Each memory is :func:`quote`-d (redacted, brackets and tags escaped) and kept on one line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .quote import quote
 
 __all__ = [
     "BLOCK_CLOSE",
@@ -46,8 +49,8 @@ class BlockItem:
 
 
 def _line(item: BlockItem) -> str:
-    # one memory, one line: a memory cannot close the block early or fake a header
-    return f"* [{item.category}] {' '.join(item.content.split())}"
+    # one memory, one line, quoted: it cannot close the block, fake a header or a category
+    return f"* [{quote(item.category)}] {' '.join(quote(item.content).split())}"
 
 
 def _compose(core: Sequence[BlockItem], relevant: Sequence[BlockItem]) -> str:

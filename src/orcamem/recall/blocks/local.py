@@ -1,5 +1,6 @@
 """Local memory's block (seed 000): ``<automatic-memory>``, at most six entries and 3,072 bytes,
 each with its category, age, session and turn, framed as historical claims, not instructions.
+Every stored text is :func:`quote`-d (redacted, brackets and tags escaped) before it is measured.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Protocol, TypeVar
 
 from ..signals import age_days
 from .budget import fill
+from .quote import quote
 
 __all__ = ["MAX_RECALL_BYTES", "MAX_RECALL_ENTRIES", "RECALL_PREAMBLE", "age_text", "pack_recall"]
 
@@ -54,10 +56,11 @@ def age_text(now: datetime, stamp: str) -> str:
 
 
 def _entry(candidate: Entry, now: datetime) -> str:
-    text = " ".join(candidate.text.split()).replace(_CLOSE, "</ automatic-memory>")
+    text = " ".join(quote(candidate.text).split())
+    session, turn = (quote(part or "-") for part in (candidate.session_id, candidate.turn_id))
     return (
-        f"- [{candidate.category} · {age_text(now, candidate.recorded_at)} · "
-        f"session {candidate.session_id or '-'} · turn {candidate.turn_id or '-'}] {text}"
+        f"- [{quote(candidate.category)} · {age_text(now, candidate.recorded_at)} · "
+        f"session {session} · turn {turn}] {text}"
     )
 
 

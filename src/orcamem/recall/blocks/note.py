@@ -3,6 +3,8 @@ so that the agent's own instructions take precedence over it."""
 
 from __future__ import annotations
 
+from .quote import quote
+
 __all__ = ["NOTE_FOOTER", "NOTE_HEADER", "NOTE_PREAMBLE", "render_note"]
 
 
@@ -23,10 +25,11 @@ NOTE_FOOTER = "---"
 def render_note(note: str) -> str:
     """The context block a run receives: header, preamble, the note, footer.
 
-    A note line that starts with ``---`` is indented by one space, so a note can neither close
-    the block early nor open a block that looks like another source.
+    The note is :func:`quote`-d (redacted, brackets and tags escaped), and a line that starts
+    with ``---`` is indented by one space, so a note can neither close the block early nor open
+    a block that looks like another source.
     """
     body = "\n".join(
-        " " + line if line.lstrip().startswith("---") else line for line in note.splitlines()
+        " " + line if line.lstrip().startswith("---") else line for line in quote(note).splitlines()
     )
     return f"{NOTE_HEADER}\n{NOTE_PREAMBLE}\n\n{body}\n{NOTE_FOOTER}"
