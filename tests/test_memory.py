@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
+from orcamem import AsyncMemory, ClosedError, Config, InvalidInputError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine import PackConfig, RecallConfig
 from orcamem.engine.store.base import MemoryUpdate
@@ -424,3 +424,16 @@ def test_import_of_a_mutated_export_is_all_or_nothing(tmp_path: Path) -> None:
                     assert _rows(path)["episodes"] == before["episodes"] + expected
 
     check()
+
+
+def test_observe_once_records_a_turn_of_a_session_and_turn_id_once(mem: Memory) -> None:
+    first = mem.observe("user", "Where do I live?", session_id="s", turn_id="t-1", once=True)
+    again = mem.observe("user", "Where do I live now?", session_id="s", turn_id="t-1", once=True)
+    reply = mem.observe("assistant", "In Pune.", session_id="s", turn_id="t-1", once=True)
+    other = mem.observe("user", "Where do I live?", session_id="s2", turn_id="t-1", once=True)
+    assert again == first and again.text == "Where do I live?"  # the first one stands
+    assert len({first.id, reply.id, other.id}) == 3
+    assert [e.id for e in mem.iter_episodes()] == [first.id, reply.id, other.id]
+    with pytest.raises(InvalidInputError, match="needs a turn_id"):
+        mem.observe("user", "no id", session_id="s", once=True)
+    assert len(list(mem.iter_episodes())) == 3
