@@ -654,7 +654,10 @@ def test_a_refused_connection_keeps_the_question_without_a_reply(
         )
         assert finished.wait(10)
     assert reply.status_code == 502
-    assert turns(mem, "default") == [("user", "Hi")]
+    episodes = list(mem.iter_episodes(space="default"))
+    assert [(e.role, e.text, e.turn_id) for e in episodes] == [
+        ("user", "Hi", reply.headers["x-orcamem-turn"])
+    ]
 
 
 @contextmanager

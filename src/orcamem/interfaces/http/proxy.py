@@ -620,8 +620,11 @@ class _Relay(Response):
             return
         log.warning("%s", error)
         outcome.status, outcome.completed = error.status, True  # answered: not a disconnect
-        body = error_body(type(error).__name__, str(error), error.status)
-        await JSONResponse(body, error.status)(scope, receive, send)
+        answer = JSONResponse(
+            error_body(type(error).__name__, str(error), error.status), error.status
+        )
+        answer.raw_headers.extend(self.extra_headers)  # which space and exchange it was
+        await answer(scope, receive, send)
 
     async def _relay(self, upstream: httpx.Response, outcome: _Outcome, send: Send) -> None:
         outcome.status = upstream.status_code
