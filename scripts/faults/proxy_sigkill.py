@@ -3,9 +3,10 @@
 Each trial starts ``python -m orcamem proxy`` on a fresh database and a free loopback port, in
 front of a fake model server in this process (loopback, port 0), and sends chat exchanges from
 ``--clients`` threads (half streamed, half not). At a random moment the proxy gets SIGKILL; it
-is then restarted on the same database, and every exchange the client saw answered in full
-(a 200 with the whole JSON body, or a stream up to ``[DONE]``) is looked up in the episode log:
-its user turn (the question's text) and its reply (the fake model's text for that question).
+is then restarted on the same database (on a new free port), and every exchange the client saw
+answered in full (a 200 with the whole JSON body, or a stream up to ``[DONE]``) is looked up in
+the episode log: its user turn (the question's text) and its reply (the fake model's text for
+that question).
 
     PYTHONPATH=src .venv/bin/python scripts/faults/proxy_sigkill.py --trials 10
     PYTHONPATH=src .venv/bin/python scripts/faults/proxy_sigkill.py --trials 10 --json
@@ -152,7 +153,7 @@ def trial(number: int, clients: int, kill_after: float, upstream: str, work: Pat
     stop.set()
     for thread in threads:
         thread.join(30)
-    restarted = _start_proxy(db, port, upstream, home)  # the file opens after the crash
+    restarted = _start_proxy(db, _free_port(), upstream, home)  # the file opens after the crash
     try:
         with Memory(db) as mem:
             texts = {(e.role, e.text) for e in mem.iter_episodes(space=SPACE)}
