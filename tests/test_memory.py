@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orcamem import AsyncMemory, ClosedError, Config, Memory, NotFoundError
+from orcamem import AsyncMemory, ClosedError, Config, InvalidInputError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine import PackConfig, RecallConfig
 from orcamem.engine.store.base import MemoryUpdate
@@ -434,3 +434,16 @@ def test_forbidding_a_rule_twice_keeps_one_rule(tmp_path: Path) -> None:
         assert again == first and other.id != first.id
         assert [m.id for m in mem.facts() if m.prohibited] == [first.id]
         assert mem.recall("Where do I live?").count("[FORBIDDEN: Never verify") == 1
+
+
+def test_observe_once_records_a_turn_of_a_session_and_turn_id_once(mem: Memory) -> None:
+    first = mem.observe("user", "Where do I live?", session_id="s", turn_id="t-1", once=True)
+    again = mem.observe("user", "Where do I live now?", session_id="s", turn_id="t-1", once=True)
+    reply = mem.observe("assistant", "In Pune.", session_id="s", turn_id="t-1", once=True)
+    other = mem.observe("user", "Where do I live?", session_id="s2", turn_id="t-1", once=True)
+    assert again == first and again.text == "Where do I live?"  # the first one stands
+    assert len({first.id, reply.id, other.id}) == 3
+    assert [e.id for e in mem.iter_episodes()] == [first.id, reply.id, other.id]
+    with pytest.raises(InvalidInputError, match="needs a turn_id"):
+        mem.observe("user", "no id", session_id="s", once=True)
+    assert len(list(mem.iter_episodes())) == 3

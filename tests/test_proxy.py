@@ -1,4 +1,5 @@
-"""The memory proxy: recall → inject → forward → relay byte for byte → record after the answer.
+"""The memory proxy: recall → record the question → forward → relay byte for byte, the answer's
+end held until its reply is recorded.
 
 The proxy runs under a real uvicorn server on 127.0.0.1 (streaming and disconnects need real
 sockets). Its upstream is either a stub model server written here (``http.server`` on
@@ -16,11 +17,12 @@ import re
 import select
 import shutil
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import asynccontextmanager, redirect_stdout
+from contextlib import asynccontextmanager, contextmanager, redirect_stdout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from pathlib import Path
@@ -35,11 +37,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai import OpenAI
 
-from orcamem import Memory
+from orcamem import Config, Memory
 from orcamem._kernel.names import SPACE
+from orcamem.engine import StorageConfig
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http import proxy as proxy_module
-from orcamem.interfaces.http.proxy import _Reply, _unanswered_user_text, install, user_space
+from orcamem.interfaces.http.proxy import (
+    _Held,
+    _Reply,
+    _unanswered_user_text,
+    install,
+    user_space,
+)
 from servers import LOCAL_BASE, serve
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
@@ -94,7 +103,9 @@ class Stub:
 
     The chat route picks its behaviour from the request's ``model``: ``status-429`` (any
     status) answers that error, ``slow`` streams one word every 20 ms for 8 s and ``hang``
-    waits 3 s before its first byte, both noting when the caller went away (``closed``); otherwise ``stream: true`` gets ``SSE_BODY`` in 7-byte
+    waits 3 s before its first byte, both noting when the caller went away (``closed``);
+    ``block`` sets ``called`` and answers only once the test sets ``release``; otherwise
+    ``stream: true`` gets ``SSE_BODY`` in 7-byte
     pieces (cutting lines and UTF-8 characters) and anything else ``COMPLETION_BODY``. Other
     paths echo the request as JSON with the status of the ``status`` query parameter.
     """
@@ -102,6 +113,8 @@ class Stub:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.closed = threading.Event()
+        self.called = threading.Event()
+        self.release = threading.Event()
         self.slow_sent = 0
         stub = self
 
@@ -155,7 +168,14 @@ class Stub:
                     self.start_stream()
                     self.write_chunk(BROKEN_PART)
                     self.close_connection = True  # no last chunk: the stream breaks off
-                elif payload.get("stream"):
+                else:
+                    if model == "block":
+                        stub.called.set()
+                        stub.release.wait(10)
+                    self.answer(bool(payload.get("stream")))
+
+            def answer(self, stream: bool) -> None:
+                if stream:
                     self.start_stream()
                     for start in range(0, len(SSE_BODY), 7):
                         self.write_chunk(SSE_BODY[start : start + 7])
@@ -432,6 +452,8 @@ def test_a_stream_comes_back_byte_for_byte_and_the_reply_is_recorded(
     ]
     assert {e.session_id for e in episodes} == {"s-42"}
     assert episodes[1].meta == {"via": "proxy"}
+    assert episodes[0].turn_id == episodes[1].turn_id == reply.headers["x-orcamem-turn"]
+    assert episodes[0].turn_id.startswith("xch-")
 
 
 def test_the_openai_client_streams_through_the_proxy(mem: Memory, proxy: str) -> None:
@@ -449,30 +471,78 @@ def test_the_openai_client_streams_through_the_proxy(mem: Memory, proxy: str) ->
     wait_for(lambda: ("assistant", SSE_REPLY) in turns(mem, "default"))
 
 
-def test_the_answer_does_not_wait_for_the_episode_log(
-    mem: Memory, proxy: str, monkeypatch: pytest.MonkeyPatch
+def _post_in_thread(url: str, request: dict[str, Any]) -> tuple[threading.Thread, list[Any]]:
+    """POST from a client thread; ``answers`` gets the response (or the httpx error)."""
+    answers: list[Any] = []
+
+    def post() -> None:
+        try:
+            answers.append(httpx.post(url, json=request, timeout=10))
+        except httpx.HTTPError as exc:
+            answers.append(exc)
+
+    thread = threading.Thread(target=post, daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def test_the_question_is_committed_before_the_upstream_is_called(
+    mem: Memory, stub: Stub, proxy: str
 ) -> None:
-    gate = threading.Event()
-    observe = mem.observe
-
-    def slow_observe(*args: Any, **kwargs: Any) -> Any:
-        gate.wait(10)
-        return observe(*args, **kwargs)
-
-    monkeypatch.setattr(mem, "observe", slow_observe)
-    reply = httpx.post(
-        f"{proxy}/v1/chat/completions",
-        json={"messages": [{"role": "user", "content": "Where do I live?"}]},
-        timeout=5,
+    question = {"role": "user", "content": "Where do I live?"}
+    client, answers = _post_in_thread(
+        f"{proxy}/v1/chat/completions", {"model": "block", "messages": [question]}
     )
-    assert reply.content == COMPLETION_BODY
-    assert turns(mem, "default") == []  # the write is still held back: the answer did not wait
-    gate.set()
-    recorded = wait_for(lambda: len(turns(mem, "default")) == 2 and turns(mem, "default"))
-    assert recorded == [
+    try:
+        assert stub.called.wait(10), "the upstream was never called"
+        with Memory(mem.path) as other:  # a second connection sees only what is committed
+            assert turns(other, "default") == [("user", "Where do I live?")]
+    finally:
+        stub.release.set()
+        client.join(10)
+    assert answers[0].content == COMPLETION_BODY
+    assert turns(mem, "default") == [  # no waiting: the reply was committed before the answer
         ("user", "Where do I live?"),
         ("assistant", "You are a backend engineer in Pune."),
     ]
+
+
+def test_a_streamed_reply_is_committed_before_done_reaches_the_client(
+    mem: Memory, proxy: str
+) -> None:
+    request = {"model": "stub-model", "stream": True,
+               "messages": [{"role": "user", "content": "Say hello."}]}  # fmt: skip
+    received, at_done = b"", None
+    with httpx.stream("POST", f"{proxy}/v1/chat/completions", json=request) as reply:
+        for chunk in reply.iter_raw():
+            received += chunk
+            if at_done is None and b"[DONE]" in received:
+                at_done = turns(mem, "default")
+    assert received == SSE_BODY
+    assert at_done == [("user", "Say hello."), ("assistant", SSE_REPLY)]
+
+
+def test_a_retry_with_the_same_idempotency_key_records_the_exchange_once(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    request = {"messages": [{"role": "user", "content": "Where do I live?"}]}
+    headers = {"idempotency-key": "req-7f3a"}
+    for _ in range(2):
+        reply = httpx.post(f"{proxy}/v1/chat/completions", json=request, headers=headers)
+        assert reply.content == COMPLETION_BODY
+        assert reply.headers["x-orcamem-turn"] == "req-7f3a"
+    assert len(stub.chats()) == 2  # both reached the model: only the log is deduplicated
+    episodes = list(mem.iter_episodes(space="default"))
+    assert [(e.role, e.turn_id) for e in episodes] == [
+        ("user", "req-7f3a"),
+        ("assistant", "req-7f3a"),
+    ]
+    assert stub.requests[0]["headers"]["idempotency-key"] == "req-7f3a"  # the upstream's too
+    too_long = httpx.post(
+        f"{proxy}/v1/chat/completions", json=request, headers={"idempotency-key": "k" * 300}
+    )
+    assert too_long.status_code == 400 and "Idempotency-Key" in too_long.text
+    assert len(stub.chats()) == 2
 
 
 def test_a_client_leaving_mid_stream_closes_the_upstream_and_keeps_what_was_said(
@@ -515,7 +585,7 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504(mem: Memory, stub: St
     error = reply.json()["error"]
     assert error["type"] == "UpstreamTimeoutError" and "0.3 s" in error["message"]
     assert stub.closed.wait(5)
-    assert turns(mem, "default") == []
+    assert turns(mem, "default") == [("user", "Think hard.")]  # asked, never answered
 
 
 def test_an_upstream_breaking_off_mid_stream_keeps_the_partial_reply(
@@ -537,18 +607,26 @@ def test_an_upstream_breaking_off_mid_stream_keeps_the_partial_reply(
     assert (episodes[1].text, episodes[1].meta) == ("Hello", {"via": "proxy", "partial": True})
 
 
+def _finished(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set when the proxy's relay (and every write it makes) has returned."""
+    done = threading.Event()
+    call = proxy_module._Relay.__call__
+
+    async def relay(self: Any, *args: Any) -> None:
+        try:
+            await call(self, *args)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(proxy_module._Relay, "__call__", relay)
+    return done
+
+
 @pytest.mark.parametrize("status", [400, 401, 429, 500])
-def test_upstream_errors_pass_through_and_are_not_recorded(
+def test_upstream_errors_pass_through_and_keep_the_question_without_a_reply(
     mem: Memory, stub: Stub, proxy: str, status: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    decided = threading.Event()  # the proxy is done deciding (and writing) what to record
-    record = proxy_module._record
-
-    async def recorded(*args: Any, **kwargs: Any) -> None:
-        await record(*args, **kwargs)
-        decided.set()
-
-    monkeypatch.setattr(proxy_module, "_record", recorded)
+    finished = _finished(monkeypatch)
     reply = httpx.post(
         f"{proxy}/v1/chat/completions",
         json={"model": f"status-{status}", "messages": [{"role": "user", "content": "Hi"}]},
@@ -556,8 +634,81 @@ def test_upstream_errors_pass_through_and_are_not_recorded(
     assert reply.status_code == status
     assert reply.json() == {"error": {"message": f"stub error {status}", "code": status}}
     assert reply.headers["retry-after"] == "7"
-    assert decided.wait(10)
-    assert turns(mem, "default") == []
+    assert finished.wait(10)
+    episodes = list(mem.iter_episodes(space="default"))
+    assert [(e.role, e.text, e.turn_id) for e in episodes] == [
+        ("user", "Hi", reply.headers["x-orcamem-turn"])
+    ]
+
+
+def test_a_refused_connection_keeps_the_question_without_a_reply(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    finished = _finished(monkeypatch)
+    with serve(proxy_app(mem, upstream=f"http://127.0.0.1:{port}/v1")) as url:
+        reply = httpx.post(
+            f"{url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "Hi"}]}
+        )
+        assert finished.wait(10)
+    assert reply.status_code == 502
+    episodes = list(mem.iter_episodes(space="default"))
+    assert [(e.role, e.text, e.turn_id) for e in episodes] == [
+        ("user", "Hi", reply.headers["x-orcamem-turn"])
+    ]
+
+
+@contextmanager
+def _locked(path: str | None) -> Iterator[None]:
+    """Another process's write lock on the database: every write of the proxy fails."""
+    other = sqlite3.connect(str(path), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_a_user_turn_that_cannot_be_written_is_an_error_and_nothing_is_forwarded(
+    tmp_path: Path, stub: Stub
+) -> None:
+    config = Config(storage=StorageConfig(busy_timeout_ms=50))
+    with Memory(tmp_path / "m.db", config=config) as mem:
+        mem.add("a first note, so the space exists")
+        app = proxy_app(mem, upstream=f"{stub.url}/v1")
+        request = {"messages": [{"role": "user", "content": "Hi"}]}
+        with serve(app) as url, _locked(mem.path):
+            reply = httpx.post(f"{url}/v1/chat/completions", json=request)
+        assert reply.status_code == 503
+        assert reply.json()["error"]["type"] == "StoreError"
+        assert stub.chats() == []
+        assert turns(mem, "default") == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_that_cannot_be_written_never_reaches_the_client_whole(
+    tmp_path: Path, stub: Stub, stream: bool
+) -> None:
+    config = Config(storage=StorageConfig(busy_timeout_ms=50))
+    with Memory(tmp_path / "m.db", config=config) as mem:
+        app = proxy_app(mem, upstream=f"{stub.url}/v1")
+        request = {"model": "block", "stream": stream,
+                   "messages": [{"role": "user", "content": "Hi"}]}  # fmt: skip
+        with serve(app) as url:
+            client, answers = _post_in_thread(f"{url}/v1/chat/completions", request)
+            assert stub.called.wait(10)
+            with _locked(mem.path):
+                stub.release.set()
+                client.join(10)
+        assert turns(mem, "default") == [("user", "Hi")]
+    if stream:  # cut before [DONE]: the client sees a broken stream, not an answer
+        assert isinstance(answers[0], httpx.HTTPError) or b"[DONE]" not in answers[0].content
+    else:
+        assert answers[0].status_code == 503
+        assert answers[0].json()["error"]["type"] == "StoreError"
 
 
 def test_an_unreachable_upstream_is_a_502_that_names_it(mem: Memory) -> None:
@@ -723,6 +874,21 @@ def test_the_reply_reader_survives_any_cut_of_the_stream() -> None:
     json_reply.start(httpx.Headers({"content-type": "application/json"}))
     json_reply.feed(COMPLETION_BODY)
     assert json_reply.text() == "You are a backend engineer in Pune."
+
+
+@given(st.integers(min_value=0, max_value=len(SSE_BODY)), st.integers(min_value=1, max_value=64))
+def test_the_held_back_end_starts_at_done_for_any_cut_of_the_stream(cut: int, size: int) -> None:
+    held, passed = _Held(sse=True), b""
+    pieces = [SSE_BODY[:cut]] + [SSE_BODY[i : i + size] for i in range(cut, len(SSE_BODY), size)]
+    for piece in pieces:
+        passed += held.pass_on(piece)
+    assert passed == SSE_BODY[: SSE_BODY.index(b"[DONE]")]  # nothing of [DONE] got out
+    assert passed + held.rest == SSE_BODY
+    undone = _Held(sse=True)  # no [DONE] at all: only a tail that might begin one waits
+    assert undone.pass_on(b"data: x\n\n[D") == b"data: x\n\n" and undone.rest == b"[D"
+    assert undone.pass_on(b"ata") == b"[Data" and undone.rest == b""
+    whole = _Held(sse=False)
+    assert whole.pass_on(COMPLETION_BODY) == b"" and whole.rest == COMPLETION_BODY
 
 
 def test_a_tool_loop_records_the_user_message_once() -> None:

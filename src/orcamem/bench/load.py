@@ -137,7 +137,6 @@ def load_test(
             _process(server, f"{base}/healthz"),
         ):
             result = _drive(base, clients, seconds, spaces, progress)
-            time.sleep(0.5)  # the proxy records exchanges after its responses
         with Memory(path) as check:
             present = {
                 e.text for n in range(spaces) for e in check.iter_episodes(space=f"load-{n}")

@@ -202,6 +202,7 @@ class AsyncMemory:
         occurred_at: str | None = None,
         space: str | None = None,
         meta: dict[str, Any] | None = None,
+        once: bool = False,
     ) -> Episode:
         """Append one conversation turn (``role`` is ``user``, ``assistant`` or a name)."""
         return await _thread(
@@ -213,6 +214,7 @@ class AsyncMemory:
             occurred_at=occurred_at,
             space=space,
             meta=meta,
+            once=once,
         )
 
     async def add_many(

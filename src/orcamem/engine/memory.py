@@ -272,11 +272,17 @@ class Memory:
         occurred_at: str | None = None,
         space: str | None = None,
         meta: dict[str, Any] | None = None,
+        once: bool = False,
     ) -> Episode:
-        """Append one conversation turn (``role`` is ``user``, ``assistant`` or a name)."""
-        return self.add(
+        """Append one conversation turn (``role`` is ``user``, ``assistant`` or a name).
+
+        ``once=True`` (with a ``turn_id``) makes a retry safe: if the space already holds a
+        ``role`` turn of this session and turn id, that episode is returned and nothing is
+        written (the check and the append are one transaction).
+        """
+        episode = self._episode(
             text,
-            space=space,
+            space=self._space(space),
             kind="turn",
             role=role,
             session_id=session_id,
@@ -284,6 +290,13 @@ class Memory:
             occurred_at=occurred_at,
             meta=meta,
         )
+        if not once:
+            return self._append([episode])[0]
+        if turn_id is None:
+            raise InvalidInputError("once=True needs a turn_id: name the turn a retry repeats")
+        with self.store.writing():
+            found = self.store.find_turn(episode.space, session_id, turn_id, role)
+            return found if found is not None else self._append([episode])[0]
 
     def add_many(
         self,

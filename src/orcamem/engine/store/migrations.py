@@ -195,6 +195,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )""",
         ],
     ),
+    (
+        5,
+        "episodes by turn id (the proxy's exchanges: a turn and its reply, found once)",
+        ["CREATE INDEX episodes_space_turn ON episodes(space, turn_id) WHERE turn_id IS NOT NULL"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -483,6 +483,17 @@ class SQLiteStore:
             ).fetchone()
         return row[0] if row else None
 
+    def find_turn(
+        self, space: str, session_id: str | None, turn_id: str, role: str | None
+    ) -> Episode | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = ? AND turn_id = ? "
+                "AND session_id IS ? AND role IS ? ORDER BY id LIMIT 1",
+                (space, turn_id, session_id, role),
+            ).fetchone()
+        return self._episode(row) if row else None
+
     def delete_episode(self, space: str, episode_id: int) -> None:
         with self.writing() as conn:
             ids = {

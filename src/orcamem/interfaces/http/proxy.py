@@ -1,4 +1,5 @@
-"""The memory proxy: an OpenAI-compatible ``/v1`` that recalls before and records after.
+"""The memory proxy: an OpenAI-compatible ``/v1`` that recalls, records the question, forwards,
+and records the answer before the client has all of it.
 
 Point any OpenAI client at ``http://127.0.0.1:8080/v1`` and every chat completion goes:
 
@@ -8,14 +9,21 @@ Point any OpenAI client at ``http://127.0.0.1:8080/v1`` and every chat completio
 2. **recall**: ``Memory.build_context`` (the core engine's packing) for the latest user message,
    run in the threadpool, prepended as one system message; a failure inside recall is logged and
    the request goes on without memory (answer header ``x-orcamem-memory: failed``);
-3. **forward** to ``<upstream>/chat/completions`` with every other field untouched (``model`` is
+3. **record the question**: the latest user message is committed as a ``user`` turn before
+   anything is forwarded (a store failure is the client's error; nothing is forwarded);
+4. **forward** to ``<upstream>/chat/completions`` with every other field untouched (``model`` is
    filled from the settings only when the request names none);
-4. **relay** the upstream's status, headers (less hop-by-hop ones) and body byte for byte,
-   SSE chunks, ``[DONE]`` and usage chunks included;
-5. **record** the latest user message and the assistant's reply as two ``observe`` turns once
-   the body has been sent (session from ``x-orcamem-session``, else ``proxy``). A client that
-   disconnects mid-stream closes the upstream call; what was said so far is still recorded
-   (the partial reply with ``meta.partial = true``).
+5. **relay** the upstream's status, headers (less hop-by-hop ones) and body byte for byte,
+   SSE chunks, ``[DONE]`` and usage chunks included, **holding back the end**: a JSON answer is
+   held whole, a stream from its ``[DONE]`` on, until the reply is committed as an
+   ``assistant`` turn. So a client that has the whole answer has it recorded.
+
+The two turns are one exchange: same space, session (``x-orcamem-session``, else ``proxy``) and
+``turn_id`` (the request's ``Idempotency-Key``, else a fresh ``xch-…`` id, sent back as
+``x-orcamem-turn``); both are written with ``observe(once=True)``, so a retried key records
+neither twice. A user turn with no assistant turn of its ``turn_id`` is a question whose answer
+never came (upstream error, client gone before any text, crash). A client that disconnects
+mid-stream closes the upstream call; the text so far is recorded with ``meta.partial = true``.
 
 ``GET /v1/models`` and every other ``/v1/*`` path are passed through unchanged (method, query,
 body, status, headers, body bytes). The upstream's errors come back as they are; orcamem's own
@@ -49,8 +57,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..._kernel.env import openai_api_key
 from ..._kernel.http import async_client
-from ..._kernel.ids import sha256
-from ..._kernel.model import DEFAULT_SPACE
+from ..._kernel.ids import random_id, sha256
+from ..._kernel.model import DEFAULT_SPACE, validate_id
 from ..._kernel.names import SPACE
 from ..._kernel.text import message_text
 from ...engine.keys import Principal
@@ -80,6 +88,8 @@ log = logging.getLogger("orcamem.proxy")
 
 SPACE_HEADERS = ("x-orma-space", "x-orcamem-space")
 SESSION_HEADER = "x-orcamem-session"
+IDEMPOTENCY_HEADER = "idempotency-key"
+TURN_HEADER = "x-orcamem-turn"
 DEFAULT_SESSION = "proxy"
 _OWN_HEADERS = frozenset({*SPACE_HEADERS, SESSION_HEADER})
 # RFC 9110 §7.6.1 hop-by-hop fields; ``host`` and ``content-length`` are recomputed per hop.
@@ -92,6 +102,7 @@ _ORCAMEM_CREDENTIALS = ("authorization", "x-api-key")
 _PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _MAX_REPLY_BYTES = 8 * 1024 * 1024
 _STATE = "upstream_http"
+_DONE = b"[DONE]"
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"  # RFC 3986 pchar: the decoded path param is re-encoded
 
 
@@ -153,7 +164,7 @@ async def chat_completions(
         return _too_large(settings.max_body_bytes)
     payload = _json_object(body)
     space = _space(request.headers, payload, principal)  # 400/403 before anything else
-    session = _session(request.headers)
+    exchange = _Exchange(memory, space, _session(request.headers), _turn_id(request.headers))
     base = _upstream_base(settings)
     messages = payload.get("messages")
     usable = isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
@@ -177,15 +188,20 @@ async def chat_completions(
     if changed:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     user_text = _unanswered_user_text(messages) if usable else ""
-    on_done = partial(_record, memory, space, session, user_text)
+    if user_text.strip():  # committed before the upstream hears of it
+        await anyio.to_thread.run_sync(exchange.record, "user", user_text, False)
     return _Relay(
         request.app,
         _upstream_request(
             request, settings, "POST", f"{base}/chat/completions", body, decoded=True
         ),
         reply=_Reply(),
-        on_done=on_done,
-        extra_headers=[("x-orcamem-space", space), ("x-orcamem-memory", recalled)],
+        on_reply=exchange.reply,
+        extra_headers=[
+            ("x-orcamem-space", space),
+            ("x-orcamem-memory", recalled),
+            (TURN_HEADER, exchange.turn_id),
+        ],
     )
 
 
@@ -307,6 +323,15 @@ def _session(headers: Mapping[str, str]) -> str:
     return value
 
 
+def _turn_id(headers: Mapping[str, str]) -> str:
+    """The exchange's turn id: the client's ``Idempotency-Key`` (a retry names the same
+    exchange), else a fresh one."""
+    key = headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return random_id("xch-", 16)
+    return validate_id(key, what="the Idempotency-Key header")
+
+
 def _upstream_request(
     request: Request,
     settings: ServerSettings,
@@ -358,19 +383,19 @@ class _Reply:
     """Collects the assistant's text from the upstream's bytes as they pass (SSE or JSON)."""
 
     def __init__(self) -> None:
-        self._sse = False
+        self.sse = False
         self._buffer = bytearray()
         self._data: list[str] = []
         self._parts: list[str] = []
 
     def start(self, headers: httpx.Headers) -> None:
-        self._sse = headers.get("content-type", "").startswith("text/event-stream")
+        self.sse = headers.get("content-type", "").startswith("text/event-stream")
 
     def feed(self, chunk: bytes) -> None:
         if len(self._buffer) + len(chunk) > _MAX_REPLY_BYTES:
             return
         self._buffer += chunk
-        if self._sse and b"\n" in chunk:
+        if self.sse and b"\n" in chunk:
             *lines, rest = self._buffer.split(b"\n")
             self._buffer = bytearray(rest)
             for line in lines:
@@ -398,7 +423,7 @@ class _Reply:
 
     def text(self) -> str:
         """The reply so far: the joined deltas of choice 0, or the JSON message's content."""
-        if self._sse:
+        if self.sse:
             if self._buffer.strip():  # a last event without its blank line
                 self._line(self._buffer.rstrip(b"\r").decode("utf-8", "replace"))
             self._buffer.clear()
@@ -420,6 +445,42 @@ def _first_choice(event: Any) -> dict[str, Any]:
     return {}
 
 
+class _Held:
+    """The end of a 2xx answer, kept from the client until its reply is on disk.
+
+    A JSON answer is kept whole (its headers too). A stream passes at once up to its
+    ``[DONE]``, which is kept with all that follows (a chunk ending in what may begin
+    ``[DONE]``, such as ``[D``, waits for the next one to tell). A stream without ``[DONE]``
+    is held at its very end: the client sees the body finish only after the write.
+    """
+
+    def __init__(self, sse: bool) -> None:
+        self.sse = sse
+        self._kept = bytearray()
+        self._maybe = b""  # a tail that may begin [DONE]
+
+    @property
+    def rest(self) -> bytes:
+        """Everything not yet passed on."""
+        return self._maybe + bytes(self._kept)
+
+    def pass_on(self, chunk: bytes) -> bytes:
+        """The part of ``chunk`` the client may have now; the rest is kept."""
+        if not self.sse or self._kept:
+            self._kept += chunk
+            return b""
+        window, self._maybe = self._maybe + chunk, b""
+        at = window.find(_DONE)
+        if at >= 0:
+            self._kept += window[at:]
+            return window[:at]
+        for size in range(min(len(_DONE) - 1, len(window)), 0, -1):
+            if window.endswith(_DONE[:size]):
+                window, self._maybe = window[:-size], window[-size:]
+                break
+        return window
+
+
 @dataclass
 class _Outcome:
     """How one relayed exchange ended."""
@@ -430,7 +491,8 @@ class _Outcome:
     """The whole upstream body reached the client."""
     disconnected: bool = False
     """The client went away before the body was complete."""
-    reply: str = ""
+    recorded: bool = False
+    """The reply's write was made (or tried): a partial one is not written after it."""
 
 
 def _response_headers(upstream: httpx.Response) -> list[tuple[bytes, bytes]]:
@@ -448,8 +510,10 @@ class _Relay(Response):
 
     Owning the whole exchange lets it watch the client from the first moment: a disconnect
     while the upstream is still thinking (no headers yet) or streaming cancels the upstream
-    call and closes its connection. ``on_done`` runs after the body has been sent, so the
-    episode log never delays an answer.
+    call and closes its connection. With ``on_reply`` a 2xx answer's end is held back
+    (:class:`_Held`) until ``on_reply(text, partial=False)`` has returned; if it raises, the
+    client never gets a complete answer (an error status, or a cut stream). A reply cut short
+    (client gone, upstream broke off) is passed on with ``partial=True`` afterwards.
     """
 
     def __init__(
@@ -458,13 +522,13 @@ class _Relay(Response):
         upstream_request: httpx.Request,
         *,
         reply: _Reply | None = None,
-        on_done: Callable[[_Outcome], Awaitable[None]] | None = None,
+        on_reply: Callable[[str, bool], Awaitable[None]] | None = None,
         extra_headers: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.app = app
         self.upstream_request = upstream_request
         self.reply = reply
-        self.on_done = on_done
+        self.on_reply = on_reply
         self.extra_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers]
         self.status_code = 502  # replaced by the upstream's
         self.background = None
@@ -496,10 +560,7 @@ class _Relay(Response):
                 with anyio.CancelScope(shield=True):
                     for upstream in holder:
                         await upstream.aclose()  # mid-body: closes the upstream connection
-                    if self.reply is not None and outcome.status is not None:
-                        outcome.reply = self.reply.text()
-                    if self.on_done is not None:
-                        await self.on_done(outcome)
+                    await self._keep_partial(outcome)
         if not started and outcome.disconnected:  # middleware still expects a response
             gone = error_body("ClientClosedRequest", "the client closed the request", 499)
             with suppress(OSError):
@@ -508,6 +569,21 @@ class _Relay(Response):
             raise failure
         if self.background is not None:
             await self.background()
+
+    def _recording(self, status: int) -> _Reply | None:
+        """The reply reader when this answer's text is to be recorded (a 2xx chat answer)."""
+        return self.reply if self.on_reply is not None and 200 <= status < 300 else None
+
+    async def _keep_partial(self, outcome: _Outcome) -> None:
+        """Record what a 2xx answer said before it was cut short (nothing to acknowledge)."""
+        reply = None if outcome.status is None else self._recording(outcome.status)
+        if reply is None or outcome.recorded or self.on_reply is None:
+            return
+        outcome.recorded = True
+        try:
+            await self.on_reply(reply.text(), True)
+        except Exception as exc:
+            log.warning("could not record the partial reply: %s", exc)
 
     async def _exchange(
         self,
@@ -544,28 +620,43 @@ class _Relay(Response):
             return
         log.warning("%s", error)
         outcome.status, outcome.completed = error.status, True  # answered: not a disconnect
-        body = error_body(type(error).__name__, str(error), error.status)
-        await JSONResponse(body, error.status)(scope, receive, send)
+        answer = JSONResponse(
+            error_body(type(error).__name__, str(error), error.status), error.status
+        )
+        answer.raw_headers.extend(self.extra_headers)  # which space and exchange it was
+        await answer(scope, receive, send)
 
     async def _relay(self, upstream: httpx.Response, outcome: _Outcome, send: Send) -> None:
         outcome.status = upstream.status_code
-        reply = self.reply if 200 <= upstream.status_code < 300 else None
+        headers = _response_headers(upstream) + self.extra_headers
+        start = {"type": "http.response.start", "status": upstream.status_code, "headers": headers}
+        reply = self._recording(upstream.status_code)
+        held = None
         if reply is not None:
             reply.start(upstream.headers)
-        headers = _response_headers(upstream) + self.extra_headers
-        await send({"type": "http.response.start", "status": upstream.status_code,
-                    "headers": headers})  # fmt: skip
+            held = _Held(reply.sse)
+        if held is None or held.sse:
+            await send(start)
         try:
             async for chunk in upstream.aiter_raw():
                 if reply is not None:
                     reply.feed(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                now = chunk if held is None else held.pass_on(chunk)
+                if now:
+                    await send({"type": "http.response.body", "body": now, "more_body": True})
         except httpx.HTTPError as exc:
             # Too late for a status: re-raising makes the server drop the client's connection,
             # the way the upstream dropped ours (no error handler claims an httpx error).
             log.warning("the upstream broke off its answer: %s: %s", type(exc).__name__, exc)
             raise
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        rest = b""
+        if reply is not None and held is not None and self.on_reply is not None:
+            outcome.recorded = True
+            await self.on_reply(reply.text(), False)  # raises: the client gets no whole answer
+            if not held.sse:
+                await send(start)
+            rest = held.rest
+        await send({"type": "http.response.body", "body": rest, "more_body": False})
         outcome.completed = True
 
 
@@ -581,36 +672,31 @@ async def _watch_disconnect(receive: Receive, outcome: _Outcome, scope: anyio.Ca
 # -- the episode log ----------------------------------------------------------------------
 
 
-async def _record(
-    memory: Memory, space: str, session: str, user_text: str, outcome: _Outcome
-) -> None:
-    """Append the exchange (after the response): the user turn, then the (partial) reply.
+@dataclass(frozen=True)
+class _Exchange:
+    """One chat completion's place in the episode log: its turns share space, session, turn id."""
 
-    Nothing is recorded when the upstream refused or failed (a non-2xx status, no answer) and
-    the client is still there to retry; a client that left is recorded with what was said.
-    """
-    answered = outcome.status is not None and 200 <= outcome.status < 300
-    if not answered and not (outcome.status is None and outcome.disconnected):
-        return
-    reply = outcome.reply if answered else ""
-    partial_reply = not outcome.completed
-    if not user_text.strip() and not reply.strip():
-        return
-    await anyio.to_thread.run_sync(_write, memory, space, session, user_text, reply, partial_reply)
+    memory: Memory
+    space: str
+    session: str
+    turn_id: str
 
+    def record(self, role: str, text: str, partial_reply: bool) -> None:
+        """Commit one turn of the exchange, once (a retried ``Idempotency-Key`` writes none)."""
+        meta: dict[str, Any] = {"via": "proxy"}
+        if partial_reply:
+            meta["partial"] = True
+        self.memory.observe(
+            role,
+            text,
+            session_id=self.session,
+            turn_id=self.turn_id,
+            space=self.space,
+            meta=meta,
+            once=True,
+        )
 
-def _write(
-    memory: Memory, space: str, session: str, user_text: str, reply: str, partial_reply: bool
-) -> None:
-    try:
-        if user_text.strip():
-            memory.observe(
-                "user", user_text, session_id=session, space=space, meta={"via": "proxy"}
-            )
-        if reply.strip():
-            meta: dict[str, Any] = {"via": "proxy"}
-            if partial_reply:
-                meta["partial"] = True
-            memory.observe("assistant", reply, session_id=session, space=space, meta=meta)
-    except Exception as exc:  # the answer is already sent: all that is left is to say so
-        log.warning("could not record the exchange in space %r: %s", space, exc)
+    async def reply(self, text: str, partial_reply: bool) -> None:
+        """Commit the assistant's text (a tool call alone has none and records nothing)."""
+        if text.strip():
+            await anyio.to_thread.run_sync(self.record, "assistant", text, partial_reply)
