@@ -269,16 +269,16 @@ def test_the_processor_extracts_with_the_memory_model(
     assert anthropic.requests[-1][1]["model"] == "claude-other"
 
 
-@pytest.mark.parametrize("failure", ["non-2xx", "unreachable"])
-def test_when_the_call_fails_the_save_proceeds_without_extraction(
-    anthropic: FakeAnthropic, clock: FrozenClock, failure: str
+@pytest.mark.parametrize("case", ["key-unset", "non-2xx", "unreachable"])
+def test_no_key_or_a_failed_call_saves_as_given_with_confidence_1(
+    anthropic: FakeAnthropic, clock: FrozenClock, case: str
 ) -> None:
     anthropic.reply = lambda body: (529, {"type": "error", "error": {"type": "overloaded_error"}})
-    env = (
-        {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{free_port()}"}
-        if failure == "unreachable"
-        else {}
-    )
+    env = {
+        "key-unset": {"ANTHROPIC_API_KEY": ""},  # blank is unset
+        "non-2xx": {},
+        "unreachable": {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{free_port()}"},
+    }[case]
     with anthropic_bank(anthropic, clock, **env) as bank:
         saved = bank.save("researcher", raw_input="The deploy key rotates quarterly.")
         assert (saved.processed_content, saved.category, saved.confidence) == (
@@ -286,7 +286,7 @@ def test_when_the_call_fails_the_save_proceeds_without_extraction(
             "general",
             1.0,
         )
-        assert len(anthropic.requests) == (1 if failure == "non-2xx" else 0)
+        assert len(anthropic.requests) == (1 if case == "non-2xx" else 0)
         assert bank.get("researcher", saved.id) == saved
 
 
