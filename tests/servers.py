@@ -3,6 +3,7 @@ and the environment a server in a child process needs to run the orcamem under t
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -50,3 +51,10 @@ def serve(app: Any, *, lifespan: str = "on") -> Iterator[str]:
 LOCAL_BASE = "http://127.0.0.1:8080"
 """``TestClient(app, base_url=LOCAL_BASE)``: requests carry a loopback ``Host`` the server's
 DNS-rebinding check accepts (TestClient's default ``testserver`` is, rightly, refused)."""
+
+
+def free_port() -> int:
+    """A loopback port free right now (for a child server that takes ``--port``)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -171,7 +171,7 @@ def _cli_envvars() -> set[str]:
 
 
 def test_the_cli_reads_only_listed_variables() -> None:
-    assert _cli_envvars() == {"ORCAMEM_DB"}
+    assert _cli_envvars() == {"ORCAMEM_DB", "ORCAMEM_PROFILE"}
     assert _cli_envvars() <= set(env.NAMES)
 
 

@@ -319,10 +319,11 @@ async def test_the_docs_stdio_snippets_start_a_working_server(tmp_path: Path) ->
     stdio = [entry for entry in doc_servers() if "command" in entry]
     assert stdio, "docs/mcp.md has no stdio mcp.json snippet"
     claude = [line for b in doc_blocks("bash") for line in b.splitlines() if " -- " in line]
-    assert claude == ["claude mcp add orcamem -- orcamem mcp"]
+    assert claude[0] == "claude mcp add orcamem -- orcamem mcp"  # then the bank's --profile one
     commands = [runnable(e["command"], e["args"]) for e in stdio]
-    after = shlex.split(claude[0].split(" -- ", 1)[1])
-    commands.append(runnable(after[0], after[1:]))
+    for line in claude:
+        after = shlex.split(line.split(" -- ", 1)[1])
+        commands.append(runnable(after[0], after[1:]))
     for number, command in enumerate(commands):
         home = tmp_path / f"home{number}"  # the default database lands in $ORCA_HOME
         async with stdio_session(command, env={"ORCA_HOME": str(home)}) as session:

@@ -33,6 +33,7 @@ from orcamem.bank.objects import (
     PreconditionFailedError,
 )
 from orcamem.bank.processor import PROCESSOR_DEADLINE_S
+from servers import free_port
 
 pytest_plugins = ["llm_server"]
 
@@ -171,10 +172,11 @@ def test_from_env_reads_the_profiles_file(tmp_path: Path) -> None:
 
 
 class FakeAnthropic:
-    """A loopback ``POST /v1/messages`` server answering scripted replies."""
+    """A loopback ``POST /v1/messages`` server answering scripted replies (a JSON payload, or
+    ``bytes`` sent as they are)."""
 
     def __init__(self) -> None:
-        self.reply: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]] = lambda body: (
+        self.reply: Callable[[dict[str, Any]], tuple[int, Any]] = lambda body: (
             500,
             {},
         )
@@ -191,7 +193,7 @@ class FakeAnthropic:
                 fake.requests.append((dict(self.headers), body))
                 fake.answering.wait(60)
                 status, payload = fake.reply(body)
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -267,18 +269,24 @@ def test_the_processor_extracts_with_the_memory_model(
     assert anthropic.requests[-1][1]["model"] == "claude-other"
 
 
-def test_when_the_call_fails_the_save_proceeds_without_extraction(
-    anthropic: FakeAnthropic, clock: FrozenClock
+@pytest.mark.parametrize("case", ["key-unset", "non-2xx", "unreachable"])
+def test_no_key_or_a_failed_call_saves_as_given_with_confidence_1(
+    anthropic: FakeAnthropic, clock: FrozenClock, case: str
 ) -> None:
     anthropic.reply = lambda body: (529, {"type": "error", "error": {"type": "overloaded_error"}})
-    with anthropic_bank(anthropic, clock) as bank:
+    env = {
+        "key-unset": {"ANTHROPIC_API_KEY": ""},  # blank is unset
+        "non-2xx": {},
+        "unreachable": {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{free_port()}"},
+    }[case]
+    with anthropic_bank(anthropic, clock, **env) as bank:
         saved = bank.save("researcher", raw_input="The deploy key rotates quarterly.")
         assert (saved.processed_content, saved.category, saved.confidence) == (
             "The deploy key rotates quarterly.",
             "general",
             1.0,
         )
-        assert len(anthropic.requests) == 1
+        assert len(anthropic.requests) == (1 if case == "non-2xx" else 0)
         assert bank.get("researcher", saved.id) == saved
 
 
@@ -354,6 +362,29 @@ def test_an_unparseable_answer_gives_the_deterministic_preview(
         anthropic.reply = lambda body: tool_answer({"processedContent": "x", "category": "wisdom"})
         off_schema = bank.save("researcher", raw_input=raw)
         assert (off_schema.category, off_schema.confidence) == ("general", 0.5)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>502 Bad Gateway</html>",  # HTTP 200, not JSON
+        b'{"id": "msg_1", "type": "message"}',  # JSON, not a Messages reply (no content)
+        b'{"content": "remember it"}',  # content of the wrong type
+    ],
+)
+def test_a_200_answer_that_cannot_be_parsed_gives_the_preview_not_a_failed_call(
+    anthropic: FakeAnthropic, clock: FrozenClock, body: bytes
+) -> None:
+    raw = "Staging resets every Monday at 06:00 UTC, so never demo from staging on Mondays."
+    anthropic.reply = lambda _: (200, body)
+    with anthropic_bank(anthropic, clock) as bank:
+        saved = bank.save("researcher", raw_input=raw)
+    assert (saved.processed_content, saved.summary, saved.category, saved.confidence) == (
+        raw,
+        raw[:50],
+        "general",
+        0.5,
+    )
 
 
 @pytest.mark.slow

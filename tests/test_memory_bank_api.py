@@ -247,7 +247,7 @@ async def test_the_memory_tools_over_mcp_with_profile_keys(
 ) -> None:
     with (
         Memory(tmp_path / "mcp.db") as mem,
-        MemoryBank(profiles={"alice": ["@memory"], "bob": []}, clock=clock) as bank,
+        MemoryBank(profiles={"alice": ["@memory"], "bob": ["@memory"]}, clock=clock) as bank,
     ):
         app = create_app(mem, ServerSettings(require_keys=True))
         app.state.bank = bank
@@ -256,14 +256,13 @@ async def test_the_memory_tools_over_mcp_with_profile_keys(
         _, key = app.state.keys.create(spaces=["profile:alice"], admin=False, name="a", now=NOW)
         secret = bank.save("bob", content="Bob's secret plan.")
         with serve(app) as base:
-            async with http_session(base + "/mcp", {"x-api-key": key}) as session:
+            async with http_session(base + "/mcp?profile=alice", {"x-api-key": key}) as session:
                 names = sorted(t.name for t in (await session.list_tools()).tools)
                 assert names == sorted([*TOOLS, *BANK_TOOLS])
                 saved = (
                     await ok(
                         session,
                         "memory_save",
-                        profile="alice",
                         content="The user is allergic to peanuts.",
                         category="fact",
                         confidence=0.9,
@@ -273,34 +272,30 @@ async def test_the_memory_tools_over_mcp_with_profile_keys(
                 raw = await ok(session, "memory_save", profile="alice", rawInput="Uses pnpm.")
                 assert raw.structured_content["category"] == "general"
                 recalled = (
-                    await ok(session, "memory_recall", profile="alice", query="diet for dinner")
+                    await ok(session, "memory_recall", query="diet for dinner")
                 ).structured_content
                 [hit] = recalled["hits"]
                 assert hit["memory"]["id"] == saved["id"] and hit["relevance"]["topic"] == 0.5
-                listed = (
-                    await ok(session, "memory_list", profile="alice", limit=1)
-                ).structured_content
+                listed = (await ok(session, "memory_list", limit=1)).structured_content
                 assert listed["total"] == 2 and listed["nextOffset"] == 1
-                gone = await ok(session, "memory_delete", profile="alice", id=saved["id"])
+                gone = await ok(session, "memory_delete", id=saved["id"])
                 assert gone.structured_content == {"deleted": saved["id"], "profile": "alice"}
-                message = await refused(session, "memory_delete", profile="alice", id=saved["id"])
+                message = await refused(session, "memory_delete", id=saved["id"])
                 assert "no memory" in message
+                message = await refused(session, "memory_save", rawInput="a" * 4097)
+                assert "4 KiB" in message
+                message = await refused(session, "memory_save", content="x", category="wisdom")
+                assert "category" in message
+            # a session bound to bob: alice's key may not use the space profile:bob
+            async with http_session(base + "/mcp?profile=bob", {"x-api-key": key}) as session:
                 for tool, arguments in [
                     ("memory_save", {"content": "x"}),
                     ("memory_recall", {"query": "plan"}),
                     ("memory_list", {}),
                     ("memory_delete", {"id": secret.id}),
                 ]:
-                    message = await refused(session, tool, profile="bob", **arguments)
+                    message = await refused(session, tool, **arguments)
                     assert "not allowed to use space 'profile:bob'" in message, message
-                message = await refused(
-                    session, "memory_save", profile="alice", rawInput="a" * 4097
-                )
-                assert "4 KiB" in message
-                message = await refused(
-                    session, "memory_save", profile="alice", content="x", category="wisdom"
-                )
-                assert "category" in message
         bank.flush()
         assert [m.id for m in bank.list("bob").memories] == [secret.id]
 

@@ -28,6 +28,7 @@ __all__ = [
     "OPENAI_API_KEY_ENV",
     "PASSTHROUGH",
     "PROFILES_ENV",
+    "PROFILE_ENV",
     "S3Settings",
     "anthropic_api_key",
     "anthropic_base_url",
@@ -61,6 +62,9 @@ ANTHROPIC_MEMORY_MODEL_ENV = "ANTHROPIC_MEMORY_MODEL"
 HEADROOM_PYTHON_ENV = "ORCAMEM_HEADROOM_PYTHON"
 """Names the interpreter of a Headroom (``headroom-ai``) install, overriding the uv tool path."""
 PROFILES_ENV = "ORCAMEM_PROFILES"
+PROFILE_ENV = "ORCAMEM_PROFILE"
+"""``orcamem mcp``'s ``--profile`` default: the profile a stdio session's memory tools work on
+(read by Typer through ``envvar=``; listed so tests strip it)."""
 BANK_ENV = "ORCAMEM_BANK"
 """The Memory Bank's storage when no bucket is set: ``file`` (default) or ``memory``."""
 BANK_STORAGES = ("file", "memory")
@@ -84,6 +88,7 @@ NAMES: tuple[str, ...] = (
     ANTHROPIC_MEMORY_MODEL_ENV,
     HEADROOM_PYTHON_ENV,
     PROFILES_ENV,
+    PROFILE_ENV,
     BANK_ENV,
     *(prefix + name for prefix in _S3_PREFIXES for name in _S3_FIELDS),
     *_AWS_REGION,

@@ -203,7 +203,8 @@ class MemoryBank:
             ``MemoryObjectStore``); default: in memory only. The caller closes what it passes.
         profiles: the known profiles and their tools, as ``{"name": ["@memory", ...]}`` or a
             list of ``Profile`` / ``{"name": ..., "tools": [...]}``. Profiles found in storage
-            are known too (without tools: they get the tools, but no injection).
+            are known too, without tools: the SDK and REST reach them, but an agent session
+            gets no ``memory_*`` tools and no injection.
         processor: the extraction model (a ``ChatModel``), ``None`` for none, or a
             ``MemoryProcessor``; default ``None``. ``from_env`` builds the Anthropic one.
         role: ``runner`` (the source of truth on writes; reads its own index) or ``conductor``
@@ -404,6 +405,16 @@ class MemoryBank:
         with self._lock:
             names = set(self._declared) | {p for p, m in self._index.items() if m}
             return [self._declared.get(n, Profile(n)) for n in sorted(names)]
+
+    def memory_tools(self, profile: str) -> tuple[str, ...]:
+        """The ``memory_*`` tools an agent session of ``profile`` is offered (``Profile.memory_tools``).
+
+        Raises:
+            InvalidInputError: an invalid profile name.
+            NotFoundError: an unknown profile.
+        """
+        self._read()
+        return self._profile(profile).memory_tools
 
     def profile(self, name: str) -> ProfileBank:
         """This bank bound to one profile (``bank.profile("researcher").save(...)``)."""

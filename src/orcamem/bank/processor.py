@@ -1,6 +1,11 @@
 """The Memory Bank's processor: one fast model call turns a raw input into a memory record
-(processed content, summary, category, confidence) under a 5-second deadline; without a model,
-or when the call fails, the save proceeds with what the caller supplied."""
+(processed content, summary, category, confidence) under a 5-second deadline.
+
+Seed 002's three fallbacks, told apart by whether the model answered: no model
+(``ANTHROPIC_API_KEY`` unset) or a failed call (unreachable, past the deadline, a non-200
+status) skips extraction (the save keeps what the caller supplied, confidence 1.0); an answer
+that cannot be used (HTTP 200 but not JSON, not a Messages reply, without the fields or with
+the wrong types: ``ModelOutputError``) gives the deterministic preview (confidence 0.5)."""
 
 from __future__ import annotations
 
@@ -96,7 +101,7 @@ class MemoryProcessor:
                 deadline_s=self.deadline_s,
                 max_tokens=600,
             )
-        except ModelOutputError as exc:  # it answered, with nothing usable
+        except ModelOutputError as exc:  # it answered (HTTP 200), with nothing usable
             return Extraction("preview", reason=str(exc))
         except Exception as exc:  # unreachable, refused, timed out: skip, never fail the save
             log.warning("memory processor call failed, saving without extraction: %s", exc)

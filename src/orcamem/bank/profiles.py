@@ -1,7 +1,10 @@
 """Profiles: the agent configurations a Memory Bank serves, and the spaces that back them.
 
-A profile is ``{"name": "researcher", "tools": ["@default", "@memory"]}``; it opts in to
-injection by selecting ``@memory`` or any ``memory_*`` tool (seed 002).
+A profile is ``{"name": "researcher", "tools": ["@default", "@memory"]}``. Seed 002: "Selecting
+@memory (or naming any memory_* tool individually) both registers the tools and enables prompt
+injection": ``@memory`` registers all four tools, a ``memory_*`` name registers that tool (a
+tool list is a selection: a profile that names only ``memory_recall`` can recall, not save or
+delete); either opts the profile in to injection.
 """
 
 from __future__ import annotations
@@ -50,9 +53,16 @@ class Profile:
     tools: tuple[str, ...] = ()
 
     @property
+    def memory_tools(self) -> tuple[str, ...]:
+        """The ``memory_*`` tools it registers: all four with ``@memory``, else those it names."""
+        if MEMORY_CAPABILITY in self.tools:
+            return MEMORY_TOOLS
+        return tuple(tool for tool in MEMORY_TOOLS if tool in self.tools)
+
+    @property
     def injects(self) -> bool:
         """Opted in: selects ``@memory`` or names any ``memory_*`` tool."""
-        return MEMORY_CAPABILITY in self.tools or any(t in MEMORY_TOOLS for t in self.tools)
+        return bool(self.memory_tools)
 
 
 def profiles_arg(

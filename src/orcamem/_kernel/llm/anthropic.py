@@ -111,7 +111,7 @@ class AnthropicChat(PooledClient):
         data = loads("Anthropic API", self._url, text)
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise ModelError(
+            raise ModelOutputError(  # answered, but not a Messages reply
                 f"Anthropic API {self._url} sent no 'content' list: {excerpt(text)}: "
                 "is the URL the API root (without /v1)?"
             )

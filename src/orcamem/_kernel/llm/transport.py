@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ...errors import ClosedError, InvalidInputError, ModelError, ModelTimeoutError
+from ...errors import (
+    ClosedError,
+    InvalidInputError,
+    ModelError,
+    ModelOutputError,
+    ModelTimeoutError,
+)
 from ..http import client
 from .parse import excerpt
 
@@ -251,13 +257,19 @@ def check_call(deadline_s: float, max_tokens: int) -> None:
 
 
 def loads(label: str, url: str, text: str) -> dict[str, Any]:
-    """A successful answer's JSON object (anything else is the server's fault: ModelError)."""
+    """A successful answer's JSON object.
+
+    Raises:
+        ModelOutputError: the server answered (HTTP 200) but not with a JSON object: an
+            answer that cannot be parsed, not a failed call (the Memory Bank's processor
+            tells the two apart, seed 002).
+    """
     try:
         data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        raise ModelError(
+        raise ModelOutputError(
             f"{label} {url} answered something that is not a JSON object: {excerpt(text)}"
         )
     return data

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from ...errors import OrcamemError
+from ..._kernel.env import PROFILE_ENV
+from ...errors import InvalidInputError, OrcamemError
 from .console import (
     DbOption,
     EmbedderOption,
@@ -19,6 +20,9 @@ from .console import (
     fail,
     out,
 )
+
+if TYPE_CHECKING:
+    from ...bank import MemoryBank
 
 keys_app = command_group("API keys for servers that bind beyond loopback.")
 
@@ -56,6 +60,23 @@ BankOption = Annotated[
         "$ORCAMEM_BANK, else the bucket INTERNAL_S3_BUCKET/S3_BUCKET names, else 'file'.",
     ),
 ]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        envvar=PROFILE_ENV,
+        help="The profile the Memory Bank tools work on (stdio). Its tools in the profiles file "
+        "must select @memory or a memory_* tool. Over --http each client names its own: "
+        "/mcp?profile=NAME.",
+    ),
+]
+
+
+def _bank(storage: str | None) -> MemoryBank:
+    """The Memory Bank every MCP transport and the REST API serve: ``MemoryBank.from_env``."""
+    from ...bank import MemoryBank
+
+    return MemoryBank.from_env(role="conductor", storage=storage)
 
 
 def _serve(
@@ -88,12 +109,10 @@ def _serve(
         memory = Memory(db)
     except OrcamemError as exc:
         raise fail(exc) from None
-    from ...bank import MemoryBank
-
     bank = None
     if {"api", "mcp"} & set(parts):
         try:
-            bank = MemoryBank.from_env(role="conductor", storage=bank_storage)
+            bank = _bank(bank_storage)
         except OrcamemError as exc:  # e.g. an unreachable bucket: one line, exit non-zero
             memory.close()
             raise fail(exc) from None
@@ -192,8 +211,16 @@ def register(app: typer.Typer) -> None:
         require_keys: KeysOption = False,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
+        profile: ProfileOption = None,
     ) -> None:
         """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
+        if http and profile is not None:
+            raise fail(
+                InvalidInputError(
+                    f"--profile / {PROFILE_ENV} binds a stdio session; over --http each client "
+                    "names its profile in the URL: http://HOST:PORT/mcp?profile=NAME"
+                )
+            )
         if http:
             _serve(
                 db,
@@ -210,9 +237,21 @@ def register(app: typer.Typer) -> None:
         from ..mcp.server import run_stdio
 
         try:
-            run_stdio(str(db) if db else None, space, embedder=embedder)
+            memory_bank = _bank(bank)
         except OrcamemError as exc:
             raise fail(exc) from None
+        try:
+            run_stdio(
+                str(db) if db else None,
+                space,
+                embedder=embedder,
+                bank=memory_bank,
+                profile=profile,
+            )
+        except OrcamemError as exc:
+            raise fail(exc) from None
+        finally:
+            memory_bank.close()
 
     app.add_typer(keys_app, name="keys")
 

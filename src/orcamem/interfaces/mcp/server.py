@@ -20,8 +20,14 @@ never a traceback.
 
 Given a Memory Bank (``build_server(..., bank=)``, or ``app.state.bank`` set before
 ``install``), the server also has the bank's four tools (``BANK_TOOLS``: ``memory_save``,
-``memory_recall``, ``memory_list``, ``memory_delete``); each takes a ``profile`` and authorizes
-the space ``profile:<name>``.
+``memory_recall``, ``memory_list``, ``memory_delete``). Seed 002: "Every tool requires session
+context and operates against the session's profile". A session is bound to one profile: on
+stdio the server's (``orcamem mcp --profile NAME`` / ``$ORCAMEM_PROFILE``), over HTTP the MCP
+URL's query parameter (``/mcp?profile=NAME``; the endpoint is stateless, so every request of a
+session carries it). A middleware (the SDK's documented way to refuse or rewrite messages)
+lists and runs a ``memory_*`` tool only when that profile selects it (``@memory``, or the
+tool by name: ``MemoryBank.memory_tools``); every call also authorizes ``profile:<name>``.
+The tools' ``profile`` argument is kept for old clients and must name the session's profile.
 """
 
 from __future__ import annotations
@@ -33,19 +39,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from ... import __version__
 from ..._kernel.model import CATEGORIES, validate_space
 from ..._kernel.names import PROFILE
-from ...bank import MEMORY_TOOLS, MemoryBank, space_for
+from ...bank import MEMORY_TOOLS, MemoryBank, space_for, validate_profile
 from ...engine.memory import Memory
-from ...errors import OrcamemError
+from ...errors import InvalidInputError, OrcamemError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from starlette.applications import Starlette
     from starlette.types import Receive, Scope, Send
 
@@ -54,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BANK_TOOLS",
     "KINDS",
+    "PROFILE_PARAM",
     "TOOLS",
     "build_server",
     "current_request",
@@ -68,6 +76,8 @@ BANK_TOOLS = MEMORY_TOOLS
 KINDS = (*CATEGORIES, "anti_pattern")
 """``orma_remember`` kinds: the memory categories, plus ``anti_pattern`` (a forbidden rule)."""
 
+PROFILE_PARAM = "profile"
+"""The MCP URL's query parameter that binds an HTTP session to a profile: ``/mcp?profile=NAME``."""
 ROLE_TAG = "role:"
 PRINCIPAL_SCOPE_KEY = "orcamem.principal"
 """Where the HTTP endpoint leaves the caller's ``Principal`` in the ASGI scope."""
@@ -216,6 +226,7 @@ def build_server(
     *,
     authorize: Callable[[str], str] | None = None,
     bank: MemoryBank | None = None,
+    profile: str | None = None,
 ) -> MCPServer[Any]:
     """The MCP server with the five ``orma_*`` tools over ``memory``.
 
@@ -226,10 +237,14 @@ def build_server(
             space to use or raises an ``OrcamemError`` (e.g. ``ForbiddenError``). During the
             call, ``current_request()`` is the HTTP request that carried it (None on stdio).
             None: any valid space (the local user).
-        bank: a Memory Bank: adds the four ``memory_*`` tools (``BANK_TOOLS``), each scoped
-            to a profile through ``authorize("profile:<name>")``.
+        bank: a Memory Bank: adds the four ``memory_*`` tools (``BANK_TOOLS``), offered to a
+            session whose profile selects them, each authorized as ``profile:<name>``.
+        profile: the profile every session of this server is bound to (stdio); None: each
+            HTTP request's ``?profile=`` (no profile: no ``memory_*`` tools).
     """
     check = authorize or validate_space
+    if profile is not None:
+        validate_profile(profile)
     default_space = memory.space
     server: MCPServer[Any] = MCPServer(
         "orcamem",
@@ -398,18 +413,20 @@ def build_server(
         return {"forgotten": state_id, "space": space}
 
     if bank is not None:
-        _add_bank_tools(server, bank, scoped, failing)
+        gate = _BankGate(bank, profile)
+        server.middleware.append(gate)
+        _add_bank_tools(server, gate, scoped, failing)
     return server
 
 
 # -- the Memory Bank's tools (issue 5) -------------------------------------------------------
 
 ProfileArg = Annotated[
-    str,
+    str | None,
     Field(
         pattern=PROFILE.pattern,
-        description="Your session's profile (agent configuration), e.g. 'researcher': the "
-        "memory bank the tool works on.",
+        description="Leave it out: the tool works on your session's profile. Kept for older "
+        "clients; a name other than the session's profile is refused.",
     ),
 ]
 BankCategoryArg = Literal["preference", "fact", "behavior", "context", "general"]
@@ -464,17 +481,101 @@ class BankDeleted(TypedDict):
     profile: str
 
 
+def _session_profile(request: Any, bound: str | None) -> str | None:
+    """The session's profile: the server's (stdio), else the HTTP request's ``?profile=``."""
+    if bound is not None or request is None:
+        return bound
+    return request.query_params.get(PROFILE_PARAM) or None
+
+
+class _BankGate:
+    """Offers a ``memory_*`` tool only to a session whose profile selects it.
+
+    As SDK middleware it drops the tools the session may not use from ``tools/list`` and
+    refuses a call to one before its arguments are read; the tools call ``profile`` too, so a
+    call that bypasses the middleware (in-process) is gated the same way.
+    """
+
+    def __init__(self, bank: MemoryBank, bound: str | None) -> None:
+        self.bank = bank
+        self.bound = bound
+
+    def refusal(self, tool: str, request: Any) -> str | None:
+        """Why this session may not use ``tool`` (None: it may)."""
+        name = _session_profile(request, self.bound)
+        if name is None:
+            return (
+                f"{tool} needs a profile bound to this MCP session: start the server with "
+                "`orcamem mcp --profile NAME` (or ORCAMEM_PROFILE=NAME), or over HTTP connect "
+                f"to /mcp?{PROFILE_PARAM}=NAME"
+            )
+        try:
+            offered = self.bank.memory_tools(name)
+        except OrcamemError as exc:
+            return f"{tool} is not available in this session: {exc}"
+        if tool in offered:
+            return None
+        return (
+            f"{tool} is not available to profile {name!r}: its tools select neither @memory "
+            f'nor {tool} (add "@memory" to its tools in the profiles file, $ORCAMEM_PROFILES or '
+            "$ORCA_HOME/profiles.json, and restart the server)"
+        )
+
+    def profile(self, ctx: Context, tool: str, given: str | None) -> str:
+        """The session's profile for a call of ``tool``, if it may use it."""
+        request = _http_request(ctx)
+        reason = self.refusal(tool, request)
+        if reason is not None:
+            raise ToolError(reason)
+        name = _session_profile(request, self.bound)
+        assert name is not None  # refusal() said why otherwise
+        if given is not None and given != name:
+            raise InvalidInputError(
+                f"profile={given!r} is not this session's profile {name!r}: the memory tools "
+                "work on the session's profile only; leave profile out"
+            )
+        return name
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        import anyio.to_thread
+
+        if ctx.method == "tools/call":
+            tool = (ctx.params or {}).get("name")
+            if tool in BANK_TOOLS:
+                reason = await anyio.to_thread.run_sync(self.refusal, tool, ctx.request)
+                if reason is not None:
+                    return CallToolResult(
+                        content=[TextContent(type="text", text=reason)], is_error=True
+                    )
+        if ctx.method != "tools/list":
+            return await call_next(ctx)
+        result = await call_next(ctx)
+        hidden = await anyio.to_thread.run_sync(self._hidden, ctx.request)
+        if not hidden:
+            return result
+        # The SDK serializes a result inside the chain: here it is the wire dict already.
+        assert isinstance(result, dict)
+        return {**result, "tools": [t for t in result["tools"] if t["name"] not in hidden]}
+
+    def _hidden(self, request: Any) -> set[str]:
+        return {tool for tool in BANK_TOOLS if self.refusal(tool, request) is not None}
+
+
 def _add_bank_tools(
     server: MCPServer[Any],
-    bank: MemoryBank,
+    gate: _BankGate,
     scoped: Callable[[Context, str], str],
     failing: Callable[[OrcamemError], ToolError],
 ) -> None:
     """Register ``memory_save``, ``memory_recall``, ``memory_list`` and ``memory_delete``."""
+    bank = gate.bank
 
-    def profile_of(ctx: Context, profile: str) -> str:
-        scoped(ctx, space_for(profile))  # the key must allow the space profile:<name>
-        return profile
+    def profile_of(ctx: Context, tool: str, given: str | None) -> str:
+        name = gate.profile(ctx, tool, given)
+        scoped(ctx, space_for(name))  # the key must allow the space profile:<name>
+        return name
 
     @server.tool(
         name="memory_save",
@@ -490,15 +591,15 @@ def _add_bank_tools(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
     )
     def memory_save(
-        profile: ProfileArg,
         ctx: Context,
         rawInput: str | None = None,  # the spec's argument names
         content: str | None = None,
         category: BankCategoryArg | None = None,
         confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        profile: ProfileArg = None,
     ) -> BankEntry:
         try:
-            name = profile_of(ctx, profile)
+            name = profile_of(ctx, "memory_save", profile)
             saved = bank.save(
                 name, raw_input=rawInput, content=content, category=category, confidence=confidence
             )
@@ -517,14 +618,14 @@ def _add_bank_tools(
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False),
     )
     def memory_recall(
-        profile: ProfileArg,
         query: Query,
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=100)] = 8,
         minScore: Annotated[float, Field(ge=0, le=1)] = 0.05,
+        profile: ProfileArg = None,
     ) -> BankRecalled:
         try:
-            name = profile_of(ctx, profile)
+            name = profile_of(ctx, "memory_recall", profile)
             hits = bank.recall(name, query, limit=limit, min_score=minScore)
         except OrcamemError as exc:
             raise failing(exc) from None
@@ -540,13 +641,13 @@ def _add_bank_tools(
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def memory_list(
-        profile: ProfileArg,
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=1000)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
+        profile: ProfileArg = None,
     ) -> BankListed:
         try:
-            name = profile_of(ctx, profile)
+            name = profile_of(ctx, "memory_list", profile)
             page = bank.list(name, limit=limit, offset=offset)
         except OrcamemError as exc:
             raise failing(exc) from None
@@ -568,9 +669,9 @@ def _add_bank_tools(
             read_only_hint=False, destructive_hint=True, idempotent_hint=False
         ),
     )
-    def memory_delete(profile: ProfileArg, id: str, ctx: Context) -> BankDeleted:
+    def memory_delete(id: str, ctx: Context, profile: ProfileArg = None) -> BankDeleted:
         try:
-            name = profile_of(ctx, profile)
+            name = profile_of(ctx, "memory_delete", profile)
             bank.delete(name, id)
         except OrcamemError as exc:
             raise failing(exc) from None
@@ -586,17 +687,19 @@ def run_stdio(
     *,
     embedder: str | None = None,
     bank: MemoryBank | None = None,
+    profile: str | None = None,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe.
 
     Opens ``Memory(db_path)`` (None: ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``); tools
-    default to ``space_default``. Nothing but JSON-RPC is written to stdout.
+    default to ``space_default``. With ``bank``, the session is bound to ``profile`` (None: no
+    ``memory_*`` tools). Nothing but JSON-RPC is written to stdout.
 
     Raises:
         OrcamemError: the database cannot be opened (before anything is served).
     """
     with Memory(db_path, space=space_default, embedder=embedder) as memory:
-        build_server(memory, bank=bank).run("stdio")
+        build_server(memory, bank=bank, profile=profile).run("stdio")
 
 
 # -- streamable HTTP -------------------------------------------------------------------------
