@@ -5,6 +5,7 @@ tools is not offered them, and ``orcamem mcp`` over stdio serves the same tools 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import subprocess
@@ -213,3 +214,25 @@ def test_mcp_http_refuses_a_server_wide_profile(tmp_path: Path) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "/mcp?profile=NAME" in result.stderr
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_a_memory_stored_before_the_save_rule_never_reaches_the_model(
+    tmp_path: Path, home: dict[str, str]
+) -> None:
+    """Saves refuse secrets now; a memory written before that rule (or by hand) still holds
+    one, and what a tool answers goes to the model: memory_list and memory_recall redact it."""
+    token = "ghp_" + "a1B2" * 9
+    with MemoryBank.from_env(environ=home) as bank:
+        clean = bank.save("researcher", content="The deploy token is kept in the vault.")
+        old = dataclasses.replace(
+            clean, raw_input=f"The deploy token is {token}", processed_content=f"token {token}"
+        )
+        bank.objects.put(f"memory/researcher/{old.id}.json", old.encode())
+    bound = {**home, "ORCAMEM_PROFILE": "researcher"}
+    async with stdio_session([*SERVER, "--db", str(tmp_path / "m.db")], bound) as session:
+        listed = (await ok(session, "memory_list")).structured_content
+        recalled = (await ok(session, "memory_recall", query="deploy token")).structured_content
+    for answer in (listed, recalled):
+        shown = json.dumps(answer)
+        assert token not in shown and "[REDACTED:github_token]" in shown, shown

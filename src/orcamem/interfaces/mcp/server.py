@@ -46,6 +46,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from ... import __version__
 from ..._kernel.model import CATEGORIES, validate_space
 from ..._kernel.names import PROFILE
+from ..._kernel.redact import redact
 from ...bank import MEMORY_TOOLS, MemoryBank, space_for, validate_profile
 from ...engine.memory import Memory
 from ...errors import InvalidInputError, OrcamemError
@@ -207,6 +208,18 @@ class Forgotten(TypedDict):
 
 _request: ContextVar[Any] = ContextVar("orcamem_mcp_request", default=None)
 """The HTTP request (a Starlette ``Request``) of the tool call being authorized, if any."""
+
+
+_STORED_TEXT = ("rawInput", "processedContent", "summary")
+
+
+def _shown(memory: dict[str, Any]) -> dict[str, Any]:
+    """A bank memory as a tool result: a tool's answer goes to the model, so the stored texts
+    are redacted (saves refuse secrets, but a memory stored before that rule may hold one)."""
+    return {
+        k: redact(v).text if k in _STORED_TEXT and isinstance(v, str) else v
+        for k, v in memory.items()
+    }
 
 
 def current_request() -> Any:
@@ -378,7 +391,7 @@ def build_server(
             {
                 "id": r.id,
                 "category": r.category,
-                "text": r.content,
+                "text": redact(r.content).text,
                 "forbidden": r.prohibited,
                 "active": r.active,
                 "superseded_by": r.superseded_by,
@@ -629,7 +642,11 @@ def _add_bank_tools(
             hits = bank.recall(name, query, limit=limit, min_score=minScore)
         except OrcamemError as exc:
             raise failing(exc) from None
-        return {"profile": name, "query": query, "hits": [h.to_dict() for h in hits]}  # type: ignore[typeddict-item]
+        return {
+            "profile": name,
+            "query": query,
+            "hits": [{**h.to_dict(), "memory": _shown(h.memory.to_json())} for h in hits],
+        }  # type: ignore[typeddict-item]
 
     @server.tool(
         name="memory_list",
@@ -655,7 +672,7 @@ def _add_bank_tools(
             "profile": name,
             "total": page.total,
             "nextOffset": page.next_offset,
-            "memories": [m.to_json() for m in page.memories],  # type: ignore[misc]
+            "memories": [_shown(m.to_json()) for m in page.memories],  # type: ignore[misc]
         }
 
     @server.tool(
