@@ -27,10 +27,11 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def serve(app: Any, *, lifespan: str = "on") -> Iterator[str]:
-    """Run ``app`` until the block ends; yields its base URL (``http://127.0.0.1:PORT``)."""
+def serve(app: Any, *, lifespan: str = "on", port: int = 0) -> Iterator[str]:
+    """Run ``app`` until the block ends; yields its base URL (``http://127.0.0.1:PORT``).
+    ``port`` 0 is a free one; another is the one a command under test was told to use."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan,
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan,
         timeout_graceful_shutdown=5,
     )  # fmt: skip
     server = uvicorn.Server(config)

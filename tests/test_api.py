@@ -187,6 +187,15 @@ def test_search_returns_hits_with_the_signal_breakdown(client: TestClient, mem: 
     assert_error(client.get("/api/search"), 422, says="query.q")
 
 
+def test_search_lists_the_hits_by_kind_as_readable_text(client: TestClient, mem: Memory) -> None:
+    mem.add("I moved to Bangalore.", space="alice")
+    state = mem.remember("Bangalore", category="state", attribute="home city", space="alice")
+    got = client.get("/api/search", params={"space": "alice", "q": "Bangalore home city"}).json()
+    assert got["states"] == [{"id": state.id, "text": "user · home city: Bangalore"}]
+    assert got["passages"] == [{"id": got["passages"][0]["id"], "text": "I moved to Bangalore."}]
+    assert got["events"] == []
+
+
 def test_context_prepends_the_block_that_recall_returns(client: TestClient, mem: Memory) -> None:
     mem.add("I live in Pune and work as a backend engineer.", space="alice")
     messages = [

@@ -25,8 +25,7 @@ def python_blocks(path: Path) -> list[str]:
 def test_python_examples_run(
     path: Path, index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "project_notes.md").write_text("# Notes\n\nWe deploy on Fridays.\n")
+    monkeypatch.chdir(tmp_path)  # an example creates every file it reads
     code = python_blocks(path)[index]
     exec(compile(code, f"{path.name}[{index}]", "exec"), {"__name__": "__docs__"})
 

@@ -797,7 +797,11 @@ def test_anthropic_unreachable_names_the_url() -> None:
 
 def test_make_chat_model_selection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert make_chat_model() is None  # no upstream, no key: run without a model
-    assert make_chat_model(model="smollm2") is None
+    ollama = make_chat_model(model="smollm2")  # a model alone: a local Ollama's (issue 12)
+    assert (
+        isinstance(ollama, OpenAIChat) and ollama.id == "openai:smollm2@http://localhost:11434/v1"
+    )
+    ollama.close()
 
     local = make_chat_model("http://127.0.0.1:8012/v1/", "smollm2")
     assert isinstance(local, OpenAIChat) and local.id == "openai:smollm2@http://127.0.0.1:8012/v1"

@@ -3,8 +3,10 @@ an upstream, settings that refuse an unsafe bind, and a short bounded load run."
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,11 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.testclient import TestClient
 
 from orcamem import InvalidInputError, Memory
+from orcamem._kernel import llm
 from orcamem._kernel.http import async_client
 from orcamem.bench.load import load_test
 from orcamem.interfaces.http import ui
@@ -26,8 +29,11 @@ from servers import LOCAL_BASE, serve
 
 
 @contextmanager
-def model_server_with_ui() -> Iterator[str]:
+def model_server_with_ui(seen: list[tuple[str, str, bytes]] | None = None) -> Iterator[str]:
+    """A llama.cpp-like server: its web UI's files, its UI's own API (``POST /completion``,
+    and any method on ``/slots``) and an OpenAI chat endpoint; ``seen`` records the calls."""
     ui = FastAPI()
+    calls = seen if seen is not None else []
 
     @ui.get("/", response_class=HTMLResponse)
     def index() -> str:
@@ -37,8 +43,21 @@ def model_server_with_ui() -> Iterator[str]:
     def script() -> HTMLResponse:
         return HTMLResponse("console.log('ui')", media_type="application/javascript")
 
+    @ui.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    async def api(path: str, request: Request) -> dict:
+        calls.append((request.method, f"/{path}", await request.body()))
+        if path.endswith("chat/completions"):
+            return {"choices": [{"message": {"role": "assistant", "content": "Hello!"}}]}
+        return {"method": request.method, "path": f"/{path}", "query": str(request.query_params)}
+
     with serve(ui) as url:
         yield url
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_up_serves_api_proxy_mcp_and_the_upstream_ui(tmp_path: Path) -> None:
@@ -207,3 +226,146 @@ def test_an_unreachable_bucket_is_a_one_line_error_naming_the_variable(
     lines = [line for line in output.splitlines() if line.strip()]
     assert len(lines) == 1 or all(not line.startswith(" ") for line in lines), output
     assert variable in output and f"127.0.0.1:{port}" in output
+
+
+# -- the seed's `proxy --model` and `up` (issue 12 item 1) -------------------------------------
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+def test_the_ui_pass_through_forwards_every_method_with_its_body(
+    method: str, tmp_path: Path
+) -> None:
+    seen: list[tuple[str, str, bytes]] = []
+    with model_server_with_ui(seen) as upstream, Memory(tmp_path / "m.db") as mem:
+        app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", model="m"))
+        with TestClient(app, base_url=LOCAL_BASE) as client:
+            reply = client.request(method, "/completion?n=1", content=b'{"prompt": "Hi"}')
+            assert reply.status_code == 200
+            assert reply.json() == {"method": method, "path": "/completion", "query": "n=1"}
+            own = client.request(method, "/api/stats")  # orcamem's own path: never forwarded
+            assert own.status_code == 405 and "GET" in own.headers["allow"]
+            assert "use GET" in own.json()["error"]["message"]
+    assert seen == [(method, "/completion", b'{"prompt": "Hi"}')]
+
+
+def test_llama_cpps_ui_posts_completion_through_the_key_check(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, bytes]] = []
+    with model_server_with_ui(seen) as upstream, Memory(tmp_path / "m.db") as mem:
+        app = build_app(mem, ServerSettings(upstream=f"{upstream}/v1", require_keys=True))
+        _, key = mem.keys.create(spaces=["default"], admin=False, name="ui", now="2026-01-01")
+        with TestClient(app, base_url=LOCAL_BASE) as client:
+            assert client.post("/completion", json={"prompt": "Hi"}).status_code == 401
+            assert seen == []  # no key, nothing forwarded
+            reply = client.post("/completion", json={"prompt": "Hi"}, headers={"x-api-key": key})
+            assert reply.status_code == 200 and reply.json()["path"] == "/completion"
+    assert [call[:2] for call in seen] == [("POST", "/completion")]
+
+
+def _run_until(opened: threading.Event) -> Any:
+    """A stand-in for ``server.run``: a real uvicorn on the settings' port, stopped once
+    ``opened`` is set (at most 30 s)."""
+
+    def run(served: FastAPI, settings: ServerSettings) -> None:
+        with serve(served, port=settings.port):
+            opened.wait(30)
+
+    return run
+
+
+def test_up_opens_the_browser_only_once_the_server_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli import server as cli_server
+    from orcamem.interfaces.cli.main import app
+    from orcamem.interfaces.http import server as http_server
+
+    port = _free_port()
+    opened = threading.Event()
+    calls: list[tuple[str, int | None]] = []
+
+    def record(url: str) -> bool:
+        try:  # was the server answering when the browser was sent to it?
+            status: int | None = httpx.get(f"http://127.0.0.1:{port}/healthz").status_code
+        except httpx.HTTPError:
+            status = None
+        calls.append((url, status))
+        opened.set()
+        return True
+
+    monkeypatch.setattr(cli_server, "open_browser", record)
+    monkeypatch.setattr(http_server, "run", _run_until(opened))
+    result = CliRunner().invoke(app, ["up", "--db", str(tmp_path / "m.db"), "--port", str(port)])
+    assert result.exit_code == 0, result.output
+    assert calls == [(f"http://127.0.0.1:{port}/#/", 200)]
+
+
+@pytest.mark.parametrize("command", ["proxy", "up"])
+def test_model_alone_forwards_to_a_local_ollama(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``orcamem proxy --model llama3.2:3b`` (the seed's "with Ollama"): the upstream is
+    ``OLLAMA_URL`` (a loopback fake here) and the chat goes through memory to it."""
+    seen: list[tuple[str, str, bytes]] = []
+    with model_server_with_ui(seen) as ollama:
+        monkeypatch.setattr(llm, "OLLAMA_URL", f"{ollama}/v1")
+        chat = {"messages": [{"role": "user", "content": "Hi, I live in Pune."}]}
+        answers: list[httpx.Response] = []
+        args = [command, "--model", "llama3.2:3b", "--db", str(tmp_path / "m.db")]
+        code, output = _serve_once(
+            monkeypatch,
+            args + (["--no-browser"] if command == "up" else []),
+            lambda url: answers.append(httpx.post(f"{url}/v1/chat/completions", json=chat)),
+        )
+    assert code == 0, output
+    assert f"--model without --upstream: forwarding chat to {ollama}/v1" in " ".join(output.split())
+    assert "no model server answers" not in output
+    assert answers[0].status_code == 200, answers[0].text
+    assert answers[0].json()["choices"][0]["message"]["content"] == "Hello!"
+    assert seen[0][:2] == ("GET", "/v1/models")  # the check at start: it answers
+    method, path, body = seen[1]
+    assert (method, path) == ("POST", "/v1/chat/completions")
+    assert json.loads(body)["model"] == "llama3.2:3b"
+
+
+def test_an_ollama_that_is_not_running_is_one_warning_and_a_json_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    monkeypatch.setattr(llm, "OLLAMA_URL", dead)
+    answers: list[httpx.Response] = []
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    code, output = _serve_once(
+        monkeypatch,
+        ["proxy", "--model", "llama3.2:3b", "--db", str(tmp_path / "m.db")],
+        lambda url: answers.append(httpx.post(f"{url}/v1/chat/completions", json=chat)),
+    )
+    assert code == 0, output
+    warnings = [line for line in output.splitlines() if "no model server answers" in line]
+    assert len(warnings) == 1 and dead in warnings[0] and "--upstream URL" in warnings[0]
+    assert answers[0].status_code == 502
+    assert dead in answers[0].json()["error"]["message"]
+
+
+def test_the_seeds_llama_cpp_proxy_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`orcamem proxy --upstream http://127.0.0.1:9931 --model "Qwen/…"`: an upstream given
+    without /v1, as the seed writes it for llama-server, is checked at start (`GET /models`)
+    and gets the chat with the model name."""
+    seen: list[tuple[str, str, bytes]] = []
+    model = "Qwen/Qwen2.5-3B-Instruct-GGUF:Q4_K_M"
+    answers: list[httpx.Response] = []
+    chat = {"messages": [{"role": "user", "content": "What is my job?"}]}
+    with model_server_with_ui(seen) as server:
+        code, output = _serve_once(
+            monkeypatch,
+            ["proxy", "--upstream", server, "--model", model, "--db", str(tmp_path / "m.db")],
+            lambda url: answers.append(httpx.post(f"{url}/v1/chat/completions", json=chat)),
+        )
+    assert code == 0 and "no model server answers" not in output, output
+    assert answers[0].status_code == 200 and "Hello!" in answers[0].text
+    assert seen[0][:2] == ("GET", "/models")  # the check at start found it
+    posted = [(path, json.loads(body)) for method, path, body in seen if method == "POST"]
+    assert posted[0][0] == "/chat/completions" and posted[0][1]["model"] == model

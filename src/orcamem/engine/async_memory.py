@@ -107,6 +107,8 @@ class AsyncMemory:
         clock: Clock | None = None,
         store: Store | None = None,
         model: Any = None,
+        upstream: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.sync = Memory(
             path,
@@ -116,6 +118,8 @@ class AsyncMemory:
             clock=clock,
             store=store,
             model=model,
+            upstream=upstream,
+            api_key=api_key,
         )
 
     # -- what the wrapped Memory holds (no I/O) -----------------------------------------------

@@ -21,7 +21,8 @@ from typing import IO, Any
 from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts, make_embedder
-from .._kernel.env import default_db_path
+from .._kernel.env import default_db_path, openai_api_key
+from .._kernel.llm import OLLAMA_URL, ChatModel
 from .._kernel.model import (
     CATEGORIES,
     DEFAULT_SPACE,
@@ -79,6 +80,37 @@ class BuiltContext:
     """The automation's note block, first of all (``None``: no automation, or no note)."""
 
 
+def _sleep_model(model: Any, upstream: Any, api_key: Any) -> tuple[ChatModel | None, bool]:
+    """The chat model ``sleep`` uses, and whether this Memory built it (and so closes it).
+
+    A model name (with ``upstream``, default a local Ollama) builds the OpenAI-compatible
+    client ``orcamem sleep --upstream URL --model M`` uses; it is not called until sleep.
+    """
+    for name, value in (("upstream", upstream), ("api_key", api_key)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if isinstance(model, ChatModel):
+        if upstream is not None or api_key is not None:
+            raise InvalidInputError(
+                "upstream= and api_key= go with a model name (model='llama3.2:3b'); a chat "
+                "model object already knows its server"
+            )
+        return model, False
+    if model is None and upstream is None:
+        if api_key is not None:
+            raise InvalidInputError("api_key= needs a model: pass model='<name>' (and upstream=)")
+        return None, False
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        raise InvalidInputError(
+            f"model must be a model name such as 'llama3.2:3b' or a chat model object "
+            f"(orcamem._kernel.llm.OpenAIChat), got {type(model).__name__} {shown(model)}"
+        )
+    from .._kernel.llm import OpenAIChat
+
+    key = api_key if api_key is not None else openai_api_key()
+    return OpenAIChat(model, upstream or OLLAMA_URL, api_key=key), True
+
+
 class Memory:
     """Durable long-term memory for an agent, on one SQLite file by default.
 
@@ -90,8 +122,13 @@ class Memory:
             ``st:<model>``); default: the offline model shipped with orcamem.
         clock: where "now" comes from (tests pass a ``FrozenClock``).
         store: a ready store instead of ``path`` (another engine, or a shared one).
-        model: a chat model (``orcamem._kernel.llm``) for ``sleep``; none means the
-            rule-based consolidator.
+        model: what ``sleep`` consolidates with: a model name (``"llama3.2:3b"``) asked at
+            ``upstream``, or a chat model object (``orcamem._kernel.llm``); none means the
+            rule-based consolidator. Recall never calls it.
+        upstream: the OpenAI-compatible API root of ``model`` (Ollama, llama.cpp, vLLM);
+            default ``http://localhost:11434/v1``, a local Ollama. A model that cannot be
+            reached at sleep time is reported in ``SleepReport.failures`` and the rules run.
+        api_key: sent to ``upstream`` (default ``$OPENAI_API_KEY``); local servers need none.
 
     Example:
         >>> mem = Memory(path=":memory:")
@@ -111,11 +148,13 @@ class Memory:
         clock: Clock | None = None,
         store: Store | None = None,
         model: Any = None,
+        upstream: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.config = config or Config()
         engine_preset(self.config.recall.preset)  # a preset scored elsewhere is refused here
-        self.model = model
         self.space = validate_space(space)
+        self.model, self._owned_model = _sleep_model(model, upstream, api_key)
         self.clock = clock or SystemClock()
         self.embedder = make_embedder(embedder)
         self.store: Store = store or SQLiteStore(
@@ -128,7 +167,7 @@ class Memory:
         self._closed = False
         self._lock = threading.Lock()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orcamem-side")
-        self._sleeper = Sleeper(self, model).start() if self.config.sleep.auto else None
+        self._sleeper = Sleeper(self, self.model).start() if self.config.sleep.auto else None
 
     # -- the role stores of this memory's database ------------------------------------------
 
@@ -800,9 +839,10 @@ class Memory:
         """Consolidate the space's pending episodes into states, events, facts and rules.
 
         Each batch is a durable leased job. Without a model (``model=`` here or in the
-        constructor) the rule-based consolidator runs: zero model calls. Claims from either
-        pass the same verification and gate; episodes are never changed. A batch whose model
-        output stays unusable is consolidated by the rules on its last attempt, and the
+        constructor: a chat model object, or a name asked at a local Ollama) the rule-based
+        consolidator runs: zero model calls. Claims from either pass the same verification and
+        gate; episodes are never changed. A batch whose model output stays unusable (or whose
+        model cannot be reached) is consolidated by the rules on its last attempt, and the
         failures are reported.
 
         Sleep stops when a pass makes no progress and says why in the report: a batch whose
@@ -813,10 +853,14 @@ class Memory:
         writing).
         """
         space = self._space(space)
-        if not self._ready_for_read(space):
-            return SleepReport()
-        chat = model if model is not None else self.model
-        return Sleeper(self, chat).run(space, progress, retry_failed=retry_failed, wait=wait)
+        chat, owned = _sleep_model(model, None, None) if model is not None else (self.model, False)
+        try:
+            if not self._ready_for_read(space):
+                return SleepReport()
+            return Sleeper(self, chat).run(space, progress, retry_failed=retry_failed, wait=wait)
+        finally:
+            if owned:
+                chat.close()
 
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Claims that consolidation refused or skipped, with the reason, newest first."""
@@ -887,6 +931,8 @@ class Memory:
         if self._sleeper is not None:
             self._sleeper.stop()
         self._background.shutdown(wait=True)
+        if self._owned_model:
+            self.model.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -22,12 +22,38 @@ from . import signals
 from .candidates import CandidateSource, LineRow
 from .presets import engine_preset
 
-__all__ = ["RecallResult", "recall"]
+__all__ = ["RecallResult", "Recalled", "recall"]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """One hit as a sentence a person reads (``user · home city: Bangalore``), and the hit."""
+
+    text: str
+    hit: Hit
+
+
+def _state_text(memory: MemoryRecord) -> str:
+    """``user · home city: Bangalore``; a conditional one ``user · morning drink (when sore
+    throat): ginger tea``; a memory without an attribute is its content."""
+    if not memory.attribute:
+        return memory.content
+    when = f" (when {memory.condition})" if memory.condition else ""
+    value = memory.value or memory.content
+    return f"{memory.entity or 'user'} · {memory.attribute}{when}: {value}"
+
+
+def _is_event(hit: Hit) -> bool:
+    return hit.memory is not None and hit.memory.category == "event"
 
 
 @dataclass
 class RecallResult:
-    """What a recall found: ranked hits, the space's forbidden rules, and where time went."""
+    """What a recall found: ranked hits, the space's forbidden rules, and where time went.
+
+    ``states``, ``events`` and ``passages`` are the hits by kind, in rank order, each with a
+    readable ``.text`` (the sections the memory block packs them into).
+    """
 
     query: str
     space: str
@@ -35,13 +61,41 @@ class RecallResult:
     rules: list[Hit]
     timings_ms: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def states(self) -> list[Recalled]:
+        """Current states, facts and preferences: ``user · home city: Bangalore``."""
+        return [
+            Recalled(_state_text(hit.memory), hit)
+            for hit in self.hits
+            if hit.memory is not None and not _is_event(hit)
+        ]
+
+    @property
+    def events(self) -> list[Recalled]:
+        """Dated events: ``2026-11-01: gift from manager: a Swiss knife``."""
+        return [
+            Recalled(f"{(hit.memory.event_date or hit.memory.created_at)[:10]}: {hit.text}", hit)
+            for hit in self.hits
+            if hit.memory is not None and _is_event(hit)
+        ]
+
+    @property
+    def passages(self) -> list[Recalled]:
+        """Episodes quoted as they were said (notes, turns, documents)."""
+        return [Recalled(hit.text, hit) for hit in self.hits if hit.kind == "passage"]
+
     def to_dict(self) -> dict:
+        views = {
+            name: [{"id": item.hit.id, "text": item.text} for item in getattr(self, name)]
+            for name in ("states", "events", "passages")
+        }
         return {
             "query": self.query,
             "space": self.space,
             "hits": [hit.to_dict() for hit in self.hits],
             "rules": [rule.to_dict() for rule in self.rules],
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            **views,
         }
 
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NOTHING",
     "NOTHING_SCHEMA",
+    "OLLAMA_URL",
     "AnthropicChat",
     "ChatModel",
     "OpenAIChat",
@@ -72,6 +73,9 @@ _LAZY = {
 
 __getattr__ = lazy_names(__name__, _LAZY)
 
+OLLAMA_URL = "http://localhost:11434/v1"
+"""Where a model named without an upstream is asked: a local Ollama's OpenAI-compatible API."""
+
 
 def make_chat_model(upstream: str | None = None, model: str | None = None) -> ChatModel | None:
     """The chat model the configuration names, or ``None`` when there is none.
@@ -80,12 +84,14 @@ def make_chat_model(upstream: str | None = None, model: str | None = None) -> Ch
       ``$OPENAI_API_KEY`` if set;
     - else ``$ANTHROPIC_API_KEY`` set → :class:`AnthropicChat` (``model`` overrides
       ``$ORCAMEM_ANTHROPIC_MODEL``);
+    - else ``model`` alone → :class:`OpenAIChat` at :data:`OLLAMA_URL` (``orcamem sleep --model
+      llama3.2:3b`` asks a local Ollama);
     - else ``None``: callers fall back to the rule-based consolidator.
     """
-    if upstream:
+    if upstream or (model and not anthropic_api_key()):
         from .openai import OpenAIChat
 
-        return OpenAIChat(model, upstream, api_key=openai_api_key())
+        return OpenAIChat(model, upstream or OLLAMA_URL, api_key=openai_api_key())
     if anthropic_api_key():
         from .anthropic import AnthropicChat
 

@@ -70,6 +70,24 @@ class SleepReport:
                 self.extractors.append(name)
         self.failures += other.failures
 
+    def summary(self, space: str | None = None) -> str:
+        """The one line ``orcamem sleep`` prints: what ran and what it did."""
+        blocked = bool(self.failed_batches or self.waiting)
+        used = ", ".join(self.extractors) or ("no batch could run" if blocked else "nothing to do")
+        where = f" in {space!r}" if space is not None else ""
+        return (
+            f"consolidated {self.episodes} episode(s){where} with {used}: "
+            f"{len(self.stored)} stored, {len(self.superseded)} superseded, "
+            f"{self.duplicates} duplicate(s), {len(self.rejected)} rejected"
+        )
+
+    def __str__(self) -> str:
+        """The summary, then a line per model failure and per failed batch (``print(report)``)."""
+        lines = [self.summary()]
+        lines += [f"model output unusable, rules used instead: {f}" for f in self.failures]
+        lines += [f"batch {b['batch']} failed: {b['error']}" for b in self.failed_batches]
+        return "\n".join(lines)
+
     def to_dict(self) -> dict:
         return {
             "episodes": self.episodes,

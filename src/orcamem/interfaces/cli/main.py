@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from ... import Memory, __version__
+from ..._kernel import llm
 from ..._kernel.config import Config, PackConfig
 from ...errors import OrcamemError
 from .console import (
@@ -182,7 +183,16 @@ def forget(
     db: DbOption = None,
     space: SpaceOption = "default",
 ) -> None:
-    """Delete one memory or one episode (and its indexed lines)."""
+    """Delete one memory (mem-…) or one episode (ep-12, with its indexed lines).
+
+    A bare number is refused: it could mean a fact or an episode, and a guess would delete the
+    wrong thing."""
+    number = item_id.strip()
+    if number.isascii() and number.isdigit():
+        raise fail(
+            f"{item_id!r} is ambiguous: run `orcamem forget mem-…` to forget a fact (ids from "
+            f"`orcamem facts`) or `orcamem forget ep-{number}` to delete episode {number}"
+        )
     with _memory(db, space) as mem:
         mem.forget(item_id)
     out.print(f"forgot {item_id} in space {space!r}")
@@ -208,7 +218,10 @@ def sleep(
     space: SpaceOption = "default",
     upstream: Annotated[
         str | None,
-        typer.Option(help="OpenAI-compatible base URL of a chat model (Ollama, llama.cpp)."),
+        typer.Option(
+            help="OpenAI-compatible base URL of a chat model (Ollama, llama.cpp); with --model "
+            f"alone: {llm.OLLAMA_URL} (a local Ollama)."
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="The model name at --upstream.")] = None,
     retry_failed: Annotated[
@@ -228,10 +241,11 @@ def sleep(
 ) -> None:
     """Consolidate pending episodes into states, events and rules (no model needed).
 
-    With --upstream/--model (or ANTHROPIC_API_KEY set) a chat model extracts; without, the
-    rule-based consolidator does. Either way every claim is verified by code first. A batch
-    whose job failed is reported (exit 1) until --retry-failed; episodes waiting behind a
-    batch another worker holds are reported until its lease expires (--wait takes it over).
+    With --upstream/--model (or ANTHROPIC_API_KEY set) a chat model extracts; --model alone
+    asks a local Ollama; without, the rule-based consolidator does. Either way every claim is
+    verified by code first. A batch whose job failed is reported (exit 1) until --retry-failed;
+    episodes waiting behind a batch another worker holds are reported until its lease expires
+    (--wait takes it over).
     """
     from ..._kernel.llm import make_chat_model
 
@@ -248,16 +262,15 @@ def sleep(
         if report.failed_batches:
             raise typer.Exit(1)
         return
-    blocked = bool(report.failed_batches or report.waiting)
-    idle = "no batch could run" if blocked else "nothing to do"
-    out.print(
-        f"consolidated {report.episodes} episode(s) in {space!r} with "
-        f"{', '.join(report.extractors) or idle}: {len(report.stored)} stored, "
-        f"{len(report.superseded)} superseded, {report.duplicates} duplicate(s), "
-        f"{len(report.rejected)} rejected"
-    )
+    out.print(report.summary(space))
     for failure in report.failures:
         warn(str(failure), "model output unusable, rules used instead")
+    defaulted = bool(model and not upstream and chat is not None and llm.OLLAMA_URL in chat.id)
+    if report.failures and defaulted:
+        warn(
+            f"no model answered at {llm.OLLAMA_URL} (where --model alone looks): start Ollama, or "
+            "pass --upstream URL for another server"
+        )
     if report.waiting:
         held = report.waiting
         out.print(

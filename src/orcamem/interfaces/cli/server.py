@@ -1,15 +1,26 @@
-"""``orcamem up / serve / proxy / mcp / keys``: run orcamem as a service."""
+"""``orcamem up / serve / proxy / mcp / keys``: run orcamem as a service.
+
+``--model`` without ``--upstream`` forwards to a local Ollama (``OLLAMA_URL``), as the seed's
+``orcamem proxy --model llama3.2:3b`` expects; a model server that does not answer at start is
+one warning line naming the URL and the flag (the proxy still starts: the server may come up
+later). ``up`` opens the browser only once its own ``/healthz`` answers.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
 import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import httpx
 import typer
 from rich.table import Table
 
+from ..._kernel import llm
 from ..._kernel.env import PROFILE_ENV
+from ..._kernel.http import client
 from ...errors import InvalidInputError, OrcamemError
 from .console import (
     DbOption,
@@ -19,10 +30,16 @@ from .console import (
     err,
     fail,
     out,
+    warn,
 )
 
 if TYPE_CHECKING:
     from ...bank import MemoryBank
+
+open_browser = webbrowser.open
+"""How ``up`` opens the UI (tests put a recorder here instead of a real browser)."""
+BROWSER_WAIT_S = 30.0
+"""How long ``up`` waits for its own ``/healthz`` before giving up on the browser."""
 
 keys_app = command_group("API keys for servers that bind beyond loopback.")
 
@@ -33,7 +50,8 @@ PortOption = Annotated[int, typer.Option(help="Port to listen on.")]
 UpstreamOption = Annotated[
     str | None,
     typer.Option(
-        help="OpenAI-compatible base URL to forward chat to, e.g. http://127.0.0.1:11434/v1."
+        help="OpenAI-compatible base URL to forward chat to, e.g. http://127.0.0.1:9931/v1 "
+        f"(llama.cpp); with --model alone: {llm.OLLAMA_URL} (a local Ollama)."
     ),
 ]
 ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
@@ -79,6 +97,39 @@ def _bank(storage: str | None) -> MemoryBank:
     return MemoryBank.from_env(role="conductor", storage=storage)
 
 
+def _check_upstream(upstream: str) -> None:
+    """Warn, in one line, when no model server answers at ``upstream`` (``GET /models``)."""
+    try:
+        with client(timeout=2.0) as http:
+            http.get(f"{upstream.rstrip('/')}/models")
+    except httpx.HTTPError as exc:
+        warn(
+            f"no model server answers at {upstream} ({type(exc).__name__}): chats fail with a "
+            "JSON error naming it until one does; start it (Ollama: `ollama serve`) or pass "
+            "--upstream URL"
+        )
+
+
+def _open_when_up(url: str, health: str) -> None:
+    """Open ``url`` in the browser once ``health`` answers 200 (polled, at most
+    ``BROWSER_WAIT_S`` seconds), from a daemon thread: the server starts on this one."""
+
+    def wait_then_open() -> None:
+        deadline = time.monotonic() + BROWSER_WAIT_S
+        with client(timeout=1.0) as http:
+            while time.monotonic() < deadline:
+                try:
+                    if http.get(health).status_code == 200:
+                        open_browser(url)
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+        warn(f"the server did not answer {health} in {BROWSER_WAIT_S:.0f} s: open {url} yourself")
+
+    threading.Thread(target=wait_then_open, name="orcamem-browser", daemon=True).start()
+
+
 def _serve(
     db: Path | None,
     parts: tuple[str, ...],
@@ -96,6 +147,9 @@ def _serve(
     from ..http.server import build_app, run
     from ..http.settings import ServerSettings
 
+    if "proxy" in parts and model and not upstream:
+        upstream = llm.OLLAMA_URL
+        err.print(f"--model without --upstream: forwarding chat to {upstream} (a local Ollama)")
     try:
         settings = ServerSettings(
             host=host,
@@ -128,8 +182,10 @@ def _serve(
                 "[yellow]no --upstream: /v1/chat/completions answers 503 until you name "
                 "one (orcamem up --upstream URL --model M)[/yellow]"
             )
+        elif "proxy" in parts and upstream:
+            _check_upstream(upstream)
         if browser:
-            webbrowser.open(f"{where}/#/")
+            _open_when_up(f"{where}/#/", f"{where}/healthz")
         run(app, settings)
     finally:
         if bank is not None:
@@ -148,7 +204,9 @@ def register(app: typer.Typer) -> None:
         upstream: UpstreamOption = None,
         model: ModelOption = None,
         require_keys: KeysOption = False,
-        browser: Annotated[bool, typer.Option(help="Open the browser at the UI.")] = True,
+        browser: Annotated[
+            bool, typer.Option(help="Open the browser at the UI once the server answers.")
+        ] = True,
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
@@ -193,7 +251,9 @@ def register(app: typer.Typer) -> None:
         require_keys: KeysOption = False,
         allowed_host: AllowedHostOption = None,
     ) -> None:
-        """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1."""
+        """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1.
+
+        --model alone forwards to a local Ollama (http://localhost:11434/v1)."""
         _serve(
             db, ("proxy",), host, port, upstream, model, require_keys, allowed_hosts=allowed_host
         )

@@ -272,12 +272,20 @@ class HitOut(BaseModel):
     memory: MemoryOut | None = None
 
 
+class RecalledOut(BaseModel):
+    id: str = Field(description="The hit's id (in `hits`).")
+    text: str = Field(description="The hit as a person reads it: `user · home city: Bangalore`.")
+
+
 class SearchOut(BaseModel):
     query: str
     space: str
     hits: list[HitOut] = Field(description="Ranked passages and memories.")
     rules: list[HitOut] = Field(description="The space's forbidden rules (always hoisted).")
     timings_ms: dict[str, float] = Field(description="Where the time went, per stage.")
+    states: list[RecalledOut] = Field(description="The hits that are states, facts, preferences.")
+    events: list[RecalledOut] = Field(description="The hits that are dated events.")
+    passages: list[RecalledOut] = Field(description="The hits that are episodes, as said.")
 
 
 class ChatMessage(BaseModel):
