@@ -40,11 +40,17 @@ def counts(db: Path) -> tuple[int, int]:
         conn.close()
 
 
-def fingerprint(db: Path) -> str:
-    """A digest of every row of the database (what a partial import would change)."""
+def fingerprint(db: Path) -> dict[str, str]:
+    """A digest of every table's rows (what a partial import would change)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     try:
-        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {
+            t: hashlib.sha256(
+                repr(conn.execute(f'SELECT * FROM "{t}"').fetchall()).encode()
+            ).hexdigest()
+            for t in tables
+        }
     finally:
         conn.close()
 
@@ -138,7 +144,8 @@ def mutation_trial(cli: Orcamem, lines: list[str], base: Path, rng, tmp: Path) -
     shutil.copy(base, target)
     before, episodes = fingerprint(target), counts(target)[0]
     done = cli.run("import", str(path), "--db", str(target))
-    changed = fingerprint(target) != before
+    after = fingerprint(target)
+    changed = sorted(t for t in after.keys() | before.keys() if after.get(t) != before.get(t))
     added = counts(target)[0] - episodes
     shutil.rmtree(work)
     err = [line for line in done.err.splitlines() if line.strip()]
@@ -146,11 +153,12 @@ def mutation_trial(cli: Orcamem, lines: list[str], base: Path, rng, tmp: Path) -
         "kind": kind,
         "code": done.code,
         "one_line": done.code == 2 and len(err) == 1,
-        "partial": done.code != 0 and changed,
+        "partial": done.code != 0 and bool(changed),
+        "changed": changed,
         "short": done.code == 0 and added != episodes_in(damaged),
         "traceback": done.traceback,
         "timed_out": done.timed_out,
-        "error": err[0][:200] if err else "",
+        "error": (err[-1] if done.traceback else err[0])[:200] if err else "",
     }
 
 
@@ -203,6 +211,10 @@ def main() -> None:
         + sum(d["traceback"] for d in damaged),
         "spins": sum(k["second"].timed_out for k in kills) + sum(d["timed_out"] for d in damaged),
         "sample_errors": sorted({d["error"] for d in damaged if d["error"]})[:8],
+        "traceback_samples": sorted({d["error"] for d in damaged if d["traceback"]})[:5],
+        "partial_samples": [
+            {k: d[k] for k in ("kind", "code", "error", "changed")} for d in damaged if d["partial"]
+        ][:5],
     }
     summary = (
         f"import_sigkill: {len(kills)} kills of a {full[0]}-episode import: "
