@@ -149,16 +149,23 @@ def _bounded_enqueues(monkeypatch: pytest.MonkeyPatch, limit: int = 25) -> list[
     return calls
 
 
-def _fail_by_dead_workers(mem: Memory, clock: FrozenClock) -> str:
-    """Three workers claim the batch and die; the next claim marks the job failed."""
+def _kill_three_workers(mem: Memory, clock: FrozenClock) -> str:
+    """Three workers claim the batch and die; its last lease has expired."""
     sleeper = Sleeper(mem)
     job = sleeper.jobs.enqueue_next("default", 32)
     for n in range(3):
         assert sleeper.queue.claim(f"dead-{n}", 60, clock.now()) is not None
         clock.advance(seconds=61)
-    assert sleeper.queue.claim("reaper", 60, clock.now()) is None
-    assert sleeper.queue.get(job.id).status == "failed"
     return job.id
+
+
+def _fail_by_dead_workers(mem: Memory, clock: FrozenClock) -> str:
+    """Three workers claim the batch and die; the next claim marks the job failed."""
+    job_id = _kill_three_workers(mem, clock)
+    queue = Sleeper(mem).queue
+    assert queue.claim("reaper", 60, clock.now()) is None
+    assert queue.get(job_id).status == "failed"
+    return job_id
 
 
 def test_sleep_reports_a_failed_batch_and_never_spins_on_it(
@@ -175,6 +182,18 @@ def test_sleep_reports_a_failed_batch_and_never_spins_on_it(
         assert report.failed_batches[0]["batch"] == report.to_dict()["failed_batches"][0]["batch"]
     assert mem.facts() == []
     assert Sleeper(mem).tick() == []  # the background sleeper does not queue it either
+
+
+def test_the_sleep_whose_claim_fails_the_batch_reports_it(
+    mem: Memory, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
+    job_id = _kill_three_workers(mem, clock)
+    _bounded_enqueues(monkeypatch)
+    report = mem.sleep()  # its own claim finds the last lease expired and fails the job
+    assert report.episodes == 0 and report.waiting is None
+    assert [b["job"] for b in report.failed_batches] == [job_id]
+    assert "expired on attempt 3 of 3" in report.failed_batches[0]["error"]
 
 
 def test_sleep_retry_failed_reopens_the_failed_batch_once(

@@ -75,7 +75,8 @@ class Sleeper:
 
         Each pass queues the next batch and runs one job. The loop stops as soon as the
         worker finds nothing it can run (idle, rescheduled, store unavailable), so it is
-        bounded whatever the queue holds. Why it stopped is in the report: a batch whose job
+        bounded whatever the queue holds; it looks once more when the pass queued nothing,
+        since the claim that found nothing may just have failed a job whose last lease expired. Why it stopped is in the report: a batch whose job
         is ``failed`` is listed in ``failed_batches`` (with ``retry_failed`` it is re-opened
         once, for fresh attempts, and run); a batch another worker holds under an unexpired
         lease is ``waiting`` (with ``wait`` this waits, on the Memory's clock, until the lease
@@ -87,6 +88,7 @@ class Sleeper:
         batch = self.memory.config.sleep.batch_size
         retried: set[str] = set()
         waited: set[tuple[str, int, str | None]] = set()
+        rechecked = False
         while True:
             queued = self.jobs.enqueue_next(space, batch)
             if queued is not None and queued.status == "failed":
@@ -109,6 +111,9 @@ class Sleeper:
                 continue  # a job moved on: done, or one of its bounded attempts was used
             held = self._held_by_other(space, worker.worker_id)
             if held is None:
+                if queued is None and not rechecked:
+                    rechecked = True  # this claim may have failed a job whose last lease expired
+                    continue
                 break
             key = (held.id, held.fence, held.lease_expires_at)
             if wait and key not in waited:
