@@ -27,6 +27,7 @@ from orcamem import (
     SchemaTooNewError,
 )
 from orcamem._kernel.names import SPACE
+from strategies import ISO_LIKE
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t "])
@@ -145,16 +146,6 @@ MEMORY_PROPERTY = settings(
     max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-ISO_LIKE = st.builds(
-    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
-    st.integers(0, 10000),
-    st.integers(0, 13),
-    st.integers(0, 32),
-    st.integers(0, 24),
-    st.integers(0, 60),
-    st.integers(0, 60),
-    st.sampled_from(["Z", "", "+00:00", "+14:00", "-23:59", "+24:00", "x"]),
 )
 
 

@@ -33,6 +33,7 @@ from orcamem.local import index as ledger_index
 from orcamem.local.memory import LocalMemory
 from orcamem.local.transcript import JsonlTranscript
 from servers import child_env
+from strategies import ISO_LIKE
 
 NOW = datetime(2026, 10, 17, 9, 30, tzinfo=timezone.utc)
 
@@ -185,16 +186,6 @@ def test_a_new_transcript_is_durable_with_its_name(tmp_path: Path, fsynced: set[
 # -- times: one parser, one error family -----------------------------------------------------
 
 TIMES = settings(max_examples=150, deadline=None)
-ISO_LIKE = st.builds(
-    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
-    st.integers(0, 10000),
-    st.integers(0, 13),
-    st.integers(0, 32),
-    st.integers(0, 24),
-    st.integers(0, 60),
-    st.integers(0, 60),
-    st.sampled_from(["Z", "", "+00:00", "+14:00", "-23:59", "+24:00", "x"]),
-)
 EDGES = [
     "0001-01-01T00:00:00+01:00",  # before year 1 in UTC: was an OverflowError
     "9999-12-31T23:59:59-01:00",  # after 9999 in UTC: was an OverflowError

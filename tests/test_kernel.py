@@ -41,6 +41,7 @@ from orcamem._kernel.jobs import queue
 from orcamem._kernel.llm import NOTHING, is_nothing, schema_errors
 from orcamem._kernel.model import validate_time
 from servers import serve
+from strategies import ISO_LIKE
 
 # -- NOTHING ------------------------------------------------------------------------------------
 
@@ -266,16 +267,6 @@ def test_times_outside_the_years_0001_to_9999_are_refused(value: str | datetime)
 
 
 STORED_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
-ISO_LIKE = st.builds(
-    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format,
-    st.integers(0, 10000),
-    st.integers(0, 13),
-    st.integers(0, 32),
-    st.integers(0, 25),
-    st.integers(0, 60),
-    st.integers(0, 60),
-    st.sampled_from(["Z", "", "z", "+00:00", "+14:00", "-23:59", "+24:00", ".5Z", " "]),
-)
 
 
 @settings(max_examples=300, deadline=None)
