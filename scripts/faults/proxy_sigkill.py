@@ -21,7 +21,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _harness import free_port
 
 from orcamem import Memory
 
@@ -79,12 +79,6 @@ class _ModelServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a killed proxy resets its connections: that is the point, not an error
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _start_proxy(db: Path, port: int, upstream: str, home: Path) -> subprocess.Popen[bytes]:
@@ -137,7 +131,7 @@ def _client(url: str, name: str, stop: threading.Event, answered: list[str]) -> 
 
 def trial(number: int, clients: int, kill_after: float, upstream: str, work: Path) -> dict:
     db, home = work / f"trial-{number}.db", work / f"home-{number}"
-    port = _free_port()
+    port = free_port()
     proxy = _start_proxy(db, port, upstream, home)
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     stop, answered = threading.Event(), []
@@ -153,7 +147,7 @@ def trial(number: int, clients: int, kill_after: float, upstream: str, work: Pat
     stop.set()
     for thread in threads:
         thread.join(30)
-    restarted = _start_proxy(db, _free_port(), upstream, home)  # the file opens after the crash
+    restarted = _start_proxy(db, free_port(), upstream, home)  # the file opens after the crash
     try:
         with Memory(db) as mem:
             texts = {(e.role, e.text) for e in mem.iter_episodes(space=SPACE)}
