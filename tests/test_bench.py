@@ -1,4 +1,5 @@
-"""The LoCoMo bench on a tiny synthetic file in the LoCoMo format: metrics, exclusions, errors."""
+"""The LoCoMo benches on a tiny synthetic file in the LoCoMo format: metrics, exclusions,
+errors; and ``bench context``'s judge of the injected block on hand-made cases."""
 
 from __future__ import annotations
 
@@ -10,7 +11,18 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orcamem import InvalidInputError
+from orcamem import InvalidInputError, Memory
+from orcamem.bench.context import (
+    FACTS,
+    context_bench,
+    false_injection,
+    judge,
+    load_unrelated,
+    parse_conversations,
+    quotes,
+    wordpiece_tokens,
+)
+from orcamem.bench.proxy_loop import proxy_loop
 from orcamem.bench.runs import locomo
 from orcamem.interfaces.cli.main import app
 
@@ -245,3 +257,129 @@ def test_locomo_malformed_turns_are_a_clear_error(tmp_path: Path, session: Any) 
     result = _cli_error(tmp_path, [sample])
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 2 and "error:" in result.stderr
+
+
+# -- bench context: the injected block itself ------------------------------------------------
+
+PUPPY = "I adopted a golden retriever puppy named Biscuit last week."
+SHOES = "Biscuit chewed my favourite running shoes yesterday."
+TURNS = {"D1:3": PUPPY, "D2:3": SHOES, "D2:2": "I signed up for a pottery class on Saturdays."}
+
+
+def test_quoted_is_format_independent() -> None:
+    # the same turn as a dense log line, a bullet, or plain prose: quoted every time
+    for block in (
+        f"## Memory\n[LOG: 2023-05-08 Caroline: {PUPPY}]",
+        f"Said before:\n- 2023-05-08 Caroline: {PUPPY.upper()}",
+        f"Caroline told you: {PUPPY[:-10]}",
+    ):
+        assert quotes(block, PUPPY), block
+    assert not quotes("## Memory\n[LOG: Caroline: I adopted a cat.]", PUPPY)
+    assert not quotes("golden puppy retriever Biscuit adopted", PUPPY)  # order matters
+    assert not quotes("Thanks Mel!", "Thanks, Mel!")  # under three content words: never counted
+
+
+def test_judge_a_block_with_and_without_the_evidence() -> None:
+    block = f"## Memory\n[LOG: 2023-05-08 Caroline: {PUPPY}][LOG: Melanie: {TURNS['D2:2']}]"
+    row = judge(block, TURNS, ["D1:3"])
+    assert (row["any"], row["all"], row["quoted"], row["evidence_quoted"]) == (True, True, 2, 1)
+    row = judge(block, TURNS, ["D1:3", "D2:3"])  # one of two evidence turns
+    assert (row["any"], row["all"], row["evidence_quoted"]) == (True, False, 1)
+    row = judge(f"[LOG: {SHOES}]", TURNS, ["D2:2"])
+    assert (row["any"], row["quoted"], row["evidence_quoted"]) == (False, 1, 0)
+    assert judge("", TURNS, ["D1:3"])["quoted"] == 0
+
+
+def test_false_injection_counts_blocks_that_quote_stored_text_or_hoist_a_rule() -> None:
+    with Memory(":memory:", space="s") as mem:
+        mem.remember("My home city is Bangalore and I love its parks.")
+        mem.forbid("Never suggest recipes that contain peanuts.")
+        found = false_injection(
+            mem,
+            "s",
+            ["Which parks in Bangalore does my home city have?"],
+            ["My home city is Bangalore and I love its parks."],
+            ["Never suggest recipes that contain peanuts."],
+        )
+        assert [(quoted, rule) for quoted, rule, _ in found] == [(True, True)]
+        assert found[0][2] == mem.recall("Which parks in Bangalore does my home city have?")
+        empty = false_injection(mem, "elsewhere", ["Which parks?"], ["x"], [])
+        assert [(q, r, b) for q, r, b in empty] == [(False, False, "")]  # nothing stored
+
+
+def test_context_bench_report(locomo_file: Path, tmp_path: Path) -> None:
+    unrelated = tmp_path / "unrelated.txt"
+    unrelated.write_text("# trivia\nWhat is the capital of France?\n\nExplain quicksort.\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    result = context_bench(locomo_file, unrelated=unrelated, workdir=str(work))
+    overall = result["overall"]
+    assert overall["questions"] == 6  # category 5 excluded
+    assert set(result["by_category"]) == {"1", "2", "3", "4"}
+    # six short turns a conversation: every block quotes the evidence, and more besides
+    assert overall["evidence_recall"] == 1.0
+    assert 0.0 < overall["precision"] < 1.0
+    assert 0 < overall["tokens_p50"] <= overall["tokens_p90"]
+    assert overall["estimate_p50"] > 0 and overall["empty"] == 0.0
+    episodes, memories = (result["false_injection"][k] for k in ("episodes", "memories"))
+    assert episodes["blocks"] == 2 * 2 and memories["blocks"] == 2  # 2 queries, 2 spaces + 1
+    for row in (episodes, memories):
+        assert 0.0 <= row["quotes_stored"] <= 1.0 and 0.0 <= row["hoists_rule"] <= 1.0
+    assert episodes["hoists_rule"] == 0.0  # no rule is stored in a conversation's space
+    assert memories["fact_recall"] == 1.0  # each stated fact is quoted for its question
+    assert result["unrelated_queries"] == 2 and result["machine"]["cores"] >= 1
+    assert list(work.iterdir()) == []  # the bench database was cleaned up
+    only = context_bench(locomo_file, unrelated=unrelated, conversations={1}, limit=2)
+    assert only["conversations"] == [1] and only["overall"]["questions"] == 2
+
+
+def test_unrelated_queries_and_conversation_filter() -> None:
+    shipped = load_unrelated()
+    assert len(shipped) >= 100 and "What is the capital of France?" in shipped
+    assert parse_conversations("0-2") == {0, 1, 2}
+    assert parse_conversations("3,4") == {3, 4}
+    assert parse_conversations(None) is None
+    with pytest.raises(InvalidInputError, match=r"e\.g\. 0-2"):
+        parse_conversations("first")
+
+
+def test_wordpiece_tokens_count_with_the_shipped_tokenizer() -> None:
+    assert wordpiece_tokens("") == 0
+    # WordPiece splits a rare word into pieces: more tokens than words
+    assert wordpiece_tokens("unbelievably hippopotamuses") > 2
+
+
+def test_context_cli_json_and_errors(locomo_file: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["bench", "context", "--data", str(locomo_file), "--limit", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)["locomo"]
+    assert data["overall"]["questions"] == 2 and data["unrelated_queries"] >= 100
+    table = runner.invoke(app, ["bench", "context", "--data", str(locomo_file), "--limit", "1"])
+    assert table.exit_code == 0, table.output
+    assert "machine:" in table.stdout and "WordPiece" in table.stdout  # words, not widths
+    for args, message in (
+        ([], "--data FILE"),
+        (["--data", str(locomo_file), "--conversations", "x"], "e.g. 0-2"),
+        (["--data", str(locomo_file), "--conversations", "7"], "match none"),
+    ):
+        failed = runner.invoke(app, ["bench", "context", *args])
+        assert failed.exit_code == 2, failed.output
+        assert message in " ".join(failed.stderr.split())
+
+
+def test_proxy_loop_through_the_real_proxy(tmp_path: Path) -> None:
+    result = proxy_loop(12, conversations=2, workdir=str(tmp_path))
+    assert result["exchanges"] == 12 and result["conversations"] == 2
+    assert result["facts"] == len(FACTS) == len(result["probes"])
+    # every user turn and every reply was recorded, the probes too
+    assert result["stored_episodes"] == 2 * (12 + len(FACTS))
+    assert 0 < result["injected"] <= 12
+    assert 0.0 <= result["facts_kept"] <= 1.0 and 0.0 <= result["assistant_share"] <= 1.0
+    for probe in result["probes"]:
+        assert probe["assistant_quoted"] <= probe["quoted"]
+        assert probe["tokens"] > 0 or not probe["kept"]  # an abstained probe keeps nothing
+    with pytest.raises(InvalidInputError, match="at least"):
+        proxy_loop(3)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from orcamem import Config, Memory
+from orcamem import Config, InvalidInputError, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.text import date_ranges, fts_query
-from orcamem.engine import SignalsConfig
+from orcamem.engine import RecallConfig, SignalsConfig
 from orcamem.recall import signals
 from orcamem.recall.hybrid import _asks
 
@@ -45,6 +45,17 @@ def test_session_strength_scales_the_best_session_to_one() -> None:
     assert signals.session_strength(scores) == {"a": 1.0, "b": 0.5}
     assert signals.session_strength(scores, top=2) == {"a": 1.0, "b": pytest.approx(0.45)}
     assert signals.session_strength([]) == {}
+
+
+def test_coverage_weighs_the_words_a_space_lacks_most() -> None:
+    # 100 texts: "bread" in 2, "bake" in 40, "quicksort" in none
+    assert signals.coverage({"bread": 2, "bake": 40}, 100) == 1.0
+    assert signals.coverage({"quicksort": 0}, 100) == 0.0
+    holds_common = signals.coverage({"quicksort": 0, "bake": 40}, 100)
+    holds_rare = signals.coverage({"bread": 2, "bake": 0}, 100)
+    assert 0 < holds_common < 0.2 < holds_rare < 0.5  # a held rare word counts more
+    assert signals.coverage({}, 100) == 0.0
+    assert signals.coverage({"the": 100}, 100) == 1.0  # in every text: all of it is held
 
 
 def test_date_match_uses_the_slack_on_each_side() -> None:
@@ -190,3 +201,53 @@ def test_naming_the_speaker_boosts_their_turns(conversation: Memory) -> None:
     ann = next(h for h in hits if h.role == "Ann")
     assert ann.breakdown["speaker"] > 0
     assert all("speaker" not in h.breakdown for h in hits if h.role == "Bob")
+
+
+# -- abstention: nothing real to recall, nothing injected ------------------------------------
+
+FACTS = (
+    "My home city is Bangalore.", "I work as a nurse at the city hospital.",
+    "My daughter is allergic to peanuts.", "I drive a blue Honda Civic.",
+    "My partner teaches chemistry.", "I am training for a half marathon.",
+    "My favourite band is Indian Ocean.", "Our cat is called Pepper.",
+    "I am learning Japanese on Thursdays.", "My dentist appointment is in March.",
+)  # fmt: skip
+UNRELATED = ("What is the capital of France?", "Explain quicksort.", "How are you?")
+
+
+@pytest.fixture
+def facts(tmp_path: Path) -> Iterator[Memory]:
+    """A memory-only space (the usual MCP case): explicit facts and no episode."""
+    with Memory(tmp_path / "facts.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as memory:
+        for fact in FACTS:
+            memory.remember(fact)
+        yield memory
+
+
+def test_a_memory_only_space_abstains_on_what_it_knows_nothing_about(facts: Memory) -> None:
+    for query in UNRELATED:
+        assert facts.search(query).hits == [], query
+        assert facts.recall(query) == "", query
+        messages = [{"role": "user", "content": query}]
+        assert facts.build_context(messages) == messages  # the prompt is untouched
+    block = facts.recall("Which city is my home?")
+    assert "My home city is Bangalore." in block
+    assert "Pepper" in facts.recall("What is our cat called?")
+    facts.config = Config(recall=RecallConfig(min_evidence=0.0))  # abstention off: as before
+    assert "Bangalore" in facts.recall("What is the capital of France?")
+
+
+def test_an_episode_space_abstains_but_a_named_speaker_is_evidence(conversation: Memory) -> None:
+    for text in ("The oven takes ten minutes to heat.", "We grill fish in summer."):
+        conversation.add(text)  # nine texts: enough to tell rare words from common ones
+    assert conversation.search("Explain quicksort in Python.").hits == []
+    assert conversation.recall("What is the capital of France?") == ""
+    top = conversation.search("What did Bob bake with rosemary?").hits[0]
+    assert top.text == "I baked bread with rosemary."
+    # "Ann" is no word of any turn, but she is a speaker of this space
+    assert conversation.search("What did Ann say?").hits
+
+
+def test_min_evidence_is_a_share() -> None:
+    with pytest.raises(InvalidInputError, match="min_evidence"):
+        RecallConfig(min_evidence=1.5)

@@ -212,7 +212,9 @@ def test_vector_similarity_below_the_noise_floor_counts_for_nothing(
         ):  # fmt: skip
             mem.add(text)
         assert mem.search(unrelated).hits == []  # at the 50th percentile nothing clears it
-    no_floor = Config(recall=RecallConfig(noise_floor_percentile=0.0))
+    # abstention off too: this is the vector floor alone (a query the space holds no word of
+    # is abstained on, see tests/test_recall.py)
+    no_floor = Config(recall=RecallConfig(noise_floor_percentile=0.0, min_evidence=0.0))
     with Memory(path, clock=clock, config=no_floor) as mem:
         hits = mem.search(unrelated).hits
     assert hits and all(h.breakdown["lexical"] == 0 < h.breakdown["vector"] for h in hits)

@@ -128,6 +128,11 @@ class RecallConfig(_Section):
     """Hits whose cosine to an already selected hit is at least this are duplicates."""
     min_score: float = 0.0
     """Hits must score above this to be selected."""
+    min_evidence: float = 0.35
+    """Abstention: a query whose words the space barely holds (``signals.coverage``, the
+    idf-weighted share of its content words found in the space's lines and memories, below
+    this) and that names none of the space's speakers recalls nothing, so the block is empty
+    and the prompt untouched. 0 turns abstention off."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, str) or not self.preset.strip():
@@ -140,6 +145,7 @@ class RecallConfig(_Section):
         self._number("noise_floor_percentile", 0.0, 100.0)
         self._number("novelty_threshold", 0.0, 1.0, above=True)
         self._number("min_score", -math.inf)
+        self._number("min_evidence", 0.0, 1.0)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

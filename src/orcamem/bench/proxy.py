@@ -85,17 +85,24 @@ class _Stub:
 
     @contextmanager
     def running(self) -> Iterator[_Stub]:
-        thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        thread.start()
-        try:
+        with serving_stub(self.server):
             yield self
-        finally:
-            self.server.shutdown()
-            self.server.server_close()
 
 
 @contextmanager
-def _serving(app: Any) -> Iterator[str]:
+def serving_stub(server: ThreadingHTTPServer) -> Iterator[None]:
+    """A stub model server answering in a thread until the block ends."""
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
     """``app`` under uvicorn on 127.0.0.1:<free port> in a thread; yields the base URL."""
     import uvicorn
 
@@ -185,7 +192,7 @@ def proxy_latency(
         direct_ms, proxy_ms, direct_ttfb, proxy_ttfb, injected = [], [], [], [], 0
         with (
             stub.running(),
-            _serving(app) as url,
+            serving(app) as url,
             http_client(timeout=60, headers={"x-orma-space": "bench"}) as client,
         ):
             for number, question in enumerate(questions):

@@ -73,6 +73,7 @@ class _Texts:
         weights = 1.0 / (ranks + len(STOPWORDS))
         self._p = weights / weights.sum()
         self._order = self._rng.permutation(len(self._vocab))
+        self._said: list[str] = []  # content words of the sentences made so far
 
     def _content(self, count: int) -> list[str]:
         picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
@@ -86,12 +87,18 @@ class _Texts:
             next(content) if self._rng.random() < 0.5 else str(self._rng.choice(self._stopwords))
             for _ in range(count)
         ]
+        self._said.extend(word for word in words if word not in STOPWORDS)
         return " ".join(words).capitalize() + "."
 
     def question(self) -> str:
-        """A question with 2–5 content words, the way a user asks about the past."""
+        """A question with 2–5 content words of what was said (drawn as often as they were
+        said), the way a user asks about the past: recall has evidence to find, so it never
+        abstains and the full path is timed."""
         opener = str(self._rng.choice(["what did", "when did", "where is", "who was", "how do"]))
-        content = " ".join(self._content(int(self._rng.integers(2, 6))))
+        count = int(self._rng.integers(2, 6))
+        said = self._said
+        picks = [said[i] for i in self._rng.integers(0, len(said), count)] if said else None
+        content = " ".join(picks or self._content(count))
         return f"{opener.capitalize()} {content}?"
 
 

@@ -63,6 +63,11 @@ class CandidateSource(Protocol):
         """Lines cited by a memory that a newer one superseded: line id -> newer memory id."""
         ...
 
+    def term_counts(self, space: str, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The space's lines and active memories, and for each word how many hold it
+        (stemmed as the full-text index stems; a count may stop at a cap)."""
+        ...
+
     def noise_floor(self, space: str, percentile: float) -> float:
         """The cosine a random query reaches in this space (vector hits below it are noise)."""
         ...

@@ -17,6 +17,7 @@ from .._kernel.clock import parse_time
 __all__ = [
     "above_floor",
     "age_days",
+    "coverage",
     "date_match",
     "ebbinghaus_retention",
     "hawkes_intensity",
@@ -150,3 +151,20 @@ def date_match(
         if first - timedelta(days=before_days) <= day <= last + timedelta(days=after_days):
             return 1.0
     return 0.0
+
+
+def coverage(counts: Mapping[str, int], total: int) -> float:
+    """How much of a query the space holds: the idf-weighted share of its words that occur in
+    at least one of the space's ``total`` texts (``counts``: word → texts holding it).
+
+    A word the space never saw weighs most (idf ``log((N+1)/0.5)``), so "quicksort" or
+    "Dockerfile" asked of a chat about pottery scores near 0, while a question whose rare words
+    the space holds scores near 1. No words: 0.
+    """
+    if not counts:
+        return 0.0
+    idf = {word: math.log((total + 1) / (count + 0.5)) for word, count in counts.items()}
+    mass = sum(idf.values())
+    if mass <= 0:
+        return 1.0  # every word is in every text: the space holds all of it
+    return sum(weight for word, weight in idf.items() if counts[word] > 0) / mass

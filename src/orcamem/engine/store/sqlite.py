@@ -919,6 +919,35 @@ class SQLiteStore:
 
     # -- maintenance -----------------------------------------------------------------------
 
+    def term_counts(
+        self, space: str, words: Sequence[str], cap: int = 1000
+    ) -> tuple[int, dict[str, int]]:
+        """Lines and active memories of ``space``, and per word (a content word, safe to quote)
+        the lines and memories holding it, counted up to ``cap`` each (bounded work; idf past
+        a thousand texts hardly moves). ``CROSS JOIN`` keeps the full-text match first: left
+        to the planner, SQLite walks every line of the space and probes the index per line."""
+        with self.reading() as conn:
+            total = conn.execute(
+                "SELECT (SELECT count(*) FROM lines WHERE space = ?) + (SELECT count(*) "
+                "FROM memories WHERE space = ? AND active = 1 AND prohibited = 0)",
+                (space, space),
+            ).fetchone()[0]
+            counts = {}
+            for word in words:
+                lines = conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM lines_fts f CROSS JOIN lines l ON "
+                    "l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ? LIMIT ?)",
+                    (f'text : "{word}"', space, cap),
+                ).fetchone()[0]
+                memories = conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM memories_fts f CROSS JOIN memories m ON "
+                    "m.seq = f.rowid WHERE memories_fts MATCH ? AND m.space = ? AND "
+                    "m.active = 1 AND m.prohibited = 0 LIMIT ?)",
+                    (f'content : "{word}"', space, cap),
+                ).fetchone()[0]
+                counts[word] = int(lines) + int(memories)
+        return int(total), counts
+
     def noise_floor(self, space: str, percentile: float) -> float:
         with self.reading() as conn:
             self._refresh(conn)

@@ -19,7 +19,7 @@ from .console import (
     progress,
 )
 
-bench_app = command_group("Benchmarks: latency and LoCoMo retrieval quality.")
+bench_app = command_group("Benchmarks: latency, LoCoMo retrieval quality and the injected block.")
 
 
 def _run(work, label: str, quiet: bool):
@@ -124,6 +124,128 @@ def locomo_command(
         )
     out.print(table)
     out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")
+
+
+@bench_app.command("context")
+def context_command(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="A LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json)."),
+    ] = None,
+    unrelated: Annotated[
+        Path | None,
+        typer.Option(help="Unrelated queries, one a line (default: the shipped list)."),
+    ] = None,
+    conversations: Annotated[
+        str | None, typer.Option(help="Only these conversations, from 0: e.g. 0-2 or 3,4.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N questions of each conversation.")
+    ] = None,
+    proxy_loop: Annotated[
+        int | None,
+        typer.Option(
+            "--proxy-loop", help="Also run N scripted exchanges through the proxy (e.g. 50)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Judge the injected block itself: evidence recall, tokens, precision and false
+    injection on LoCoMo (category 5 excluded), and the proxy loop; zero model calls."""
+    from ...bench.context import context_bench, parse_conversations
+    from ...bench.proxy_loop import proxy_loop as run_loop
+
+    if data is None and proxy_loop is None:
+        raise fail("give --data FILE (LoCoMo) and/or --proxy-loop N", 2)
+    try:
+        chosen = parse_conversations(conversations)
+    except OrcamemError as exc:
+        raise fail(exc) from None
+    result = {}
+    if data is not None:
+        result["locomo"] = _run(
+            lambda p: context_bench(
+                data, unrelated=unrelated, conversations=chosen, limit=limit, progress=p
+            ),
+            "context",
+            as_json,
+        )
+    if proxy_loop is not None:
+        result["proxy_loop"] = _run(
+            lambda p: run_loop(proxy_loop, progress=p), "proxy loop", as_json
+        )
+    if as_json:
+        print(json.dumps(result))
+        return
+    if "locomo" in result:
+        _print_context(result["locomo"], data)
+    if "proxy_loop" in result:
+        _print_loop(result["proxy_loop"])
+
+
+def _print_context(result: dict, data: Path | None) -> None:
+    table = Table(
+        "category",
+        "evidence recall",
+        "all",
+        "precision",
+        "quoted p50",
+        "tokens p50",
+        "tokens p90",
+        "chars/4 p50",
+        "n",
+        title=f"orcamem bench context ({getattr(data, 'name', '')}, tokens: WordPiece)",
+    )
+    for name, row in {**result["by_category"], "overall": result["overall"]}.items():
+        table.add_row(
+            name,
+            f"{row['evidence_recall']:.3f}",
+            f"{row['evidence_recall_all']:.3f}",
+            f"{row['precision']:.3f}",
+            f"{row['quoted_p50']:.0f}",
+            f"{row['tokens_p50']:.0f}",
+            f"{row['tokens_p90']:.0f}",
+            f"{row['estimate_p50']:.0f}",
+            str(row["questions"]),
+        )
+    out.print(table)
+    injected = Table(
+        "space", "quotes stored", "hoists a rule", "tokens p50", "blocks",
+        title=f"false injection ({result['unrelated_queries']} unrelated queries)",
+    )  # fmt: skip
+    for name, row in result["false_injection"].items():
+        injected.add_row(
+            name,
+            f"{row['quotes_stored']:.3f}",
+            f"{row['hoists_rule']:.3f}",
+            f"{row['tokens_p50']:.0f}",
+            str(row["blocks"]),
+        )
+    out.print(injected)
+    out.print(f"{result['definition']}", markup=False)
+    out.print(
+        f"recall p50 {result['recall_p50_ms']} ms, p95 {result['recall_p95_ms']} ms; "
+        f"machine: {result['machine']}"
+    )
+
+
+def _print_loop(result: dict) -> None:
+    table = Table(
+        "fact", "kept", "quoted turns", "assistant", "tokens",
+        title=f"proxy loop ({result['exchanges']} exchanges, {result['conversations']} "
+        f"conversations): facts kept {result['facts_kept']:.2f}, "
+        f"assistant share {result['assistant_share']:.2f}",
+    )  # fmt: skip
+    for row in result["probes"]:
+        table.add_row(
+            row["fact"],
+            "yes" if row["kept"] else "NO",
+            str(row["quoted"]),
+            str(row["assistant_quoted"]),
+            str(row["tokens"]),
+        )
+    out.print(table, markup=False)
+    out.print(f"machine: {result['machine']}")
 
 
 @bench_app.command("consolidate")
