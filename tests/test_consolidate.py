@@ -515,3 +515,59 @@ def test_a_rule_citing_a_user_turn_and_an_assistant_turn_is_refused() -> None:
         "speaker: rules come only from the user's own turns, not from ep-2:s1 (assistant "
         "turn); to set this rule, call forbid() with it"
     ] * 2
+
+
+# -- the labelled set (issue 14) -------------------------------------------------------------
+
+
+def test_the_labelled_set_ships_with_a_tune_and_a_held_out_part() -> None:
+    from orcamem.bench.consolidation import label_set
+
+    tune, held = label_set("builtin", "tune"), label_set("builtin", "held-out")
+    assert tune and held and len(label_set()) == len(tune) + len(held)
+    turns = [t for c in label_set() for s in c["sessions"] for t in s["turns"]]
+    assert len(turns) >= 300
+    kinds = {i["kind"] for t in turns for i in t["expect"]}
+    assert kinds == {"state", "event", "rule", "exception", "supersession"}
+    assert sum(not t["expect"] for t in turns) > len(turns) / 2  # most turns are no fact
+
+
+def test_labelled_matching_is_by_attribute_and_content_words() -> None:
+    from orcamem.bench.consolidation import matches
+
+    label = {"entity": "user", "attribute": "home city", "value": "the Bay Area"}
+    assert matches(
+        "state", label, {"entity": "user", "attribute": "home_city", "value": "bay area"}
+    )
+    assert not matches(
+        "state", label, {"entity": "jon", "attribute": "home city", "value": "Bay Area"}
+    )
+    assert not matches("state", label, {"entity": "user", "attribute": "home city", "value": "Bay"})
+    rule = {"entity": "user", "value": "suggest snacks with nuts", "prohibited": True}
+    said = {"entity": "user", "value": "never suggest snacks with nuts", "prohibited": True}
+    assert matches("rule", rule, said)
+    assert not matches("rule", rule, {**said, "prohibited": False})
+
+
+def test_bench_consolidate_on_the_labelled_set_reports_each_kind(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app
+
+    args = ["bench", "consolidate", "--data", "builtin", "--part", "held-out", "--json"]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    rules = json.loads(done.stdout)["rules"]
+    assert rules["part"] == "held-out" and rules["extractor"] == "rules"
+    assert set(rules["kinds"]) == {"state", "event", "rule", "exception", "supersession"}
+    assert {"precision", "recall", "expected", "kept", "matched"} <= set(rules["overall"])
+    table = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "tune"])
+    assert table.exit_code == 0 and "supersession" in table.stdout
+    broken = tmp_path / "set.jsonl"
+    broken.write_text("{not json\n")
+    failed = CliRunner().invoke(app, ["bench", "consolidate", "--data", str(broken)])
+    assert failed.exit_code == 2 and "cannot read labelled conversations" in failed.output
+    wrong = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "x"])
+    assert wrong.exit_code == 2 and "use one of tune, held-out, all" in wrong.output
