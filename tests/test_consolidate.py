@@ -3,6 +3,7 @@ states, supersession, exceptions and forbidden rules a user sees afterwards."""
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 
@@ -193,7 +194,10 @@ def test_model_items_are_validated() -> None:
             "When I have a sore throat I switch to ginger tea instead of coffee.",
             [("state", "switches to", "ginger tea", "a sore throat")],
         ),
-        ("I'm allergic to peanuts.", [("fact", "allergic to", "peanuts", "")]),
+        (
+            "I'm allergic to peanuts.",
+            [("fact", "allergic to", "peanuts", ""), ("rule", "avoid_peanuts", "peanuts", "")],
+        ),
         ("I prefer dark mode.", [("preference", "prefers", "dark mode", "")]),
         (
             "Never chain PowerShell commands with semicolons.",
@@ -571,3 +575,118 @@ def test_bench_consolidate_on_the_labelled_set_reports_each_kind(tmp_path: Path)
     assert failed.exit_code == 2 and "cannot read labelled conversations" in failed.output
     wrong = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "x"])
     assert wrong.exit_code == 2 and "use one of tune, held-out, all" in wrong.output
+
+
+# -- rules that earn a hoist (issue 14 item 2) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Don't give up!",
+        "Don't give up on me if I ask silly payments questions.",
+        "Don't you think green tea is overrated though?",
+        "Nice, don't you think?",
+        "Never had a chance to visit it, is it nice?",
+        'My old manager\'s line was "Listen. Never give up on a customer."',
+        "My first manager had one motto. Never give up on a customer.",
+        "Stop me if you've heard this one: a croissant walks into a bar.",
+        "Don't get me started on it.",
+        "Don't ask me who named them.",
+        "Don't tell anyone, it's under wraps.",
+        "Don't answer that.",
+        "Never a dull moment with her.",
+        "Never again am I teaching a bird swear words.",
+        "Never been, but I hear it's sunny.",
+        "Always the same argument.",
+        "Always arguing with you about books.",
+    ],
+)
+def test_encouragement_idioms_narration_quotes_and_questions_are_not_rules(said: str) -> None:
+    assert [c for c in rule_claims([line("ep-1:s1", said)]) if c.kind == "rule"] == []
+
+
+@pytest.mark.parametrize(
+    ("said", "rules"),
+    [
+        (
+            "I'm allergic to peanuts and tree nuts, so never suggest snacks with nuts.",
+            [
+                ("avoid_peanuts_tree_nuts", "peanuts and tree nuts", True),
+                ("forbidden_suggest_snacks_nuts", "suggest snacks with nuts", True),
+            ],
+        ),
+        ("I'm also allergic to shellfish.", [("avoid_shellfish", "shellfish", True)]),
+        (
+            "I'm avoiding caffeine these days, doctor's orders.",
+            [("avoid_caffeine", "caffeine", True)],
+        ),
+        ("I can't have gluten either, I'm coeliac.", [("avoid_gluten", "gluten", True)]),
+        (
+            "Actually, never mention the project name in summaries.",
+            [
+                (
+                    "forbidden_mention_project_name_summaries",
+                    "mention the project name in summaries",
+                    True,
+                )
+            ],
+        ),
+        (
+            "Stop apologising in every reply, it's annoying.",
+            [("forbidden_apologising_every_reply", "apologising in every reply", True)],
+        ),
+        (
+            "When you write emails for me, always keep them under 150 words.",
+            [("always_keep_150_words", "keep them under 150 words", False)],
+        ),
+        (
+            "Please always put meetings before lunch when you schedule for me.",
+            [
+                (
+                    "always_put_meetings_lunch_schedule",
+                    "put meetings before lunch when you schedule for me",
+                    False,
+                )
+            ],
+        ),
+    ],
+)
+def test_prohibitions_standing_instructions_and_hard_constraints_are_rules(
+    said: str, rules: list[tuple[str, str, bool]]
+) -> None:
+    claims = [c for c in rule_claims([line("ep-1:s1", said)]) if c.kind == "rule"]
+    assert [(c.attribute, c.value, c.prohibited) for c in claims] == rules
+
+
+def test_an_allergy_is_hoisted_as_a_forbidden_rule(sleeper: Memory) -> None:
+    say(sleeper, "I'm planning snacks for a long hike.", "2026-10-17T09:00:00Z")
+    say(sleeper, "I'm allergic to peanuts and tree nuts, so never suggest snacks with nuts.",
+        "2026-10-17T09:01:00Z")  # fmt: skip
+    say(sleeper, "Don't give up on me, I'm new to hiking!", "2026-10-17T09:02:00Z")
+    sleeper.sleep()
+    rules = {m.attribute for m in sleeper.facts() if m.prohibited}
+    assert rules == {"avoid_peanuts_tree_nuts", "forbidden_suggest_snacks_nuts"}
+    block = sleeper.recall("What snacks should I pack?")
+    items = block.splitlines()[-1]  # the framing line above names [FORBIDDEN: ...] itself
+    assert sorted(re.findall(r"\[FORBIDDEN: [^\]]*\]", items)) == [
+        "[FORBIDDEN: peanuts and tree nuts]",
+        "[FORBIDDEN: suggest snacks with nuts]",
+    ]
+    assert items.startswith("[FORBIDDEN: ") and items.index("[FORBIDDEN") < items.index("[LOG")
+
+
+def test_an_avoid_attribute_is_inhibitory_however_it_is_stored(sleeper: Memory) -> None:
+    explicit = sleeper.remember("no dairy in anything", attribute="avoid_dairy")
+    assert explicit.prohibited
+    assert "[FORBIDDEN: no dairy in anything]" in sleeper.recall("dinner ideas")
+    user, assistant = (
+        line("ep-1:s1", "I avoid nuts."),
+        line("ep-2:s1", "Avoid nuts.", role="assistant"),
+    )
+    claim = Claim(kind="state", attribute="avoid nuts", value="nuts", cites=("ep-1:s1",))
+    verified, rejected = verify_claims([claim], [user, assistant], UTC)
+    assert rejected == [] and verified[0].claim.prohibited and verified[0].claim.kind == "rule"
+    told = Claim(kind="fact", attribute="avoid_nuts", value="nuts", cites=("ep-2:s1",))
+    verified, rejected = verify_claims([told], [user, assistant], UTC)
+    assert verified == [] and rejected[0][1].startswith("speaker: ")

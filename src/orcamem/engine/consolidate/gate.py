@@ -1,7 +1,7 @@
 """The gate: how a verified claim relates to what is already known, and the writes it makes.
 
-- a prohibited claim → a rule memory with the namespaced attribute ``forbidden_<attr>``,
-  hoisted to the top of every recall;
+- a prohibited claim → a rule memory with the namespaced attribute ``forbidden_<attr>`` (or
+  ``avoid_<attr>``, kept: an allergy, a diet), hoisted to the top of every recall;
 - a claim with a non-empty ``condition`` → a conditional exception; the baseline state of the
   same attribute stays active (defeasible logic: "when I have a sore throat, ginger tea" does
   not overwrite "black coffee every morning");
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..._kernel.model import MemoryRecord, NewMemory
+from ..._kernel.model import INHIBITORY, MemoryRecord, NewMemory
 from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
 from .claims import Claim
@@ -96,8 +96,10 @@ def held_rule(memories: Sequence[MemoryRecord], text: str) -> MemoryRecord | Non
 def _attribute(claim: Claim, active: Sequence[MemoryRecord]) -> str:
     """The attribute the claim is stored under (namespaced rules, linked exceptions)."""
     if claim.prohibited:
-        bare = claim.attribute.removeprefix("forbidden_").removeprefix("forbidden ")
-        return f"forbidden_{slug(bare)}"
+        head, _, rest = claim.attribute.strip().lower().replace(" ", "_").partition("_")
+        if head in INHIBITORY and rest:
+            return f"{head}_{slug(rest)}"  # forbidden_* and avoid_* keep their namespace
+        return f"forbidden_{slug(claim.attribute)}"
     instead_of = claim.extra.get("instead_of")
     if claim.condition and instead_of:
         wanted = set(normal_words(instead_of))

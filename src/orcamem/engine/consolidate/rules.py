@@ -1,9 +1,11 @@
 """The consolidator that needs no model: declarative patterns a person uses about themself.
 
 Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
-prefer silence to invention: a sentence that does not match cleanly yields nothing, and the
-claims still go through the same verification and gate as a model's (which refuses a rule
-whose line is not the user's own turn: a note saying "never X" is not the user's rule).
+prefer silence to invention: a sentence that does not match cleanly yields nothing, quoted
+speech and questions are not read at all, and the claims still go through the same
+verification and gate as a model's (which refuses a rule whose line is not the user's own
+turn: a note saying "never X" is not the user's rule). A rule is hoisted into every block, so
+only an explicit prohibition or standing instruction earns one (issue 14).
 
 Supported (case-insensitive; X, Y are the captured words):
 
@@ -20,10 +22,14 @@ I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
 when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
 (… instead of Y)                        the attribute of the active state whose value has Y
 I prefer X (over Y) / I love X          preference  user · prefers: X
-I'm allergic to X                       fact   user · allergic to: X
+I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
+I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
+have (eat, drink) X / I don't eat X
 my name is X / I'm X / call me X        state  user · name: X
-never X / don't X / do not X / stop X   rule   forbidden_<X>: the sentence
-always X                                rule   always: X
+never X / don't X / do not X /          rule   forbidden_<X>: X, when X is an instruction
+stop Xing (opening a sentence or        (a base verb with an object: not "don't give up",
+a clause: "…, so never suggest X")      "never had a chance", "stop me if", "don't you")
+always X (likewise)                     rule   always: X
 I went to / visited / attended X,
 I got / received / bought X, ... gave
 me X  (with a time expression)          event  user · <verb>: X, dated by the expression
@@ -35,9 +41,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ..._kernel.text import slug
+from ..._kernel.text import STOPWORDS, slug
 from .anchor import find_when
 from .claims import Claim, SourceLine
+from .verify import normal_words
 
 __all__ = ["rule_claims"]
 
@@ -51,11 +58,25 @@ _A = r"(?:an?\s+|the\s+)?"
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
+_RULE_END = r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is)\b|[,.;:!?]|$)"
+# A rule opens a sentence or clause ("…, so never suggest snacks with nuts"); what follows the
+# never/don't/stop/always must be an instruction: a verb in the base form with an object.
+_RULE_OPEN = r"(?:^|[.!?;]\s+|,\s*)(?:(?:and|so|but|also|actually|oh|please),?\s+)*"
 _NOT_RULES = re.compile(
-    r"^(?:worry|mind|know|bother|hesitate|be\b|apologi[sz]e|get me wrong|think|feel|panic|"
-    r"stress|care|forget to)",
+    r"^(?:worry|mind|know|bother|hesitate|be\b|apologi[sz]e|get\b|think|feel|panic|stress|care|"
+    r"forget\b|give up|quit\b|lose\b|let\b|dare\b|blame\b|judge\b|laugh\b|cry\b)",
     re.IGNORECASE,
 )
+# Words after "never" that make it narration or an idiom, not an instruction ("never had a
+# chance", "never been", "never a dull moment", "never again am I ...").
+_NOT_VERBS = frozenset({
+    "a", "an", "the", "again", "ever", "even", "once", "mind", "been", "had", "has", "was",
+    "were", "did", "got", "gone", "went", "came", "saw", "seen", "heard", "knew", "made",
+    "thought", "said", "told", "felt", "found", "really", "before", "since", "much", "more",
+    "that", "this", "it", "i", "you", "we", "they", "he", "she", "there",
+})  # fmt: skip
+_PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
+_WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
 # "my head is spinning" and "my point is that ..." are not.
 _SLOT_RE = re.compile(
@@ -63,6 +84,15 @@ _SLOT_RE = re.compile(
     r"nickname|diet|blood type|shoe size|height|native language|first language)\b"
 )
 _ABBREVIATION_RE = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.")
+# What a hard constraint ("allergic to X", "I'm avoiding X") runs to: the noun phrase, not
+# the reason or time after it.
+_AVOID_END = (
+    r"(?=\s+(?:so|but|which|because|since|too|either|as well|these days|this|now|anymore|for|"
+    r"doctor's)\b|[,.;:!?)]|$)"
+)
+# Quoted speech is someone else's words, and a question states nothing: neither is read.
+_QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_QUESTION_RE = re.compile(r"[^.!?]*\?")
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"\b(?:[Mm]y name is|I'm|I am|[Cc]all me)\s+([A-Z][a-z]+)"
@@ -85,12 +115,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("habit", re.compile(r"\bI\s+(?:usually\s+|always\s+)?(drink|eat|use|take)\s+"
                          r"([^,.;:!?]{1,60}?)\s+" + _HABIT)),
     ("allergy", re.compile(r"\bI(?:'m| am)\s+(?:also\s+)?(?:severely\s+|very\s+)?allergic to\s+"
-                           + _PHRASE)),
+                           r"([^,.;:!?()]{1,60}?)" + _AVOID_END)),
     ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
-    ("never", re.compile(r"(?:^|[.!?]\s+|,\s*)(?:please\s+)?(?:never|don't|do not|stop)\s+"
-                         r"(?:ever\s+)?([a-z][^,.;!?]{3,150}?)" + _CLAUSE_END, re.IGNORECASE)),
-    ("always", re.compile(r"(?:^|[.!?]\s+)(?:please\s+)?always\s+([a-z][^,.;!?]{3,150}?)"
-                          + _CLAUSE_END, re.IGNORECASE)),
+    ("never", re.compile(_RULE_OPEN + r"(never|don't|do not|stop)\s+(?:ever\s+)?"
+                         r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
+    ("always", re.compile(_RULE_OPEN + r"(always)\s+([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END,
+                          re.IGNORECASE)),
+    ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
+                         r"can't (?:have|eat|drink)|cannot (?:have|eat|drink)|don't eat|do not eat)"
+                         r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
     ("event", re.compile(r"\bI\s+(went to|visited|attended|got|received|bought|adopted|started|"
                          r"finished|won|lost)\s+" + _PHRASE)),
     ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
@@ -101,13 +134,33 @@ def _clean(value: str) -> str:
     return " ".join(value.strip(" '\"").split())
 
 
+def _instruction(action: str) -> bool:
+    """Whether the words after never/don't/stop/always tell the assistant what (not) to do:
+    a base-form verb (not narration, "never had"), not an idiom ("don't give up", "don't
+    worry"), not about a person addressed ("stop me if", "don't tell anyone", "don't ask how"),
+    and with something to do ("don't answer that" and "never give up!" have nothing)."""
+    words = action.split()
+    first = words[0].lower()
+    if first in _NOT_VERBS or _NOT_RULES.match(action) or words[0][:1].isupper():
+        return False
+    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in _PERSON | _WH):
+        return False
+    rest = {w for w in normal_words(" ".join(words[1:])) if w not in STOPWORDS} - _PERSON
+    return bool(rest)
+
+
+def _said(text: str) -> str:
+    """The line without quoted speech and questions."""
+    return _QUESTION_RE.sub(" ", _QUOTED_RE.sub(" … ", text))
+
+
 def _from_line(line: SourceLine) -> Iterator[Claim]:
-    text, cite = _ABBREVIATION_RE.sub(r"\1", line.text), (line.ref,)
+    text, cite = _said(_ABBREVIATION_RE.sub(r"\1", line.text)), (line.ref,)
     when = find_when(text)
     taken: set[str] = set()
     for name, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            if name in taken and name not in ("never", "event"):
+            if name in taken and name not in ("never", "always", "event"):
                 continue
             claims = list(_claims(name, match, when, cite, text))
             if claims:
@@ -165,12 +218,19 @@ def _claims(
             **state,
         )
     elif name == "allergy":
-        yield Claim(kind="fact", attribute="allergic to", value=_clean(m.group(1)), cites=cite)
+        allergen = _clean(m.group(1))
+        yield Claim(kind="fact", attribute="allergic to", value=allergen, cites=cite)
+        yield _avoid(allergen, cite)
+    elif name == "avoid":
+        thing = _clean(m.group(1))
+        if thing.split()[0].lower() not in _NOT_VERBS | {"any", "my", "your", "to"}:
+            yield _avoid(thing, cite)
     elif name == "prefer":
         yield Claim(kind="preference", attribute="prefers", value=_clean(m.group(1)), cites=cite)
     elif name == "never":
-        action = _clean(m.group(1))
-        if _NOT_RULES.match(action):
+        action = _clean(m.group(2))
+        gerund = action.split()[0].lower().endswith("ing")  # "stop using X", "never use X"
+        if not _instruction(action) or gerund != (m.group(1).lower() == "stop"):
             return
         yield Claim(
             kind="rule",
@@ -180,8 +240,9 @@ def _claims(
             cites=cite,
         )
     elif name == "always":
-        action = _clean(m.group(1))
-        yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
+        action = _clean(m.group(2))
+        if _instruction(action) and not action.split()[0].lower().endswith("ing"):
+            yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
     elif name == "event" and when:
         yield Claim(
             kind="event",
@@ -198,6 +259,13 @@ def _claims(
             when=when,
             cites=cite,
         )
+
+
+def _avoid(thing: str, cite: tuple[str, ...]) -> Claim:
+    """A hard constraint (an allergy, a diet) is a rule: hoisted, never suggested."""
+    return Claim(
+        kind="rule", attribute=f"avoid_{slug(thing)}", value=thing, prohibited=True, cites=cite
+    )
 
 
 def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
