@@ -690,3 +690,93 @@ def test_an_avoid_attribute_is_inhibitory_however_it_is_stored(sleeper: Memory) 
     told = Claim(kind="fact", attribute="avoid_nuts", value="nuts", cites=("ep-2:s1",))
     verified, rejected = verify_claims([told], [user, assistant], UTC)
     assert verified == [] and rejected[0][1].startswith("speaker: ")
+
+
+# -- time and change, job changes, adverbs (issue 14 items 4 and 5) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (
+            "I joined Zerodha as a systems engineer last week.",
+            [("state", "employer", "Zerodha", ""), ("state", "role", "systems engineer", "")],
+        ),
+        ("Quick update: I now work at Zerodha.", [("state", "employer", "Zerodha", "")]),
+        (
+            "I'm now a data scientist at Unacademy.",
+            [("state", "role", "data scientist", ""), ("state", "employer", "Unacademy", "")],
+        ),
+        ("I actually live in Munich.", [("state", "home city", "Munich", "")]),
+        (
+            "I finally finished the Berlin marathon yesterday!",
+            [("event", "finished", "the Berlin marathon", "")],
+        ),
+    ],
+)
+def test_job_changes_and_adverbs_between_i_and_the_verb(
+    said: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [(c.kind, c.attribute, c.value, c.condition) for c in claims] == expected
+
+
+def test_the_new_employer_is_the_current_one(sleeper: Memory) -> None:
+    say(sleeper, "I work at Infosys as a data engineer.", "2026-03-02T09:00:00Z")
+    sleeper.sleep()
+    say(sleeper, "Quick update: I now work at Zerodha.", "2026-05-11T09:00:00Z", "s2")
+    sleeper.sleep()
+    employer = {
+        m.value: m for m in sleeper.facts(include_history=True) if m.attribute == "employer"
+    }
+    assert employer["Zerodha"].active and not employer["Infosys"].active
+    assert employer["Infosys"].superseded_by == employer["Zerodha"].id
+
+
+def test_a_backdated_statement_is_history_whatever_the_order_of_processing(
+    sleeper: Memory,
+) -> None:
+    statements = [
+        ("I moved to Bangalore last week.", "2026-10-17T18:00:00Z", "s2"),
+        ("I live in Chennai.", "2026-01-20T10:00:00Z", "s1"),  # said in January
+    ]
+    for space, order in (("backdated-last", statements), ("in-order", statements[::-1])):
+        for text, at, session in order:
+            sleeper.observe("user", text, session_id=session, occurred_at=at, space=space)
+            sleeper.sleep(space=space)
+        history = sleeper.facts(include_history=True, space=space)
+        home = {m.value: m for m in history if m.attribute == "home city"}
+        assert [m.value for m in sleeper.facts(space=space)] == ["Bangalore"], space
+        assert not home["Chennai"].active and home["Chennai"].superseded_by == home["Bangalore"].id
+        assert "[outdated: now Bangalore]" in sleeper.recall("Do I live in Chennai?", space=space)
+
+
+def test_a_changed_preference_supersedes_the_earlier_one_on_its_topic(sleeper: Memory) -> None:
+    say(sleeper, "I prefer tea.", "2026-01-05T08:00:00Z")
+    say(sleeper, "I prefer dark mode.", "2026-01-05T08:01:00Z")
+    sleeper.sleep()
+    say(sleeper, "Actually I prefer coffee now.", "2026-02-14T08:00:00Z", "s2")
+    report = sleeper.sleep()
+    prefers = {m.value: m for m in sleeper.facts(include_history=True) if m.attribute == "prefers"}
+    assert {m.value for m in sleeper.facts() if m.attribute == "prefers"} == {"coffee", "dark mode"}
+    assert prefers["tea"].superseded_by == prefers["coffee"].id
+    assert report.superseded == [prefers["tea"].id]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Ha! I love it.",
+        "I love your suggestion about the strap.",
+        "I love this quote he included.",
+        "I love the way he writes.",
+        "I moved to Lisbon in March. I love it there.",
+        "I received it yesterday.",
+        "I bought it a year ago.",
+    ],
+)
+def test_no_preference_or_event_of_a_pronoun_the_thing_in_front_of_you_or_a_time(
+    said: str,
+) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [c for c in claims if c.kind in ("preference", "event")] == []

@@ -15,13 +15,16 @@ said                                    claim
 I live in X / I'm based in X            state  user · home city: X
 I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
+I joined Y as a X                       state  user · employer: Y and role: X
 I work at/for Y                         state  user · employer: Y
+(an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
 I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
 when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
 (… instead of Y)                        the attribute of the active state whose value has Y
-I prefer X (over Y) / I love X          preference  user · prefers: X
+I prefer X (over Y) / I love X          preference  user · prefers: X (with "now",
+                                        "actually", …: replaces the earlier one on its topic)
 I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
 I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
 have (eat, drink) X / I don't eat X
@@ -55,6 +58,8 @@ _STOP = (
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
+# "I finally finished", "I actually live", "I now work": an adverb between I and the verb.
+_ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|already)\s+)?"
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
@@ -77,6 +82,9 @@ _NOT_VERBS = frozenset({
 })  # fmt: skip
 _PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
 _WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
+_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them"})
+_TIME_WORDS = frozenset({"yesterday", "today", "tomorrow", "tonight", "year", "month", "week",
+                         "day", "ago", "morning", "evening", "weekend"})  # fmt: skip
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
 # "my head is spinning" and "my point is that ..." are not.
 _SLOT_RE = re.compile(
@@ -90,6 +98,10 @@ _AVOID_END = (
     r"(?=\s+(?:so|but|which|because|since|too|either|as well|these days|this|now|anymore|for|"
     r"doctor's)\b|[,.;:!?)]|$)"
 )
+# A preference said as a change replaces the earlier one on its topic (gate._replaced).
+_CHANGED_RE = re.compile(
+    r"\b(?:now|actually|these days|nowadays|anymore|no longer|instead|switched)\b", re.IGNORECASE
+)
 # Quoted speech is someone else's words, and a question states nothing: neither is read.
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _QUESTION_RE = re.compile(r"[^.!?]*\?")
@@ -99,11 +111,14 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                         r"(?=\s*[.,!?]|\s+and\b|$)")),
     ("move", re.compile(r"\bI(?:'ve| have)?\s+(?:just\s+)?(?:moved|relocated|shifted)\s+"
                         r"(?:from\s+" + _PLACE + r"\s+)?to\s+" + _PLACE)),
-    ("live", re.compile(r"\bI(?:'m| am)?\s+(?:now\s+)?(?:live|living|based|settled)\s+in\s+" + _PLACE)),
-    ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _A + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+"
-                          + _PLACE)),
+    ("live", re.compile(r"\bI(?:'m| am)?\s+" + _ADVERB + r"(?:live|living|based|settled)\s+in\s+"
+                        + _PLACE)),
+    ("joined", re.compile(r"\bI(?:'ve| have)?\s+" + _ADVERB + r"joined\s+" + _PLACE + r"\s+as\s+"
+                          + _A + r"([a-z][a-z -]{1,40}?)" + _STOP)),
+    ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _ADVERB + _A
+                          + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
-    ("employer", re.compile(r"\bI work (?:at|for)\s+" + _PLACE)),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE)),
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
     ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
@@ -124,8 +139,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
                          r"can't (?:have|eat|drink)|cannot (?:have|eat|drink)|don't eat|do not eat)"
                          r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
-    ("event", re.compile(r"\bI\s+(went to|visited|attended|got|received|bought|adopted|started|"
-                         r"finished|won|lost)\s+" + _PHRASE)),
+    ("event", re.compile(r"\bI\s+" + _ADVERB + r"(went to|visited|attended|got|received|bought|"
+                         r"adopted|started|finished|won|lost)\s+" + _PHRASE)),
     ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
 ]  # fmt: skip
 
@@ -149,6 +164,16 @@ def _instruction(action: str) -> bool:
     return bool(rest)
 
 
+def _concrete(value: str) -> bool:
+    """Whether a preference or event value names a thing: not "it", "this quote", "your
+    idea", "the way he writes" (what is in front of the speaker, or a pronoun for someone
+    else's words), nor only time words ("I got it a year ago")."""
+    words = value.lower().split()
+    if not words or words[0] in _DEICTIC or " ".join(words[:2]) == "the way":
+        return False
+    return bool({w for w in normal_words(value) if w not in STOPWORDS} - _TIME_WORDS)
+
+
 def _said(text: str) -> str:
     """The line without quoted speech and questions."""
     return _QUESTION_RE.sub(" ", _QUOTED_RE.sub(" … ", text))
@@ -167,8 +192,8 @@ def _from_line(line: SourceLine) -> Iterator[Claim]:
                 taken.add(name)
                 if name in ("move", "live"):
                     taken.update(("move", "live"))
-                if name in ("job_at", "job"):
-                    taken.update(("job_at", "job", "employer"))
+                if name in ("joined", "job_at", "job"):
+                    taken.update(("joined", "job_at", "job", "employer"))
                 if name in ("named", "my_is"):
                     taken.update(("named", "my_is"))
                 if name in ("conditional",):
@@ -186,6 +211,9 @@ def _claims(
         yield Claim(attribute="home city", value=_clean(m.group(2)), when=when, **state)
     elif name == "live":
         yield Claim(attribute="home city", value=_clean(m.group(1)), **state)
+    elif name == "joined":
+        yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
+        yield Claim(attribute="role", value=_clean(m.group(2)), **state)
     elif name == "job_at":
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
         yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
@@ -225,8 +253,15 @@ def _claims(
         thing = _clean(m.group(1))
         if thing.split()[0].lower() not in _NOT_VERBS | {"any", "my", "your", "to"}:
             yield _avoid(thing, cite)
-    elif name == "prefer":
-        yield Claim(kind="preference", attribute="prefers", value=_clean(m.group(1)), cites=cite)
+    elif name == "prefer" and _concrete(m.group(1)):
+        changed = {"changed": True} if _CHANGED_RE.search(text) else {}
+        yield Claim(
+            kind="preference",
+            attribute="prefers",
+            value=_clean(m.group(1)),
+            cites=cite,
+            extra=changed,
+        )
     elif name == "never":
         action = _clean(m.group(2))
         gerund = action.split()[0].lower().endswith("ing")  # "stop using X", "never use X"
@@ -243,7 +278,7 @@ def _claims(
         action = _clean(m.group(2))
         if _instruction(action) and not action.split()[0].lower().endswith("ing"):
             yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
-    elif name == "event" and when:
+    elif name == "event" and when and _concrete(m.group(2)):
         yield Claim(
             kind="event",
             attribute=m.group(1).lower(),
