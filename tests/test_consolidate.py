@@ -780,3 +780,30 @@ def test_no_preference_or_event_of_a_pronoun_the_thing_in_front_of_you_or_a_time
 ) -> None:
     claims = rule_claims([line("ep-1:s1", said)])
     assert [c for c in claims if c.kind in ("preference", "event")] == []
+
+
+def test_the_labelled_bench_scores_a_model_and_nothing_ungrounded_is_kept(tmp_path: Path) -> None:
+    import json
+
+    from local_memory_helpers import ScriptedModel
+    from orcamem.bench.consolidation import label_set, score_labelled
+
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(label_set("builtin", "held-out")[0]) + "\n")
+
+    def invent() -> dict:
+        ref = re.search(r"\[(ep-\d+:s\d+)\]", model.sent[-1]).group(1)
+        made_up = [("rule", "give up on Atlantis"), ("state", "Atlantis"), ("event", "a moon trip")]
+        return {
+            "items": [
+                {"kind": kind, "attribute": "x", "value": value, "prohibited": kind == "rule",
+                 "cites": [ref]}
+                for kind, value in made_up
+            ]
+        }  # fmt: skip
+
+    model = ScriptedModel(*[invent] * 10)
+    result = score_labelled(data=data, model=model)
+    assert result["extractor"] == "model:scripted:test" and model.sent
+    assert result["overall"]["kept"] == 0 and result["overall"]["precision"] is None
+    assert result["overall"]["expected"] > 0 and result["overall"]["recall"] == 0.0
