@@ -27,7 +27,7 @@ I prefer X (over Y) / I love X          preference  user · prefers: X (with "no
                                         "actually", …: replaces the earlier one on its topic)
 I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
 I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
-have (eat, drink) X / I don't eat X
+have (eat, drink) X
 my name is X / I'm X / call me X        state  user · name: X
 never X / don't X / do not X /          rule   forbidden_<X>: X, when X is an instruction
 stop Xing (opening a sentence or        (a base verb with an object: not "don't give up",
@@ -137,7 +137,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("always", re.compile(_RULE_OPEN + r"(always)\s+([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END,
                           re.IGNORECASE)),
     ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
-                         r"can't (?:have|eat|drink)|cannot (?:have|eat|drink)|don't eat|do not eat)"
+                         r"can't (?:have|eat|drink)|cannot (?:have|eat|drink))"
                          r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
     ("event", re.compile(r"\bI\s+" + _ADVERB + r"(went to|visited|attended|got|received|bought|"
                          r"adopted|started|finished|won|lost)\s+" + _PHRASE)),
