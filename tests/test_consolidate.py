@@ -3,6 +3,7 @@ states, supersession, exceptions and forbidden rules a user sees afterwards."""
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 
@@ -193,7 +194,10 @@ def test_model_items_are_validated() -> None:
             "When I have a sore throat I switch to ginger tea instead of coffee.",
             [("state", "switches to", "ginger tea", "a sore throat")],
         ),
-        ("I'm allergic to peanuts.", [("fact", "allergic to", "peanuts", "")]),
+        (
+            "I'm allergic to peanuts.",
+            [("fact", "allergic to", "peanuts", ""), ("rule", "avoid_peanuts", "peanuts", "")],
+        ),
         ("I prefer dark mode.", [("preference", "prefers", "dark mode", "")]),
         (
             "Never chain PowerShell commands with semicolons.",
@@ -515,3 +519,291 @@ def test_a_rule_citing_a_user_turn_and_an_assistant_turn_is_refused() -> None:
         "speaker: rules come only from the user's own turns, not from ep-2:s1 (assistant "
         "turn); to set this rule, call forbid() with it"
     ] * 2
+
+
+# -- the labelled set (issue 14) -------------------------------------------------------------
+
+
+def test_the_labelled_set_ships_with_a_tune_and_a_held_out_part() -> None:
+    from orcamem.bench.consolidation import label_set
+
+    tune, held = label_set("builtin", "tune"), label_set("builtin", "held-out")
+    assert tune and held and len(label_set()) == len(tune) + len(held)
+    turns = [t for c in label_set() for s in c["sessions"] for t in s["turns"]]
+    assert len(turns) >= 300
+    kinds = {i["kind"] for t in turns for i in t["expect"]}
+    assert kinds == {"state", "event", "rule", "exception", "supersession"}
+    assert sum(not t["expect"] for t in turns) > len(turns) / 2  # most turns are no fact
+
+
+def test_labelled_matching_is_by_attribute_and_content_words() -> None:
+    from orcamem.bench.consolidation import matches
+
+    label = {"entity": "user", "attribute": "home city", "value": "the Bay Area"}
+    assert matches(
+        "state", label, {"entity": "user", "attribute": "home_city", "value": "bay area"}
+    )
+    assert not matches(
+        "state", label, {"entity": "jon", "attribute": "home city", "value": "Bay Area"}
+    )
+    assert not matches("state", label, {"entity": "user", "attribute": "home city", "value": "Bay"})
+    rule = {"entity": "user", "value": "suggest snacks with nuts", "prohibited": True}
+    said = {"entity": "user", "value": "never suggest snacks with nuts", "prohibited": True}
+    assert matches("rule", rule, said)
+    assert not matches("rule", rule, {**said, "prohibited": False})
+
+
+def test_bench_consolidate_on_the_labelled_set_reports_each_kind(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app
+
+    args = ["bench", "consolidate", "--data", "builtin", "--part", "held-out", "--json"]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    rules = json.loads(done.stdout)["rules"]
+    assert rules["part"] == "held-out" and rules["extractor"] == "rules"
+    assert set(rules["kinds"]) == {"state", "event", "rule", "exception", "supersession"}
+    assert {"precision", "recall", "expected", "kept", "matched"} <= set(rules["overall"])
+    table = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "tune"])
+    assert table.exit_code == 0 and "supersession" in table.stdout
+    broken = tmp_path / "set.jsonl"
+    broken.write_text("{not json\n")
+    failed = CliRunner().invoke(app, ["bench", "consolidate", "--data", str(broken)])
+    assert failed.exit_code == 2 and "cannot read labelled conversations" in failed.output
+    wrong = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "x"])
+    assert wrong.exit_code == 2 and "use one of tune, held-out, all" in wrong.output
+
+
+# -- rules that earn a hoist (issue 14 item 2) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Don't give up!",
+        "Don't give up on me if I ask silly payments questions.",
+        "Don't you think green tea is overrated though?",
+        "Nice, don't you think?",
+        "Never had a chance to visit it, is it nice?",
+        'My old manager\'s line was "Listen. Never give up on a customer."',
+        "My first manager had one motto. Never give up on a customer.",
+        "Stop me if you've heard this one: a croissant walks into a bar.",
+        "Don't get me started on it.",
+        "Don't ask me who named them.",
+        "Don't tell anyone, it's under wraps.",
+        "Don't answer that.",
+        "Never a dull moment with her.",
+        "Never again am I teaching a bird swear words.",
+        "Never been, but I hear it's sunny.",
+        "Always the same argument.",
+        "Always arguing with you about books.",
+    ],
+)
+def test_encouragement_idioms_narration_quotes_and_questions_are_not_rules(said: str) -> None:
+    assert [c for c in rule_claims([line("ep-1:s1", said)]) if c.kind == "rule"] == []
+
+
+@pytest.mark.parametrize(
+    ("said", "rules"),
+    [
+        (
+            "I'm allergic to peanuts and tree nuts, so never suggest snacks with nuts.",
+            [
+                ("avoid_peanuts_tree_nuts", "peanuts and tree nuts", True),
+                ("forbidden_suggest_snacks_nuts", "suggest snacks with nuts", True),
+            ],
+        ),
+        ("I'm also allergic to shellfish.", [("avoid_shellfish", "shellfish", True)]),
+        (
+            "I'm avoiding caffeine these days, doctor's orders.",
+            [("avoid_caffeine", "caffeine", True)],
+        ),
+        ("I can't have gluten either, I'm coeliac.", [("avoid_gluten", "gluten", True)]),
+        (
+            "Actually, never mention the project name in summaries.",
+            [
+                (
+                    "forbidden_mention_project_name_summaries",
+                    "mention the project name in summaries",
+                    True,
+                )
+            ],
+        ),
+        (
+            "Stop apologising in every reply, it's annoying.",
+            [("forbidden_apologising_every_reply", "apologising in every reply", True)],
+        ),
+        (
+            "When you write emails for me, always keep them under 150 words.",
+            [("always_keep_150_words", "keep them under 150 words", False)],
+        ),
+        (
+            "Please always put meetings before lunch when you schedule for me.",
+            [
+                (
+                    "always_put_meetings_lunch_schedule",
+                    "put meetings before lunch when you schedule for me",
+                    False,
+                )
+            ],
+        ),
+    ],
+)
+def test_prohibitions_standing_instructions_and_hard_constraints_are_rules(
+    said: str, rules: list[tuple[str, str, bool]]
+) -> None:
+    claims = [c for c in rule_claims([line("ep-1:s1", said)]) if c.kind == "rule"]
+    assert [(c.attribute, c.value, c.prohibited) for c in claims] == rules
+
+
+def test_an_allergy_is_hoisted_as_a_forbidden_rule(sleeper: Memory) -> None:
+    say(sleeper, "I'm planning snacks for a long hike.", "2026-10-17T09:00:00Z")
+    say(sleeper, "I'm allergic to peanuts and tree nuts, so never suggest snacks with nuts.",
+        "2026-10-17T09:01:00Z")  # fmt: skip
+    say(sleeper, "Don't give up on me, I'm new to hiking!", "2026-10-17T09:02:00Z")
+    sleeper.sleep()
+    rules = {m.attribute for m in sleeper.facts() if m.prohibited}
+    assert rules == {"avoid_peanuts_tree_nuts", "forbidden_suggest_snacks_nuts"}
+    block = sleeper.recall("What snacks should I pack?")
+    items = block.splitlines()[-1]  # the framing line above names [FORBIDDEN: ...] itself
+    assert sorted(re.findall(r"\[FORBIDDEN: [^\]]*\]", items)) == [
+        "[FORBIDDEN: peanuts and tree nuts]",
+        "[FORBIDDEN: suggest snacks with nuts]",
+    ]
+    assert items.startswith("[FORBIDDEN: ") and items.index("[FORBIDDEN") < items.index("[LOG")
+
+
+def test_an_avoid_attribute_is_inhibitory_however_it_is_stored(sleeper: Memory) -> None:
+    explicit = sleeper.remember("no dairy in anything", attribute="avoid_dairy")
+    assert explicit.prohibited
+    assert "[FORBIDDEN: no dairy in anything]" in sleeper.recall("dinner ideas")
+    user, assistant = (
+        line("ep-1:s1", "I avoid nuts."),
+        line("ep-2:s1", "Avoid nuts.", role="assistant"),
+    )
+    claim = Claim(kind="state", attribute="avoid nuts", value="nuts", cites=("ep-1:s1",))
+    verified, rejected = verify_claims([claim], [user, assistant], UTC)
+    assert rejected == [] and verified[0].claim.prohibited and verified[0].claim.kind == "rule"
+    told = Claim(kind="fact", attribute="avoid_nuts", value="nuts", cites=("ep-2:s1",))
+    verified, rejected = verify_claims([told], [user, assistant], UTC)
+    assert verified == [] and rejected[0][1].startswith("speaker: ")
+
+
+# -- time and change, job changes, adverbs (issue 14 items 4 and 5) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (
+            "I joined Zerodha as a systems engineer last week.",
+            [("state", "employer", "Zerodha", ""), ("state", "role", "systems engineer", "")],
+        ),
+        ("Quick update: I now work at Zerodha.", [("state", "employer", "Zerodha", "")]),
+        (
+            "I'm now a data scientist at Unacademy.",
+            [("state", "role", "data scientist", ""), ("state", "employer", "Unacademy", "")],
+        ),
+        ("I actually live in Munich.", [("state", "home city", "Munich", "")]),
+        (
+            "I finally finished the Berlin marathon yesterday!",
+            [("event", "finished", "the Berlin marathon", "")],
+        ),
+    ],
+)
+def test_job_changes_and_adverbs_between_i_and_the_verb(
+    said: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [(c.kind, c.attribute, c.value, c.condition) for c in claims] == expected
+
+
+def test_the_new_employer_is_the_current_one(sleeper: Memory) -> None:
+    say(sleeper, "I work at Infosys as a data engineer.", "2026-03-02T09:00:00Z")
+    sleeper.sleep()
+    say(sleeper, "Quick update: I now work at Zerodha.", "2026-05-11T09:00:00Z", "s2")
+    sleeper.sleep()
+    employer = {
+        m.value: m for m in sleeper.facts(include_history=True) if m.attribute == "employer"
+    }
+    assert employer["Zerodha"].active and not employer["Infosys"].active
+    assert employer["Infosys"].superseded_by == employer["Zerodha"].id
+
+
+def test_a_backdated_statement_is_history_whatever_the_order_of_processing(
+    sleeper: Memory,
+) -> None:
+    statements = [
+        ("I moved to Bangalore last week.", "2026-10-17T18:00:00Z", "s2"),
+        ("I live in Chennai.", "2026-01-20T10:00:00Z", "s1"),  # said in January
+    ]
+    for space, order in (("backdated-last", statements), ("in-order", statements[::-1])):
+        for text, at, session in order:
+            sleeper.observe("user", text, session_id=session, occurred_at=at, space=space)
+            sleeper.sleep(space=space)
+        history = sleeper.facts(include_history=True, space=space)
+        home = {m.value: m for m in history if m.attribute == "home city"}
+        assert [m.value for m in sleeper.facts(space=space)] == ["Bangalore"], space
+        assert not home["Chennai"].active and home["Chennai"].superseded_by == home["Bangalore"].id
+        assert "[outdated: now Bangalore]" in sleeper.recall("Do I live in Chennai?", space=space)
+
+
+def test_a_changed_preference_supersedes_the_earlier_one_on_its_topic(sleeper: Memory) -> None:
+    say(sleeper, "I prefer tea.", "2026-01-05T08:00:00Z")
+    say(sleeper, "I prefer dark mode.", "2026-01-05T08:01:00Z")
+    sleeper.sleep()
+    say(sleeper, "Actually I prefer coffee now.", "2026-02-14T08:00:00Z", "s2")
+    report = sleeper.sleep()
+    prefers = {m.value: m for m in sleeper.facts(include_history=True) if m.attribute == "prefers"}
+    assert {m.value for m in sleeper.facts() if m.attribute == "prefers"} == {"coffee", "dark mode"}
+    assert prefers["tea"].superseded_by == prefers["coffee"].id
+    assert report.superseded == [prefers["tea"].id]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Ha! I love it.",
+        "I love your suggestion about the strap.",
+        "I love this quote he included.",
+        "I love the way he writes.",
+        "I moved to Lisbon in March. I love it there.",
+        "I received it yesterday.",
+        "I bought it a year ago.",
+    ],
+)
+def test_no_preference_or_event_of_a_pronoun_the_thing_in_front_of_you_or_a_time(
+    said: str,
+) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [c for c in claims if c.kind in ("preference", "event")] == []
+
+
+def test_the_labelled_bench_scores_a_model_and_nothing_ungrounded_is_kept(tmp_path: Path) -> None:
+    import json
+
+    from local_memory_helpers import ScriptedModel
+    from orcamem.bench.consolidation import label_set, score_labelled
+
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(label_set("builtin", "held-out")[0]) + "\n")
+
+    def invent() -> dict:
+        ref = re.search(r"\[(ep-\d+:s\d+)\]", model.sent[-1]).group(1)
+        made_up = [("rule", "give up on Atlantis"), ("state", "Atlantis"), ("event", "a moon trip")]
+        return {
+            "items": [
+                {"kind": kind, "attribute": "x", "value": value, "prohibited": kind == "rule",
+                 "cites": [ref]}
+                for kind, value in made_up
+            ]
+        }  # fmt: skip
+
+    model = ScriptedModel(*[invent] * 10)
+    result = score_labelled(data=data, model=model)
+    assert result["extractor"] == "model:scripted:test" and model.sent
+    assert result["overall"]["kept"] == 0 and result["overall"]["precision"] is None
+    assert result["overall"]["expected"] > 0 and result["overall"]["recall"] == 0.0

@@ -27,6 +27,7 @@ __all__ = [
     "NewEpisode",
     "NewMemory",
     "digest",
+    "inhibitory",
     "new_memory_id",
     "shown",
     "validate_count",
@@ -280,6 +281,17 @@ class Line:
     @property
     def label(self) -> str:
         return f"s{self.seq}"
+
+
+INHIBITORY = ("forbidden", "avoid")
+"""Seed 003's inhibitory namespaces: a memory whose attribute is ``forbidden_*`` or ``avoid_*``
+is an anti-pattern, hoisted as ``[FORBIDDEN: …]`` whoever stored it."""
+
+
+def inhibitory(attribute: str | None) -> bool:
+    """Whether ``attribute`` (``avoid_nuts``, ``avoid nuts``, ``forbidden_x``) is inhibitory."""
+    head = (attribute or "").strip().lower().replace(" ", "_").partition("_")[0]
+    return head in INHIBITORY
 
 
 @dataclass(frozen=True)

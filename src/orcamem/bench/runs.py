@@ -14,7 +14,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -374,7 +374,8 @@ def consolidate(
         ``{"extractor": …, "precision": …, "recall": …, "supersession": …,
         "p50_s_per_episode": …, "conversations": [{…}], "machine": {…}}``
     """
-    from .._kernel.clock import FrozenClock, parse_time
+    from .._kernel.clock import FrozenClock
+    from .consolidation import replay
 
     conversations = load_fixtures(fixtures)
     kept = matched = expected_total = superseded_ok = superseded_total = 0
@@ -384,21 +385,10 @@ def consolidate(
     for number, conversation in enumerate(conversations):
         clock = FrozenClock(conversation["sessions"][0]["at"])
         with Memory(":memory:", clock=clock, model=model) as mem:
-            for index, session in enumerate(conversation["sessions"]):
-                start = parse_time(session["at"])
-                for offset, (role, text) in enumerate(session["turns"]):
-                    mem.observe(
-                        role,
-                        text,
-                        session_id=f"s{index + 1}",
-                        occurred_at=(start + timedelta(minutes=offset)).isoformat(),
-                    )
-                clock.advance(days=1)
-                begin = time.perf_counter()
-                report = mem.sleep()
-                if report.episodes:
-                    per_episode.append((time.perf_counter() - begin) / report.episodes)
-                extractor = extractor or ",".join(report.extractors)
+            sessions = [(s["at"], [tuple(t) for t in s["turns"]]) for s in conversation["sessions"]]
+            seconds, used = replay(mem, clock, sessions)
+            per_episode += seconds
+            extractor = extractor or ",".join(used)
             active = mem.facts()
             history = mem.facts(include_history=True)
         want = {_key(*item) for item in conversation["active"]}

@@ -33,6 +33,7 @@ from .._kernel.model import (
     NewEpisode,
     NewMemory,
     digest,
+    inhibitory,
     is_memory_id,
     shown,
     validate_count,
@@ -445,9 +446,9 @@ class Memory:
     ) -> MemoryRecord:
         """Store an explicit memory (no model involved) and index it at once.
 
-        A forbidden rule (``prohibited=True``) the space already holds in the same words
-        (case, spacing, punctuation and never/don't aside) is returned as it is, not stored
-        twice. A text (or value, condition) holding a secret is refused with InvalidInputError
+        An ``avoid_*`` or ``forbidden_*`` attribute makes it a forbidden rule too. A forbidden
+        rule (``prohibited=True``) the space already holds in the same words (case, spacing,
+        punctuation and never/don't aside) is returned as it is, not stored twice. A text (or value, condition) holding a secret is refused with InvalidInputError
         naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
         """
         space = self._space(space)
@@ -469,6 +470,7 @@ class Memory:
                 validate_id(field_value, what=name)
         if source not in SOURCES:
             raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
+        prohibited = prohibited or inhibitory(attribute)  # avoid_* is a rule too (seed 003)
         memory = NewMemory(
             space=space,
             content=content,

@@ -1,13 +1,16 @@
 """The gate: how a verified claim relates to what is already known, and the writes it makes.
 
-- a prohibited claim → a rule memory with the namespaced attribute ``forbidden_<attr>``,
-  hoisted to the top of every recall;
+- a prohibited claim → a rule memory with the namespaced attribute ``forbidden_<attr>`` (or
+  ``avoid_<attr>``, kept: an allergy, a diet), hoisted to the top of every recall;
 - a claim with a non-empty ``condition`` → a conditional exception; the baseline state of the
   same attribute stays active (defeasible logic: "when I have a sore throat, ginger tea" does
   not overwrite "black coffee every morning");
 - otherwise a state supersedes the active unconditional state of the same entity and
-  attribute (``active = 0``, ``superseded_by`` = the new id); events, facts and preferences
-  add up;
+  attribute (``active = 0``, ``superseded_by`` = the new id), and so does a preference that
+  says it changed ("Actually I prefer coffee now") the earlier one on the same topic; events,
+  facts and other preferences add up;
+- time order is ``occurred_at``'s, not processing order: a statement about an earlier day
+  than the active state's (a backdated import) is stored as history, superseded by it;
 - an exact duplicate of an active memory (same kind, entity, attribute, value, condition) is
   not stored again.
 
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..._kernel.model import MemoryRecord, NewMemory
+from ..._kernel.model import INHIBITORY, MemoryRecord, NewMemory
 from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
 from .claims import Claim
@@ -96,8 +99,10 @@ def held_rule(memories: Sequence[MemoryRecord], text: str) -> MemoryRecord | Non
 def _attribute(claim: Claim, active: Sequence[MemoryRecord]) -> str:
     """The attribute the claim is stored under (namespaced rules, linked exceptions)."""
     if claim.prohibited:
-        bare = claim.attribute.removeprefix("forbidden_").removeprefix("forbidden ")
-        return f"forbidden_{slug(bare)}"
+        head, _, rest = claim.attribute.strip().lower().replace(" ", "_").partition("_")
+        if head in INHIBITORY and rest:
+            return f"{head}_{slug(rest)}"  # forbidden_* and avoid_* keep their namespace
+        return f"forbidden_{slug(claim.attribute)}"
     instead_of = claim.extra.get("instead_of")
     if claim.condition and instead_of:
         wanted = set(normal_words(instead_of))
@@ -173,20 +178,54 @@ def apply_claims(
             embedder_id,
             now,
         )
-        if category == "state" and not claim.condition:
-            for old in active:
-                if (
-                    old.category == "state"
-                    and old.active
-                    and not old.condition
-                    and old.entity == claim.entity
-                    and old.attribute == attribute
-                ):
-                    store.update_memory(
-                        space, old.id, MemoryUpdate(active=False, superseded_by=memory.id), now
-                    )
-                    result.superseded.append(old.id)
-            active = [m for m in active if m.id not in result.superseded]
+        replaced = _replaced(claim, attribute, active, embed)
+        later = [m for m in replaced if item.date and m.event_date and m.event_date > item.date]
+        if later:  # said of an earlier time (a backdated line): history, not the current state
+            successor = min(later, key=lambda m: m.event_date or "")
+            store.update_memory(
+                space, memory.id, MemoryUpdate(active=False, superseded_by=successor.id), now
+            )
+            result.superseded.append(memory.id)
+            result.stored.append(memory)
+            continue
+        for old in replaced:
+            store.update_memory(
+                space, old.id, MemoryUpdate(active=False, superseded_by=memory.id), now
+            )
+            result.superseded.append(old.id)
+        active = [m for m in active if m.id not in result.superseded]
         active.append(memory)
         result.stored.append(memory)
     return result
+
+
+SAME_TOPIC = 0.25
+"""The least cosine between two preference values for a changed one to replace the other
+("coffee" and "tea" are about 0.5 with the shipped embedder, "coffee" and "dark mode" 0.01)."""
+
+
+def _replaced(
+    claim: Claim,
+    attribute: str,
+    active: Sequence[MemoryRecord],
+    embed: Callable[[list[str]], np.ndarray],
+) -> list[MemoryRecord]:
+    """The active memories a new claim replaces: the unconditional state of the same entity
+    and attribute; for a preference that says it changed ("Actually I prefer coffee now"),
+    the earlier preference of the same entity and attribute closest to it in meaning, if any
+    is close enough (``SAME_TOPIC``). Events, facts, rules and exceptions add up."""
+    same = [
+        m
+        for m in active
+        if m.active and not m.condition and m.entity == claim.entity and m.attribute == attribute
+    ]
+    if claim.kind == "state" and not claim.condition and not claim.prohibited:
+        return [m for m in same if m.category == "state"]
+    earlier = [m for m in same if m.category == "preference"]
+    if claim.kind != "preference" or not claim.extra.get("changed") or not earlier:
+        return []
+    vectors = embed([claim.value, *(m.value or m.content for m in earlier)])
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    scores = vectors[1:] @ vectors[0]
+    best = int(np.argmax(scores))
+    return [earlier[best]] if scores[best] >= SAME_TOPIC else []

@@ -1,9 +1,11 @@
 """The consolidator that needs no model: declarative patterns a person uses about themself.
 
 Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
-prefer silence to invention: a sentence that does not match cleanly yields nothing, and the
-claims still go through the same verification and gate as a model's (which refuses a rule
-whose line is not the user's own turn: a note saying "never X" is not the user's rule).
+prefer silence to invention: a sentence that does not match cleanly yields nothing, quoted
+speech and questions are not read at all, and the claims still go through the same
+verification and gate as a model's (which refuses a rule whose line is not the user's own
+turn: a note saying "never X" is not the user's rule). A rule is hoisted into every block, so
+only an explicit prohibition or standing instruction earns one (issue 14).
 
 Supported (case-insensitive; X, Y are the captured words):
 
@@ -13,17 +15,24 @@ said                                    claim
 I live in X / I'm based in X            state  user · home city: X
 I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
+I joined Y as a X                       state  user · employer: Y and role: X
 I work at/for Y                         state  user · employer: Y
+(an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
 I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
 when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
 (… instead of Y)                        the attribute of the active state whose value has Y
-I prefer X (over Y) / I love X          preference  user · prefers: X
-I'm allergic to X                       fact   user · allergic to: X
+I prefer X (over Y) / I love X          preference  user · prefers: X (with "now",
+                                        "actually", …: replaces the earlier one on its topic)
+I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
+I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
+have (eat, drink) X
 my name is X / I'm X / call me X        state  user · name: X
-never X / don't X / do not X / stop X   rule   forbidden_<X>: the sentence
-always X                                rule   always: X
+never X / don't X / do not X /          rule   forbidden_<X>: X, when X is an instruction
+stop Xing (opening a sentence or        (a base verb with an object: not "don't give up",
+a clause: "…, so never suggest X")      "never had a chance", "stop me if", "don't you")
+always X (likewise)                     rule   always: X
 I went to / visited / attended X,
 I got / received / bought X, ... gave
 me X  (with a time expression)          event  user · <verb>: X, dated by the expression
@@ -35,9 +44,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ..._kernel.text import slug
+from ..._kernel.text import STOPWORDS, slug
 from .anchor import find_when
 from .claims import Claim, SourceLine
+from .verify import normal_words
 
 __all__ = ["rule_claims"]
 
@@ -48,14 +58,33 @@ _STOP = (
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
+# "I finally finished", "I actually live", "I now work": an adverb between I and the verb.
+_ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|already)\s+)?"
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
+_RULE_END = r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is)\b|[,.;:!?]|$)"
+# A rule opens a sentence or clause ("…, so never suggest snacks with nuts"); what follows the
+# never/don't/stop/always must be an instruction: a verb in the base form with an object.
+_RULE_OPEN = r"(?:^|[.!?;]\s+|,\s*)(?:(?:and|so|but|also|actually|oh|please),?\s+)*"
 _NOT_RULES = re.compile(
-    r"^(?:worry|mind|know|bother|hesitate|be\b|apologi[sz]e|get me wrong|think|feel|panic|"
-    r"stress|care|forget to)",
+    r"^(?:worry|mind|know|bother|hesitate|be\b|apologi[sz]e|get\b|think|feel|panic|stress|care|"
+    r"forget\b|give up|quit\b|lose\b|let\b|dare\b|blame\b|judge\b|laugh\b|cry\b)",
     re.IGNORECASE,
 )
+# Words after "never" that make it narration or an idiom, not an instruction ("never had a
+# chance", "never been", "never a dull moment", "never again am I ...").
+_NOT_VERBS = frozenset({
+    "a", "an", "the", "again", "ever", "even", "once", "mind", "been", "had", "has", "was",
+    "were", "did", "got", "gone", "went", "came", "saw", "seen", "heard", "knew", "made",
+    "thought", "said", "told", "felt", "found", "really", "before", "since", "much", "more",
+    "that", "this", "it", "i", "you", "we", "they", "he", "she", "there",
+})  # fmt: skip
+_PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
+_WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
+_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them"})
+_TIME_WORDS = frozenset({"yesterday", "today", "tomorrow", "tonight", "year", "month", "week",
+                         "day", "ago", "morning", "evening", "weekend"})  # fmt: skip
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
 # "my head is spinning" and "my point is that ..." are not.
 _SLOT_RE = re.compile(
@@ -63,17 +92,33 @@ _SLOT_RE = re.compile(
     r"nickname|diet|blood type|shoe size|height|native language|first language)\b"
 )
 _ABBREVIATION_RE = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.")
+# What a hard constraint ("allergic to X", "I'm avoiding X") runs to: the noun phrase, not
+# the reason or time after it.
+_AVOID_END = (
+    r"(?=\s+(?:so|but|which|because|since|too|either|as well|these days|this|now|anymore|for|"
+    r"doctor's)\b|[,.;:!?)]|$)"
+)
+# A preference said as a change replaces the earlier one on its topic (gate._replaced).
+_CHANGED_RE = re.compile(
+    r"\b(?:now|actually|these days|nowadays|anymore|no longer|instead|switched)\b", re.IGNORECASE
+)
+# Quoted speech is someone else's words, and a question states nothing: neither is read.
+_QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_QUESTION_RE = re.compile(r"[^.!?]*\?")
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"\b(?:[Mm]y name is|I'm|I am|[Cc]all me)\s+([A-Z][a-z]+)"
                         r"(?=\s*[.,!?]|\s+and\b|$)")),
     ("move", re.compile(r"\bI(?:'ve| have)?\s+(?:just\s+)?(?:moved|relocated|shifted)\s+"
                         r"(?:from\s+" + _PLACE + r"\s+)?to\s+" + _PLACE)),
-    ("live", re.compile(r"\bI(?:'m| am)?\s+(?:now\s+)?(?:live|living|based|settled)\s+in\s+" + _PLACE)),
-    ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _A + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+"
-                          + _PLACE)),
+    ("live", re.compile(r"\bI(?:'m| am)?\s+" + _ADVERB + r"(?:live|living|based|settled)\s+in\s+"
+                        + _PLACE)),
+    ("joined", re.compile(r"\bI(?:'ve| have)?\s+" + _ADVERB + r"joined\s+" + _PLACE + r"\s+as\s+"
+                          + _A + r"([a-z][a-z -]{1,40}?)" + _STOP)),
+    ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _ADVERB + _A
+                          + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
-    ("employer", re.compile(r"\bI work (?:at|for)\s+" + _PLACE)),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE)),
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
     ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
@@ -85,14 +130,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("habit", re.compile(r"\bI\s+(?:usually\s+|always\s+)?(drink|eat|use|take)\s+"
                          r"([^,.;:!?]{1,60}?)\s+" + _HABIT)),
     ("allergy", re.compile(r"\bI(?:'m| am)\s+(?:also\s+)?(?:severely\s+|very\s+)?allergic to\s+"
-                           + _PHRASE)),
+                           r"([^,.;:!?()]{1,60}?)" + _AVOID_END)),
     ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
-    ("never", re.compile(r"(?:^|[.!?]\s+|,\s*)(?:please\s+)?(?:never|don't|do not|stop)\s+"
-                         r"(?:ever\s+)?([a-z][^,.;!?]{3,150}?)" + _CLAUSE_END, re.IGNORECASE)),
-    ("always", re.compile(r"(?:^|[.!?]\s+)(?:please\s+)?always\s+([a-z][^,.;!?]{3,150}?)"
-                          + _CLAUSE_END, re.IGNORECASE)),
-    ("event", re.compile(r"\bI\s+(went to|visited|attended|got|received|bought|adopted|started|"
-                         r"finished|won|lost)\s+" + _PHRASE)),
+    ("never", re.compile(_RULE_OPEN + r"(never|don't|do not|stop)\s+(?:ever\s+)?"
+                         r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
+    ("always", re.compile(_RULE_OPEN + r"(always)\s+([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END,
+                          re.IGNORECASE)),
+    ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
+                         r"can't (?:have|eat|drink)|cannot (?:have|eat|drink))"
+                         r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
+    ("event", re.compile(r"\bI\s+" + _ADVERB + r"(went to|visited|attended|got|received|bought|"
+                         r"adopted|started|finished|won|lost)\s+" + _PHRASE)),
     ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
 ]  # fmt: skip
 
@@ -101,21 +149,51 @@ def _clean(value: str) -> str:
     return " ".join(value.strip(" '\"").split())
 
 
+def _instruction(action: str) -> bool:
+    """Whether the words after never/don't/stop/always tell the assistant what (not) to do:
+    a base-form verb (not narration, "never had"), not an idiom ("don't give up", "don't
+    worry"), not about a person addressed ("stop me if", "don't tell anyone", "don't ask how"),
+    and with something to do ("don't answer that" and "never give up!" have nothing)."""
+    words = action.split()
+    first = words[0].lower()
+    if first in _NOT_VERBS or _NOT_RULES.match(action) or words[0][:1].isupper():
+        return False
+    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in _PERSON | _WH):
+        return False
+    rest = {w for w in normal_words(" ".join(words[1:])) if w not in STOPWORDS} - _PERSON
+    return bool(rest)
+
+
+def _concrete(value: str) -> bool:
+    """Whether a preference or event value names a thing: not "it", "this quote", "your
+    idea", "the way he writes" (what is in front of the speaker, or a pronoun for someone
+    else's words), nor only time words ("I got it a year ago")."""
+    words = value.lower().split()
+    if not words or words[0] in _DEICTIC or " ".join(words[:2]) == "the way":
+        return False
+    return bool({w for w in normal_words(value) if w not in STOPWORDS} - _TIME_WORDS)
+
+
+def _said(text: str) -> str:
+    """The line without quoted speech and questions."""
+    return _QUESTION_RE.sub(" ", _QUOTED_RE.sub(" … ", text))
+
+
 def _from_line(line: SourceLine) -> Iterator[Claim]:
-    text, cite = _ABBREVIATION_RE.sub(r"\1", line.text), (line.ref,)
+    text, cite = _said(_ABBREVIATION_RE.sub(r"\1", line.text)), (line.ref,)
     when = find_when(text)
     taken: set[str] = set()
     for name, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            if name in taken and name not in ("never", "event"):
+            if name in taken and name not in ("never", "always", "event"):
                 continue
             claims = list(_claims(name, match, when, cite, text))
             if claims:
                 taken.add(name)
                 if name in ("move", "live"):
                     taken.update(("move", "live"))
-                if name in ("job_at", "job"):
-                    taken.update(("job_at", "job", "employer"))
+                if name in ("joined", "job_at", "job"):
+                    taken.update(("joined", "job_at", "job", "employer"))
                 if name in ("named", "my_is"):
                     taken.update(("named", "my_is"))
                 if name in ("conditional",):
@@ -133,6 +211,9 @@ def _claims(
         yield Claim(attribute="home city", value=_clean(m.group(2)), when=when, **state)
     elif name == "live":
         yield Claim(attribute="home city", value=_clean(m.group(1)), **state)
+    elif name == "joined":
+        yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
+        yield Claim(attribute="role", value=_clean(m.group(2)), **state)
     elif name == "job_at":
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
         yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
@@ -165,12 +246,26 @@ def _claims(
             **state,
         )
     elif name == "allergy":
-        yield Claim(kind="fact", attribute="allergic to", value=_clean(m.group(1)), cites=cite)
-    elif name == "prefer":
-        yield Claim(kind="preference", attribute="prefers", value=_clean(m.group(1)), cites=cite)
+        allergen = _clean(m.group(1))
+        yield Claim(kind="fact", attribute="allergic to", value=allergen, cites=cite)
+        yield _avoid(allergen, cite)
+    elif name == "avoid":
+        thing = _clean(m.group(1))
+        if thing.split()[0].lower() not in _NOT_VERBS | {"any", "my", "your", "to"}:
+            yield _avoid(thing, cite)
+    elif name == "prefer" and _concrete(m.group(1)):
+        changed = {"changed": True} if _CHANGED_RE.search(text) else {}
+        yield Claim(
+            kind="preference",
+            attribute="prefers",
+            value=_clean(m.group(1)),
+            cites=cite,
+            extra=changed,
+        )
     elif name == "never":
-        action = _clean(m.group(1))
-        if _NOT_RULES.match(action):
+        action = _clean(m.group(2))
+        gerund = action.split()[0].lower().endswith("ing")  # "stop using X", "never use X"
+        if not _instruction(action) or gerund != (m.group(1).lower() == "stop"):
             return
         yield Claim(
             kind="rule",
@@ -180,9 +275,10 @@ def _claims(
             cites=cite,
         )
     elif name == "always":
-        action = _clean(m.group(1))
-        yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
-    elif name == "event" and when:
+        action = _clean(m.group(2))
+        if _instruction(action) and not action.split()[0].lower().endswith("ing"):
+            yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
+    elif name == "event" and when and _concrete(m.group(2)):
         yield Claim(
             kind="event",
             attribute=m.group(1).lower(),
@@ -198,6 +294,13 @@ def _claims(
             when=when,
             cites=cite,
         )
+
+
+def _avoid(thing: str, cite: tuple[str, ...]) -> Claim:
+    """A hard constraint (an allergy, a diet) is a rule: hoisted, never suggested."""
+    return Claim(
+        kind="rule", attribute=f"avoid_{slug(thing)}", value=thing, prohibited=True, cites=cite
+    )
 
 
 def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:

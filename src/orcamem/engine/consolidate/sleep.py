@@ -25,6 +25,7 @@ from .verify import (
     check_grounding,
     check_secrets,
     check_speaker,
+    inhibit,
     resolve_pronoun_value,
 )
 
@@ -129,7 +130,7 @@ def verify_claims(
     carried = carry_pronouns(lines)
     verified: list[Verified] = []
     rejected: list[tuple[Claim, str]] = []
-    for claim in claims:
+    for claim in map(inhibit, claims):
         reason = check_citations(claim, by_ref) or check_speaker(claim, by_ref)
         if reason is None:
             claim = resolve_pronoun_value(claim, carried)

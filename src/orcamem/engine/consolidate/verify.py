@@ -1,7 +1,8 @@
 """Deterministic checks a claim must pass before it may become a memory.
 
 Each check is a pure function that returns ``None`` when the claim passes, or the reason it is
-rejected (kept in the audit table):
+rejected (kept in the audit table). First ``inhibit`` makes a claim filed under ``avoid_*`` or
+``forbidden_*`` a forbidden rule, so the speaker check below applies to it.
 
 - ``check_citations``: every cited line exists among the lines the extractor was shown.
 - ``check_speaker``: a rule (forbidden or "always") cites only the user's own turns: what
@@ -26,6 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ..._kernel.model import inhibitory
 from ..._kernel.redact import find_secrets
 from ..._kernel.text import STOPWORDS, terms
 from .claims import Claim, SourceLine
@@ -36,6 +38,7 @@ __all__ = [
     "check_grounding",
     "check_secrets",
     "check_speaker",
+    "inhibit",
     "normal_words",
     "resolve_pronoun_value",
 ]
@@ -52,6 +55,14 @@ def normal_words(text: str) -> list[str]:
 
 def _content(text: str) -> list[str]:
     return [w for w in normal_words(text) if w not in STOPWORDS]
+
+
+def inhibit(claim: Claim) -> Claim:
+    """A claim filed under ``avoid_*`` or ``forbidden_*`` is a forbidden rule whatever its kind
+    (seed 003), so it meets ``check_speaker`` and is hoisted like one."""
+    if inhibitory(claim.attribute) and not claim.prohibited:
+        return replace(claim, kind="rule", prohibited=True)
+    return claim
 
 
 def check_citations(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:

@@ -257,27 +257,39 @@ def consolidate_command(
     fixtures: Annotated[
         Path | None, typer.Option(help="A fixtures file (default: the shipped set).")
     ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(help="A labelled set (JSON lines) or 'builtin': precision/recall per kind."),
+    ] = None,
+    part: Annotated[str, typer.Option(help="With --data: tune, held-out or all.")] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Precision/recall of consolidated memories on the fixture conversations (rules, and a
-    model when --upstream/--model are given)."""
+    """Precision/recall of consolidated memories on the fixture conversations, or per kind on
+    a labelled set with --data (rules, and a model when --upstream/--model are given)."""
     from ..._kernel.llm import make_chat_model
+    from ...bench.consolidation import score_labelled
     from ...bench.runs import consolidate
 
-    runs = {"rules": _run(lambda p: consolidate(fixtures=fixtures, progress=p), "rules", as_json)}
+    def bench(chat=None):
+        if data is None:
+            return lambda p: consolidate(model=chat, fixtures=fixtures, progress=p)
+        return lambda p: score_labelled(data=data, part=part, model=chat, progress=p)
+
+    runs = {"rules": _run(bench(), "rules", as_json)}
     if upstream or model:
         try:
             chat = make_chat_model(upstream, model)
         except OrcamemError as exc:
             raise fail(exc) from None
         try:
-            runs["model"] = _run(
-                lambda p: consolidate(model=chat, fixtures=fixtures, progress=p), "model", as_json
-            )
+            runs["model"] = _run(bench(chat), "model", as_json)
         finally:
             chat.close()
     if as_json:
         print(json.dumps(runs))
+        return
+    if data is not None:
+        _labelled_tables(runs)
         return
     table = Table(
         "consolidator",
@@ -297,6 +309,42 @@ def consolidate_command(
         )
     out.print(table)
     for name, row in runs.items():
+        for conversation in row["conversations"]:
+            if conversation["missing"] or conversation["unexpected"]:
+                out.print(
+                    f"{name} · {conversation['name']}: missing {conversation['missing']}, "
+                    f"unexpected {conversation['unexpected']}",
+                    markup=False,
+                )
+
+
+def _labelled_tables(runs: dict) -> None:
+    """Per kind precision/recall of each consolidator, then what each conversation missed."""
+
+    def ratio(value):
+        return "-" if value is None else f"{value:.3f}"
+
+    for name, row in runs.items():
+        table = Table(
+            "kind",
+            "precision",
+            "recall",
+            "labelled",
+            "kept",
+            "matched",
+            title=f"orcamem bench consolidate {name} ({row['extractor']}) on {row['part']}: "
+            f"{row['turns']} turns",
+        )
+        for kind, cell in [*row["kinds"].items(), ("overall", row["overall"])]:
+            table.add_row(
+                kind,
+                ratio(cell["precision"]),
+                ratio(cell["recall"]),
+                str(cell["expected"]),
+                str(cell["kept"]),
+                str(cell["matched"]),
+            )
+        out.print(table)
         for conversation in row["conversations"]:
             if conversation["missing"] or conversation["unexpected"]:
                 out.print(
