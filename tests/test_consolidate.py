@@ -751,6 +751,18 @@ def test_a_backdated_statement_is_history_whatever_the_order_of_processing(
         assert "[outdated: now Bangalore]" in sleeper.recall("Do I live in Chennai?", space=space)
 
 
+def test_a_move_said_after_the_old_home_replaces_it_though_it_is_dated_earlier(
+    sleeper: Memory,
+) -> None:
+    """Seed 003's own example: what orders two states is when each was said, not the day a
+    state is about ("last week" dates the move before "I live in Pune" was said)."""
+    sleeper.observe("user", "I work as a backend engineer and I live in Pune.", session_id="s1")
+    sleeper.observe("user", "I moved from Pune to Bangalore last week.", session_id="s1")
+    sleeper.sleep()
+    assert [m.value for m in sleeper.facts() if m.attribute == "home city"] == ["Bangalore"]
+    assert "[user.home city: Bangalore" in sleeper.recall("Where do I live?")
+
+
 def test_a_changed_preference_supersedes_the_earlier_one_on_its_topic(sleeper: Memory) -> None:
     say(sleeper, "I prefer tea.", "2026-01-05T08:00:00Z")
     say(sleeper, "I prefer dark mode.", "2026-01-05T08:01:00Z")

@@ -41,6 +41,8 @@ class Verified:
     line_ids: tuple[int, ...]
     date: str | None
     """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
+    said_on: str | None = None
+    """The day it was said (its first cited line's ``occurred_at``, local): what orders states."""
     session_id: str | None = None
     turn_id: str | None = None
 
@@ -179,8 +181,12 @@ def apply_claims(
             now,
         )
         replaced = _replaced(claim, attribute, active, embed)
-        later = [m for m in replaced if item.date and m.event_date and m.event_date > item.date]
-        if later:  # said of an earlier time (a backdated line): history, not the current state
+        said_on = item.said_on or item.date
+        # said before the active state's day (a backdated line): history, not the current state.
+        # What was said is compared, not what it is about: "I moved from Pune to Bangalore last
+        # week", said today, replaces "I live in Pune", also said today.
+        later = [m for m in replaced if said_on and m.event_date and m.event_date > said_on]
+        if later:
             successor = min(later, key=lambda m: m.event_date or "")
             store.update_memory(
                 space, memory.id, MemoryUpdate(active=False, superseded_by=successor.id), now

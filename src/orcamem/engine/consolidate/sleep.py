@@ -151,6 +151,7 @@ def verify_claims(
                 claim=replace(claim, cites=tuple(dict.fromkeys(claim.cites))),
                 line_ids=tuple(by_ref[ref].line_id for ref in dict.fromkeys(claim.cites)),
                 date=day.isoformat() if day else None,
+                said_on=local_day(first.occurred_at, tz).isoformat(),
                 session_id=first.session_id,
                 turn_id=turn,
             )
