@@ -763,6 +763,23 @@ def test_a_move_said_after_the_old_home_replaces_it_though_it_is_dated_earlier(
     assert "[user.home city: Bangalore" in sleeper.recall("Where do I live?")
 
 
+@pytest.mark.parametrize(
+    ("said", "allergen"),
+    [
+        ("I have a severe peanut allergy.", "peanut"),
+        ("I have an allergy to shellfish, so be careful.", "shellfish"),
+    ],
+)
+def test_an_allergy_said_as_a_noun_is_a_hoisted_rule(
+    sleeper: Memory, said: str, allergen: str
+) -> None:
+    sleeper.observe("user", said)
+    sleeper.sleep()
+    [rule] = [m for m in sleeper.facts() if m.prohibited]
+    assert rule.attribute == f"avoid_{allergen}"
+    assert "[FORBIDDEN:" in sleeper.recall("What should I cook tonight?")
+
+
 def test_a_changed_preference_supersedes_the_earlier_one_on_its_topic(sleeper: Memory) -> None:
     say(sleeper, "I prefer tea.", "2026-01-05T08:00:00Z")
     say(sleeper, "I prefer dark mode.", "2026-01-05T08:01:00Z")

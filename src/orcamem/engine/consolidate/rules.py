@@ -26,6 +26,7 @@ when/if C, I drink/eat/use X            state  same attribute, condition C (base
 I prefer X (over Y) / I love X          preference  user · prefers: X (with "now",
                                         "actually", …: replaces the earlier one on its topic)
 I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
+I have a (severe) X allergy             the same
 I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
 have (eat, drink) X
 my name is X / I'm X / call me X        state  user · name: X
@@ -131,6 +132,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                          r"([^,.;:!?]{1,60}?)\s+" + _HABIT)),
     ("allergy", re.compile(r"\bI(?:'m| am)\s+(?:also\s+)?(?:severely\s+|very\s+)?allergic to\s+"
                            r"([^,.;:!?()]{1,60}?)" + _AVOID_END)),
+    # "I have a severe peanut allergy", "I have an allergy to shellfish"
+    ("allergy", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+(?:(?:severe|serious|bad|mild|"
+                           r"life-threatening)\s+)?(?:([a-z][a-z -]{1,30}?)\s+allergy\b|allergy to\s+"
+                           r"([^,.;:!?()]{1,60}?)" + _AVOID_END + ")")),
     ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
     ("never", re.compile(_RULE_OPEN + r"(never|don't|do not|stop)\s+(?:ever\s+)?"
                          r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
@@ -246,7 +251,7 @@ def _claims(
             **state,
         )
     elif name == "allergy":
-        allergen = _clean(m.group(1))
+        allergen = _clean(m.group(1) or m.group(2))
         yield Claim(kind="fact", attribute="allergic to", value=allergen, cites=cite)
         yield _avoid(allergen, cite)
     elif name == "avoid":
