@@ -1,18 +1,18 @@
 """Every code block the docs show runs, or says why it cannot run here.
 
-``tests/test_docs.py`` runs each ```python block. This file runs each ```bash and ```console
-block of README.md and docs/*.md in a real shell: ``orcamem`` is the CLI under test, the home
-(``ORCA_HOME``) and working directory are temporary, servers the docs start listen on a free
-loopback port (``:8080`` in a block becomes that port), and an upstream model or embedder is a
-loopback fake. A line that cannot run here is listed in ``NOT_RUNNABLE`` with the reason; a
-block in any other fence (```py, ```sh, ```shell) fails the enumeration, as does a listed line
-the docs no longer show. A line ending in ``# exit N`` must exit N; every other line must succeed,
-and no command may print a bare ``null`` (a jq filter naming a field the answer lacks).
+``tests/test_docs.py`` runs each ```python block; ``tests/test_proxy.py`` runs proxy.md's
+client snippets against a proxy over a stub model (``RUN_ELSEWHERE``). This file runs each other
+```bash and ```console block of README.md and docs/*.md in a real shell: ``orcamem`` is the CLI
+under test, the home (``ORCA_HOME``) and working directory are temporary, servers the docs start
+listen on a free loopback port (``:8080`` in a block becomes that port), and an upstream
+embedder is a loopback fake. A line that cannot run here is listed in ``NOT_RUNNABLE`` with the
+reason. The enumeration fails for a block that none of these runs, and for a listed line the docs
+no longer show. A line ending in ``# exit N`` must exit N; every other line must succeed, and no
+command may print a bare ``null`` (a jq filter naming a field the answer lacks).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -33,7 +33,16 @@ from servers import ORCAMEM_SOURCE, free_port, serve
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
-RUN = {"python": "tests/test_docs.py", "bash": "here", "console": "here"}
+SHELL = ("bash", "console")
+RUN_HERE = (
+    "README.md", "api.md", "capability.md", "cli.md", "local-memory.md", "mcp.md", "memory-bank.md",
+)  # fmt: skip
+RUN_ELSEWHERE = {
+    "from openai import OpenAI": "test_proxy.py::test_the_docs_openai_snippets_run",
+    "from langchain_openai import ChatOpenAI": "test_proxy.py::test_the_docs_langchain_snippet_runs",
+    "curl http://localhost:8080/v1/chat/completions": "test_proxy.py::test_the_docs_curl_snippet_runs",
+}
+"""A block that starts so is run by that test (proxy.md's clients, against a stubbed model)."""
 NOT_CODE = {"", "text", "json", "toml", "markdown"}  # outputs, formats and file contents
 
 NOT_RUNNABLE = {
@@ -42,18 +51,19 @@ NOT_RUNNABLE = {
     "orcamem bench latency --records 2000 10000 100000": "a benchmark over 100,000 records "
     "(minutes); test_cli.py::test_bench_latency_json runs it small, README.md quotes its numbers",
     "orcamem bench locomo --data ../shared/data/locomo/locomo-dev.json": "needs the LoCoMo data "
-    "outside the repository; test_bench.py runs the benchmark on a small file",
+    "outside the repository; test_bench.py::test_locomo_reports_overall_and_by_category runs "
+    "the benchmark on a small file",
     "orcamem bench mcp --records 10000 --calls 200": "a benchmark (minutes); "
     "test_mcp.py::test_recall_latency_bench_reports_stdio_percentiles runs it small",
-    "orcamem bench proxy --records 10000 --requests 200": "a benchmark (minutes); test_bench.py "
-    "runs it small",
+    "orcamem bench proxy --records 10000 --requests 200": "a benchmark (minutes); "
+    "test_proxy.py::test_proxy_latency_bench_reports_its_numbers runs it small",
     "orcamem up --host 0.0.0.0 --require-keys --allowed-host memory.lan": "binds every "
     "interface and opens a browser; test_up.py runs `up` on loopback",
     "orcamem mcp --http --host 0.0.0.0 --port 8080 --require-keys": "binds every interface on a "
     "fixed port; test_mcp.py serves the same app over HTTP",
     "orcamem mcp --http --port 8080": "a server on a fixed port; test_mcp_bank.py serves it",
     "orcamem proxy --model llama3.2:3b": "a server on a fixed port in front of a local Ollama; "
-    "the proxy block of proxy.md runs here against a fake upstream",
+    "test_proxy.py runs the app and proxy.md's clients against a stub model",
     'orcamem proxy --upstream http://127.0.0.1:9931 --model "Qwen/Qwen2.5-3B-Instruct-GGUF:Q4_K_M"': "a server on a fixed port in front of llama-server; test_proxy.py runs the app",
     'orcamem up --upstream http://127.0.0.1:9931 --model "Qwen/Qwen2.5-3B-Instruct-GGUF:Q4_K_M"': "needs llama-server and a browser; test_up.py runs `up` against a fake upstream",
     "claude mcp add orcamem -- orcamem mcp": "needs Claude Code",
@@ -69,14 +79,6 @@ NOT_RUNNABLE = {
     "orcamem serve": "a server: run here on a free port for api.md's curl blocks",
     "orcamem serve --host 0.0.0.0 --require-keys": "binds every interface: run here on loopback "
     "with --require-keys for the key block",
-}
-NOT_RUNNABLE_PY = {
-    "What is my job and where do I live?": "talks to a proxy at localhost:8080 in front of "
-    "Ollama; test_proxy.py::test_the_openai_client_streams_through_the_proxy runs this client",
-    "Remind me what I said about my dentist.": "streams from a proxy at localhost:8080; "
-    "test_proxy.py::test_the_openai_client_streams_through_the_proxy runs it",
-    "from langchain_openai import ChatOpenAI": "needs langchain-openai (not a dependency) and a "
-    "proxy at localhost:8080",
 }
 SETUP = {"docs/handbook.md": "# Handbook\n\nWe deploy with Helm on Fridays.\n"}
 """Files an example reads that a reader already has (``orcamem add docs/handbook.md``)."""
@@ -111,22 +113,24 @@ def shell_blocks(doc: str) -> list[str]:
 
 
 def test_every_code_block_runs_or_says_why_not() -> None:
-    unknown, python_listed, shown = [], set(), set()
+    unrun, shown = [], set()
     for path in DOCS:
         for lang, body in blocks(path):
-            if lang in NOT_CODE:
+            if lang in NOT_CODE or lang == "python":  # python: test_docs.py runs every one
                 continue
-            if lang not in RUN:
-                listed = [k for k in NOT_RUNNABLE_PY if k in body]
-                python_listed.update(listed)
-                if not listed:
-                    unknown.append(f"{path.name}: a ```{lang} block (run it or list it)")
+            commands = [bare(line) for line in lines(body) if not line.startswith("#")]
+            shown.update(commands)
+            if any(body.startswith(start) for start in RUN_ELSEWHERE):
                 continue
-            shown.update(bare(line) for line in lines(body) if not line.startswith("#"))
-    assert not unknown, unknown
+            if lang in SHELL and (path.name in RUN_HERE or set(commands) <= set(NOT_RUNNABLE)):
+                continue
+            unrun.append(f"{path.name}: ```{lang} {body.splitlines()[0]!r}")
+    assert not unrun, f"run these blocks, or list their lines in NOT_RUNNABLE: {unrun}"
     assert set(NOT_RUNNABLE) <= shown, f"no doc shows: {set(NOT_RUNNABLE) - shown}"
-    assert python_listed == set(NOT_RUNNABLE_PY)
-    assert all(len(reason) > 10 for reason in [*NOT_RUNNABLE.values(), *NOT_RUNNABLE_PY.values()])
+    assert all(len(reason) > 10 for reason in NOT_RUNNABLE.values())
+    for test in RUN_ELSEWHERE.values():
+        module, name = test.split("::")
+        assert f"def {name}(" in (ROOT / "tests" / module).read_text(encoding="utf-8"), test
 
 
 # -- running them ----------------------------------------------------------------------------
@@ -141,25 +145,12 @@ async def _embeddings(request: Request) -> JSONResponse:
     return JSONResponse({"object": "list", "data": data, "model": "fake"})
 
 
-async def _chat(request: Request) -> JSONResponse:
-    body = await request.json()
-    reply = {"role": "assistant", "content": "You are a data engineer in Berlin."}
-    return JSONResponse(
-        {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
-            "model": body.get("model") or "fake",
-            "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
-        }
-    )  # fmt: skip
-
-
 FAKE = Starlette(
     routes=[
         Route("/v1/embeddings", _embeddings, methods=["POST"]),
-        Route("/v1/chat/completions", _chat, methods=["POST"]),
     ]
 )
-"""An OpenAI-compatible upstream on loopback: embeddings and a fixed chat reply."""
+"""An OpenAI-compatible embeddings server on loopback (``orcamem reembed --embedder openai:…``)."""
 
 
 @dataclass(frozen=True)
@@ -246,9 +237,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(20)
 
 
-@pytest.mark.parametrize(
-    "doc", ["README.md", "cli.md", "capability.md", "local-memory.md", "memory-bank.md", "mcp.md"]
-)
+@pytest.mark.parametrize("doc", [doc for doc in RUN_HERE if doc != "api.md"])
 def test_a_docs_cli_blocks_run(doc: str, shell: Shell) -> None:
     with serve(FAKE) as upstream:
         for body in shell_blocks(doc):
@@ -275,14 +264,3 @@ def test_the_rest_api_blocks_run_against_orcamem_serve(shell: Shell) -> None:
         for server in (open_server, keyed_server):
             if server is not None:
                 _stop(server)
-
-
-def test_the_proxy_curl_block_runs_against_orcamem_proxy(shell: Shell) -> None:
-    (curl,) = [body for body in shell_blocks("proxy.md") if body.startswith("curl")]
-    with serve(FAKE) as upstream:
-        port, proxy = _server(shell, "proxy", "--upstream", f"{upstream}/v1", "--model", "m")
-        try:
-            answer = json.loads(run_block(curl, shell, port=str(port)))
-        finally:
-            _stop(proxy)
-    assert answer["choices"][0]["message"]["content"] == "You are a data engineer in Berlin."
