@@ -246,6 +246,17 @@ def test_forget_memory_and_episode(db: Path) -> None:
     assert stats["episodes"] == 1 and stats["memories"] == 0
 
 
+def test_forget_close_keeps_the_memory_in_history(db: Path) -> None:
+    memory_id = remember(db, "Likes green tea")
+    closed = flat(run("forget", "--close", memory_id, "--db", db).stdout)
+    assert closed.startswith(f"closed {memory_id} in space 'default' at 20")
+    assert json.loads(run("facts", "--json", "--db", db).stdout) == []
+    (kept,) = json.loads(run("facts", "--json", "--history", "--db", db).stdout)
+    assert (kept["id"], kept["active"]) == (memory_id, False)
+    refused = run("forget", "--close", "ep-1", "--db", db, code=2)  # bad input
+    assert "is not a memory id" in flat(refused.stderr)
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [

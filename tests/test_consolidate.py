@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orcamem import Memory
+from orcamem import InvalidInputError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
 from orcamem.engine.consolidate.anchor import anchor, find_when, zone
 from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
@@ -406,6 +406,45 @@ def test_forgetting_the_superseding_state_leaves_history_closed_and_search_worki
     assert any("Pune" in hit.text for hit in result.hits)
     block = sleeper.recall("Where do I live?")
     assert "I live in Pune." in block and "[outdated: now Bangalore]" not in block
+
+
+def test_closing_the_superseding_state_keeps_it_in_history_and_resurrects_nothing(
+    tmp_path: Path,
+) -> None:
+    """Seed 003's orma_forget "closes an obsolete or superseded constraint": close_memory
+    closes it the way consolidation closes a superseded state; forget still deletes."""
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        say(mem, "I live in Pune.", "2026-10-10T09:00:00Z")
+        mem.sleep()
+        say(mem, "I moved to Bangalore.", "2026-10-17T09:00:00Z", "s2")
+        mem.sleep()
+        bangalore = next(m for m in mem.facts(include_history=True) if m.value == "Bangalore")
+        clock.advance(days=3)
+
+        closed = mem.close_memory(bangalore.id)
+
+        assert (closed.id, closed.active, closed.updated_at) == (
+            bangalore.id, False, "2026-11-04T10:00:00.000000Z",
+        )  # fmt: skip
+        after = {m.value: m for m in mem.facts(include_history=True)}
+        assert set(after) == {"Pune", "Bangalore"}  # kept, not deleted
+        assert (after["Bangalore"].active, after["Bangalore"].superseded_by) == (False, None)
+        assert (after["Pune"].active, after["Pune"].superseded_by) == (False, bangalore.id)
+        assert mem.facts() == []  # nothing current: Pune is not resurrected
+        assert mem.audit_log()[0]["reason"] == "forgotten"
+        assert mem.audit_log()[0]["item"]["closed"] == bangalore.id
+        result = mem.search("Where do I live?")
+        assert all(hit.memory is None for hit in result.hits)  # no memory reaches search
+        block = mem.recall("Where do I live?")
+        assert "home city" not in block and "[outdated:" not in block
+        assert "I live in Pune.]" in block and "I moved to Bangalore.]" in block  # the log stays
+        clock.advance(days=1)
+        assert mem.close_memory(bangalore.id) == after["Bangalore"]  # closing again: no change
+        with pytest.raises(InvalidInputError, match="is not a memory id"):
+            mem.close_memory("ep-1")
+        with pytest.raises(NotFoundError, match="no memory 'mem-0000abcd'"):
+            mem.close_memory("mem-0000abcd")
 
 
 def test_forgetting_a_middle_state_points_its_predecessor_at_the_current_one(

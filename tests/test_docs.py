@@ -57,3 +57,30 @@ def test_readme_starts_with_the_two_commands() -> None:
     ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "scripts/test" in ci
+
+
+PERFORMANCE = re.compile(r"\d\s?ms\b|turns/s|^\|.*\d\.\d{3}.*\d\.\d{3}.*\d\.\d{3}", re.M)
+MEASURED = re.compile(r"[Mm]easured (?:on|before|while)[^.]*?20\d\d-\d\d.*?load", re.S)
+
+
+def sections(path: Path) -> list[str]:
+    """The page cut at its headings (code blocks kept whole)."""
+    return re.split(r"^#{1,4} ", path.read_text(encoding="utf-8"), flags=re.M)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_every_performance_number_says_when_at_what_load_and_how(path: Path) -> None:
+    """A latency, a rate or a recall score is only worth quoting with the day, the machine's
+    load and the command (or the admission that no shipped command reproduces it)."""
+    if path.name == "conformance.md":
+        return  # the seeds' own numbers; each row points at the page that measures them
+    bare = [
+        section.splitlines()[0]
+        for section in sections(path)
+        if PERFORMANCE.search(section)
+        and not (
+            MEASURED.search(section)
+            and ("orcamem bench" in section or "not in the repository" in section)
+        )
+    ]
+    assert not bare, f"{path.name}: say when, at what load and with which command: {bare}"

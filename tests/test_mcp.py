@@ -165,7 +165,8 @@ class TestOneServerForReads:
         }  # fmt: skip
         assert props["orma_remember"]["role"]["default"] == "user"
         assert tools["orma_recall"].annotations.read_only_hint is True
-        assert tools["orma_forget"].annotations.destructive_hint is True
+        forget = tools["orma_forget"].annotations
+        assert (forget.destructive_hint, forget.idempotent_hint) == (False, True)  # it closes
         assert tools["orma_remember"].output_schema["required"] == [
             "id", "space", "kind", "category", "forbidden", "tags"
         ]  # fmt: skip
@@ -183,12 +184,12 @@ class TestOneServerForReads:
         assert "memory text" in await refused(session, "orma_remember", text="")
         assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
         message = await refused(session, "orma_forget", state_id="yesterday")
-        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
-        # an episode id beyond SQLite's range was an OverflowError: a bare "Error executing tool"
-        message = await refused(session, "orma_forget", state_id="ep-99999999999999999999")
-        assert "no episode 99999999999999999999 in space 'default'" in message
-        message = await refused(session, "orma_forget", state_id="ep-\u00b2")
-        assert "neither a memory id (mem-xxxxxxxx) nor an episode id" in message
+        assert "'yesterday' is not a memory id (mem-xxxxxxxx)" in message
+        # an agent closes memories; it never deletes a logged episode (ep-12 was a deletion)
+        message = await refused(session, "orma_forget", state_id="ep-1")
+        assert "is not a memory id" in message and "`orcamem forget ep-12`" in message
+        message = await refused(session, "orma_forget", state_id="mem-0000abcd")
+        assert "no memory 'mem-0000abcd' in space 'default'" in message
         assert "orma_nothing" in await refused(session, "orma_nothing")
         # the session survives every failure, and nothing was written
         assert (await ok(session, "orma_facts")).structured_content["count"] == 0
@@ -240,13 +241,19 @@ async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None
         assert [f["forbidden"] for f in facts["facts"]] == [False, True, True]
         assert all(f["active"] and f["source"] == "explicit" for f in facts["facts"])
 
-        forgotten = await ok(session, "orma_forget", state_id=stored["id"])
-        assert forgotten.structured_content == {"forgotten": stored["id"], "space": "default"}
+        forgotten = (await ok(session, "orma_forget", state_id=stored["id"])).structured_content
+        assert forgotten == {
+            "forgotten": stored["id"], "space": "default", "active": False,
+            "closed_at": forgotten["closed_at"],
+        }  # fmt: skip
         facts = (await ok(session, "orma_facts")).structured_content
         assert stored["id"] not in [f["id"] for f in facts["facts"]]
+        history = (await ok(session, "orma_facts", include_history=True)).structured_content
+        (closed,) = [f for f in history["facts"] if f["id"] == stored["id"]]
+        assert (closed["active"], closed["updated_at"]) == (False, forgotten["closed_at"])
         assert "Helm" not in text(await ok(session, "orma_recall", query="how do we deploy?"))
-        again = await refused(session, "orma_forget", state_id=stored["id"])
-        assert f"no memory '{stored['id']}'" in again
+        again = (await ok(session, "orma_forget", state_id=stored["id"])).structured_content
+        assert again == forgotten  # closing a closed memory changes nothing
 
         other = text(await ok(session, "orma_recall", query="deploy", space="project:other"))
         assert "Nothing in memory space 'project:other'" in other  # spaces do not leak
@@ -262,7 +269,10 @@ async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-async def test_stdio_recall_survives_forgetting_the_superseding_state(tmp_path: Path) -> None:
+async def test_stdio_forget_closes_the_superseding_state_and_resurrects_nothing(
+    tmp_path: Path,
+) -> None:
+    """Seed 003: ``orma_forget(state_id, space)`` closes an obsolete or superseded constraint."""
     db = tmp_path / "m.db"
     with Memory(db) as mem:
         mem.observe("user", "I live in Pune.", occurred_at="2026-10-10T09:00:00Z")
@@ -270,11 +280,21 @@ async def test_stdio_recall_survives_forgetting_the_superseding_state(tmp_path: 
         mem.observe("user", "I moved to Bangalore.", occurred_at="2026-10-17T09:00:00Z")
         mem.sleep()
         (bangalore,) = mem.facts()
+        (pune,) = [m for m in mem.facts(include_history=True) if not m.active]
     async with stdio_session([*SERVER, "--db", str(db)]) as session:
         await ok(session, "orma_forget", state_id=bangalore.id)
-        block = text(await ok(session, "orma_recall", query="Where do I live?"))  # raised before
+        block = text(await ok(session, "orma_recall", query="Where do I live?"))
         assert "I live in Pune.]" in block and "[outdated:" not in block
-        assert "home city: Bangalore" not in block  # the state is gone; its log line stays
+        assert "home city" not in block  # neither state is current; the log lines stay
+        history = (await ok(session, "orma_facts", include_history=True)).structured_content
+        assert [(f["id"], f["active"], f["superseded_by"]) for f in history["facts"]] == [
+            (pune.id, False, bangalore.id),
+            (bangalore.id, False, None),
+        ]
+        assert (await ok(session, "orma_facts")).structured_content["count"] == 0
+    with Memory(db) as mem:
+        assert mem.audit_log()[0]["reason"] == "forgotten"
+        assert {m.id for m in mem.facts(include_history=True)} == {pune.id, bangalore.id}
 
 
 @pytest.mark.anyio

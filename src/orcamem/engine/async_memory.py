@@ -280,6 +280,12 @@ class AsyncMemory:
         """Active memories (with ``include_history``, superseded ones too), oldest first."""
         return await _thread(self.sync.facts, space=space, include_history=include_history)
 
+    async def close_memory(
+        self, memory_id: str, *, space: str | None = None, reason: str = "forgotten"
+    ) -> MemoryRecord:
+        """Close a memory (``mem-…``) that is obsolete: it stays in history, never current."""
+        return await _thread(self.sync.close_memory, memory_id, space=space, reason=reason)
+
     async def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
         """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines."""
         await _thread(self.sync.forget, memory_or_episode_id, space=space)

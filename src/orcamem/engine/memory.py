@@ -509,6 +509,37 @@ class Memory:
         space = self._space(space)
         return self.store.list_memories(space, include_inactive=include_history)
 
+    def close_memory(
+        self, memory_id: str, *, space: str | None = None, reason: str = "forgotten"
+    ) -> MemoryRecord:
+        """Close a memory (``mem-…``) that is obsolete: it stays in history, never current.
+
+        Consolidation closes a superseded state the same way (``active = 0``, stamped with
+        the clock); what the memory superseded stays closed. The reason goes to the audit log.
+        Closing a closed memory changes nothing. ``forget`` deletes instead (GDPR-style removal).
+
+        Raises:
+            InvalidInputError: not a memory id, or a blank reason.
+            NotFoundError: no such memory in the space.
+        """
+        space = self._space(space)
+        key = str(memory_id).strip()
+        if not is_memory_id(key):
+            raise InvalidInputError(
+                f"{memory_id!r} is not a memory id (mem-xxxxxxxx): list them with "
+                "`orcamem facts`; an episode is deleted with `orcamem forget ep-12`"
+            )
+        reason = validate_text(reason, what="reason")
+        with self.store.writing():  # the close and its audit entry in one transaction
+            current = self.store.get_memory(space, key)
+            if not current.active:
+                return current
+            now = stamp(self.clock)
+            closed = self.store.update_memory(space, key, MemoryUpdate(active=False), now)
+            item = {"closed": key, "content": closed.content}
+            self.store.add_audit(space, None, item, reason, now)
+        return closed
+
     def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
         """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines.
 
@@ -865,7 +896,9 @@ class Memory:
                 chat.close()
 
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """Claims that consolidation refused or skipped, with the reason, newest first."""
+        """Claims that consolidation refused or skipped, with the reason, newest first.
+
+        ``close_memory`` logs each memory it closes here too, with its reason."""
         space = self._space(space)
         validate_count(limit, what="limit", low=1)
         return self.store.audit_log(space, limit)

@@ -466,7 +466,8 @@ def _novel(
 
 def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
     """A passage whose statement was consolidated into a state that has since been
-    superseded is marked ``[outdated: now <current value>]``."""
+    superseded is marked ``[outdated: now <current value>]``; a lineage that ends in a
+    closed memory has no current value, so its passage is left unmarked."""
     episodes = [hit.episode_id for hit in hits if hit.kind == "passage" and hit.episode_id]
     rows = store.episode_lines(space, episodes) if episodes else []
     newer = store.superseded_lines(space, [row.id for row in rows])
@@ -476,7 +477,7 @@ def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
     current: dict[int, str] = {}
     for line, memory_id in newer.items():
         memory = _lineage_end(store, space, memory_id)
-        if memory is not None and line in episode_of:
+        if memory is not None and memory.active and line in episode_of:
             current[episode_of[line]] = memory.value or memory.content
     for hit in hits:
         if hit.episode_id in current:

@@ -182,11 +182,21 @@ def forget(
     ],
     db: DbOption = None,
     space: SpaceOption = "default",
+    close: Annotated[
+        bool,
+        typer.Option("--close", help="Close the memory (kept in history) instead of deleting."),
+    ] = False,
 ) -> None:
-    """Delete one memory (mem-…) or one episode (ep-12, with its indexed lines).
+    """Delete one memory (mem-…) or one episode (ep-12, with its indexed lines); with
+    --close, close the memory instead: it stays in `facts --history`, never current.
 
     A bare number is refused: it could mean a fact or an episode, and a guess would delete the
     wrong thing."""
+    if close:
+        with _memory(db, space) as mem:
+            closed = mem.close_memory(item_id)
+        out.print(f"closed {closed.id} in space {space!r} at {closed.updated_at}")
+        return
     number = item_id.strip()
     if number.isascii() and number.isdigit():
         raise fail(

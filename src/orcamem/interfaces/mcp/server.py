@@ -88,7 +88,7 @@ orcamem is this user's durable long-term memory, shared across sessions and tool
 Call orma_recall with the task or question before you start work that may depend on earlier \
 sessions; obey every [FORBIDDEN: ...] line it returns. Call orma_remember when the user states \
 a preference, a decision or a fact worth keeping; call orma_forbid when they tell you to stop \
-doing something. Use orma_facts to review what is stored and orma_forget to delete what is \
+doing something. Use orma_facts to review what is stored and orma_forget to close what is \
 wrong or obsolete. Keep one space per project or user (default: "default")."""
 
 # -- argument and result shapes (module level: the SDK resolves these annotations) ---------
@@ -157,10 +157,7 @@ History = Annotated[
 StateId = Annotated[
     str,
     Field(
-        description=(
-            "The id to delete: a memory id 'mem-xxxxxxxx' from orma_facts or orma_remember "
-            "(an episode id 'ep-12' deletes that logged line instead)."
-        )
+        description=("The memory to close: its id 'mem-xxxxxxxx' from orma_facts or orma_remember.")
     ),
 ]
 
@@ -198,10 +195,12 @@ class Facts(TypedDict):
 
 
 class Forgotten(TypedDict):
-    """What ``orma_forget`` returns."""
+    """What ``orma_forget`` returns: the memory it closed, when, and why."""
 
     forgotten: str
     space: str
+    active: bool
+    closed_at: str
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -408,22 +407,28 @@ def build_server(
         name="orma_forget",
         title="Forget",
         description=(
-            "Delete one memory by its id (mem-xxxxxxxx, from orma_facts or orma_remember). "
-            "Returns JSON {forgotten: id, space}; an unknown id is an error that says so. Call "
-            "it when a memory is wrong or obsolete, e.g. a decision that was reversed or a rule "
-            "that no longer applies; this cannot be undone."
+            "Close one memory by its id (mem-xxxxxxxx, from orma_facts or orma_remember): it "
+            "is no longer recalled as current but stays in orma_facts(include_history=true). "
+            "Returns JSON {forgotten: id, space, active: false, closed_at}; an unknown id is an "
+            "error that says so. Call it when a memory is wrong or obsolete, e.g. a decision "
+            "that was reversed or a rule that no longer applies."
         ),
         annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=False
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True
         ),
     )
     def orma_forget(state_id: StateId, ctx: Context, space: Space = default_space) -> Forgotten:
         try:
             space = scoped(ctx, space)
-            memory.forget(state_id, space=space)
+            closed = memory.close_memory(state_id, space=space)
         except OrcamemError as exc:
             raise failing(exc) from None
-        return {"forgotten": state_id, "space": space}
+        return {
+            "forgotten": closed.id,
+            "space": space,
+            "active": closed.active,
+            "closed_at": closed.updated_at,
+        }
 
     if bank is not None:
         gate = _BankGate(bank, profile)
