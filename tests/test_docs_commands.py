@@ -53,6 +53,9 @@ NOT_RUNNABLE = {
     "orcamem bench locomo --data ../shared/data/locomo/locomo-dev.json": "needs the LoCoMo data "
     "outside the repository; test_bench.py::test_locomo_reports_overall_and_by_category runs "
     "the benchmark on a small file",
+    "orcamem bench context --data ../shared/data/locomo/locomo-dev.json --proxy-loop 50": "needs "
+    "the LoCoMo data outside the repository (minutes); test_bench.py::test_context_bench_report "
+    "runs it on a small file",
     "orcamem bench mcp --records 10000 --calls 200": "a benchmark (minutes); "
     "test_mcp.py::test_recall_latency_bench_reports_stdio_percentiles runs it small",
     "orcamem bench proxy --records 10000 --requests 200": "a benchmark (minutes); "
