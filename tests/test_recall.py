@@ -248,6 +248,21 @@ def test_an_episode_space_abstains_but_a_named_speaker_is_evidence(conversation:
     assert conversation.search("What did Ann say?").hits
 
 
+def test_the_evidence_counts_see_every_line_and_memory_of_the_space(tmp_path: Path) -> None:
+    """The texts a space holds are counted from the vector index, not by a scan: the count
+    must still be every line (another process's writes included) and every active,
+    non-prohibited memory of that space only."""
+    path = tmp_path / "counts.db"
+    with Memory(path) as mem, Memory(path) as other:
+        mem.add("I live in Pune. I work as a backend engineer.")
+        mem.add("Nothing about cities here.", space="elsewhere")
+        mem.remember("The user prefers tea.", category="preference")
+        mem.forbid("Never schedule meetings on Fridays.")
+        assert mem.store.term_counts("default", ["pune"]) == (3, {"pune": 1})
+        other.add("Pune is warm in April.")  # another connection: the index refreshes
+        assert mem.store.term_counts("default", ["pune"]) == (4, {"pune": 2})
+
+
 def test_min_evidence_is_a_share() -> None:
     with pytest.raises(InvalidInputError, match="min_evidence"):
         RecallConfig(min_evidence=1.5)

@@ -925,13 +925,18 @@ class SQLiteStore:
         """Lines and active memories of ``space``, and per word (a content word, safe to quote)
         the lines and memories holding it, counted up to ``cap`` each (bounded work; idf past
         a thousand texts hardly moves). ``CROSS JOIN`` keeps the full-text match first: left
-        to the planner, SQLite walks every line of the space and probes the index per line."""
+        to the planner, SQLite walks every line of the space and probes the index per line.
+        The lines are counted by the vector index (every line has its vector; ``orcamem check``
+        reports one that does not): ``count(*)`` over a space's lines costs 5 ms at 100,000."""
         with self.reading() as conn:
-            total = conn.execute(
-                "SELECT (SELECT count(*) FROM lines WHERE space = ?) + (SELECT count(*) "
-                "FROM memories WHERE space = ? AND active = 1 AND prohibited = 0)",
-                (space, space),
-            ).fetchone()[0]
+            self._refresh(conn)
+            total = (
+                self._line_index.count(space)
+                + conn.execute(
+                    "SELECT count(*) FROM memories WHERE space = ? AND active = 1 AND prohibited = 0",
+                    (space,),
+                ).fetchone()[0]
+            )
             counts = {}
             for word in words:
                 lines = conn.execute(

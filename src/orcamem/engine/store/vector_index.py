@@ -161,6 +161,11 @@ class VectorIndex:
         top = top[np.argsort(-scores[top])]
         return [(matrix.keys[i], float(scores[i])) for i in top if scores[i] > -2.0]
 
+    def count(self, space: str) -> int:
+        """How many vectors the space has: its rows, without a scan of the table."""
+        matrix = self._spaces.get(space)
+        return 0 if matrix is None else matrix.count
+
     def vectors(self, space: str, keys: list[Hashable]) -> dict[Hashable, np.ndarray]:
         """The stored vectors of those keys that the space has."""
         matrix = self._spaces.get(space)
