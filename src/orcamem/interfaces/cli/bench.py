@@ -308,6 +308,11 @@ def consolidate_command(
             f"{row['p50_s_per_episode']:.6f}",
         )
     out.print(table)
+    _misses(runs)
+
+
+def _misses(runs: dict) -> None:
+    """What each consolidator missed or added unexpectedly, conversation by conversation."""
     for name, row in runs.items():
         for conversation in row["conversations"]:
             if conversation["missing"] or conversation["unexpected"]:
@@ -345,13 +350,7 @@ def _labelled_tables(runs: dict) -> None:
                 str(cell["matched"]),
             )
         out.print(table)
-        for conversation in row["conversations"]:
-            if conversation["missing"] or conversation["unexpected"]:
-                out.print(
-                    f"{name} · {conversation['name']}: missing {conversation['missing']}, "
-                    f"unexpected {conversation['unexpected']}",
-                    markup=False,
-                )
+    _misses(runs)
 
 
 @bench_app.command("mcp")
