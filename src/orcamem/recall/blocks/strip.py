@@ -28,6 +28,8 @@ __all__ = ["COPIED_CHARS", "strip"]
 
 COPIED_CHARS = 24
 """The shortest run shared with the injected block that counts as copied from it."""
+_GRAM = 16
+_STRIDE = COPIED_CHARS - _GRAM
 
 _ITEM = r"[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*"  # one nested [outdated: …] at most
 _MARKUP = re.compile(
@@ -43,18 +45,30 @@ _MARKUP = re.compile(
 
 
 def _copied(text: str, block: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` covered by runs of ``COPIED_CHARS`` characters found in ``block``."""
-    size = COPIED_CHARS
-    if len(block) < size or len(text) < size:
+    """The spans of ``text`` that are runs of ``COPIED_CHARS`` or more characters of ``block``.
+
+    Such a run holds a whole ``_GRAM``-character window starting at a multiple of ``_STRIDE``,
+    so only those windows are looked up (a reply is read in eighths, not at every character)
+    and each hit is grown both ways along the block (from the window's last place in it: a
+    window the block repeats, such as a ``[LOG: <day> user: `` prefix, may grow short there,
+    and the next window of the run finds it).
+    """
+    if len(block) < COPIED_CHARS or len(text) < COPIED_CHARS:
         return []
-    grams = {block[at : at + size] for at in range(len(block) - size + 1)}
+    where = {block[at : at + _GRAM]: at for at in range(len(block) - _GRAM + 1)}
     spans: list[tuple[int, int]] = []
-    for at in range(len(text) - size + 1):
-        if text[at : at + size] in grams:
-            if spans and at <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], at + size)
-            else:
-                spans.append((at, at + size))
+    for at in range(0, len(text) - _GRAM + 1, _STRIDE):
+        origin = where.get(text[at : at + _GRAM])
+        if origin is None or (spans and at + _GRAM <= spans[-1][1]):
+            continue
+        start, left = at, origin
+        while start > 0 and left > 0 and text[start - 1] == block[left - 1]:
+            start, left = start - 1, left - 1
+        end, right = at + _GRAM, origin + _GRAM
+        while end < len(text) and right < len(block) and text[end] == block[right]:
+            end, right = end + 1, right + 1
+        if end - start >= COPIED_CHARS:
+            spans.append((start, end))
     return spans
 
 
