@@ -369,3 +369,51 @@ def test_the_seeds_llama_cpp_proxy_command_line(
     assert seen[0][:2] == ("GET", "/models")  # the check at start found it
     posted = [(path, json.loads(body)) for method, path, body in seen if method == "POST"]
     assert posted[0][0] == "/chat/completions" and posted[0][1]["model"] == model
+
+
+@pytest.mark.parametrize(
+    ("args", "auto", "model"),
+    [
+        (["up", "--no-browser"], True, None),
+        (["serve"], True, None),
+        (["proxy", "--model", "llama3.2:3b"], True, "llama3.2:3b"),
+        (["proxy", "--model", "llama3.2:3b", "--no-auto-sleep"], False, None),
+        (["up", "--no-browser", "--no-auto-sleep"], False, None),
+        (["serve", "--no-auto-sleep"], False, None),
+    ],
+)
+def test_servers_consolidate_in_the_background_unless_told_not_to(
+    args: list[str],
+    auto: bool,
+    model: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``up``/``serve``/``proxy`` run the background sleeper (the rules, or the ``--model``);
+    nothing waits for it here: the served Memory is inspected, not the clock."""
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app
+    from orcamem.interfaces.http import server as http_server
+
+    seen: dict[str, Any] = {}
+
+    def inspect(served: FastAPI, settings: ServerSettings) -> None:
+        memory = served.state.memory
+        seen["auto"] = memory.config.sleep.auto
+        seen["model"] = memory.model
+        seen["sleeper"] = any(t.name == "orcamem-sleeper" for t in threading.enumerate())
+
+    monkeypatch.setattr(llm, "OLLAMA_URL", f"http://127.0.0.1:{_free_port()}/v1")
+    monkeypatch.setattr(http_server, "run", inspect)
+    result = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "m.db")])
+    assert result.exit_code == 0, result.output
+    assert seen["auto"] is auto
+    assert seen["sleeper"] or not auto
+    if model is None:
+        assert seen["model"] is None
+    else:
+        assert model in repr(seen["model"]) and llm.OLLAMA_URL in repr(seen["model"])
+    said = " ".join(result.output.split())
+    assert ("consolidating in the background" in said) is auto
+    assert (f"(model {model})" in said) is (model is not None)

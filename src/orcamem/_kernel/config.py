@@ -180,6 +180,12 @@ class SignalsConfig(_Section):
     enable_speaker_bonus: bool = True
     speaker_weight: float = 1.0
     """A turn by the person the query names gets this share of its relevance again."""
+    assistant_prior: float = 0.5
+    """A line of an ``assistant`` turn keeps this share of its relevance: what the model said
+    (a guess, an echo of an earlier block) is not what the user said."""
+    question_prior: float = 0.7
+    """A line that asks (ends with ``?``) keeps this share of its relevance: a question names
+    what it asks about but is not its answer."""
     enable_recency: bool = True
     recency_weight: float = 0.05
     recency_half_life_days: float = 30.0
@@ -205,6 +211,8 @@ class SignalsConfig(_Section):
         self._int("neighbour_sources", 0, _MANY)
         self._int("session_top", 1, 100)
         self._number("answer_share", 0.0, 1.0)
+        self._number("assistant_prior", 0.0, 1.0)
+        self._number("question_prior", 0.0, 1.0)
         self._number("hawkes_alpha", 0.0, 1.0)
         for name in _NON_NEGATIVE:
             self._number(name)

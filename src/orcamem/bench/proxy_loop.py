@@ -5,8 +5,9 @@ on 127.0.0.1) over a few conversations, stating the facts of ``context.FACTS`` e
 asking about them, asking for unrelated things and making small talk, ``exchanges`` times in
 all. The client sends what a chat UI sends: its whole history, no session header. The
 upstream is a loopback parrot that answers as a small model does: plausible hallucinations
-("As an AI assistant I do not have a home city; I believe you live in Paris.") and echoes of
-the memory block it was given, orcamem's markup and all.
+("As an AI assistant I do not have a home city; I believe you live in Paris.") and, every
+other turn that got a memory block, an echo of the block's end, orcamem's markup and all
+(cut mid-item, as a model's echo is).
 
 Then each fact's question is asked through the proxy in a fresh conversation, and the block
 the parrot received is judged with ``context.Block``: is the user's own statement still
@@ -30,6 +31,7 @@ from ..errors import InvalidInputError
 from ..interfaces.http.app import create_app
 from ..interfaces.http.proxy import install
 from ..interfaces.http.settings import ServerSettings
+from ..recall.blocks.strip import strip
 from .context import FACTS, Block, load_unrelated, wordpiece_tokens
 from .proxy import serving, serving_stub
 from .runs import Progress, machine
@@ -66,9 +68,10 @@ class _Parrot:
                 messages = body.get("messages", [])
                 received[self.headers.get(_ID, "")] = messages
                 number = next(turn)
-                if number % 2:
-                    block = next((m["content"] for m in messages if m["role"] == "system"), "")
-                    answer = f"Based on what I remember: {block[-400:]}"
+                systems = [m["content"] for m in messages if m["role"] == "system"]
+                if number % 2 and len(systems) > 1:  # the proxy's block came before the client's
+                    block = systems[0]
+                    answer = f"Based on what I remember: {block[-400:]} Anything else?"
                 else:
                     answer = _HALLUCINATIONS[number // 2 % len(_HALLUCINATIONS)]
                 reply = json.dumps(
@@ -127,7 +130,9 @@ def proxy_loop(
 
     Returns:
         ``{"exchanges": …, "facts_kept": …, "assistant_share": …, "probes": [{"fact": …,
-        "kept": …, "quoted": …, "assistant_quoted": …, "tokens": …}], "machine": {…}}``
+        "kept": …, "quoted": …, "assistant_quoted": …, "tokens": …}], "stored_episodes": …,
+        "stored_markup": …, "machine": {…}}``; ``stored_markup`` counts the stored turns that
+        still carry orcamem's markup (an echo of a block recorded as if someone said it).
     """
     plan = script(exchanges, conversations)
     parrot = _Parrot()
@@ -199,5 +204,6 @@ def proxy_loop(
         else 0.0,
         "probes": rows,
         "stored_episodes": len(episodes),
+        "stored_markup": sum(strip(e.text) != e.text for e in episodes),
         "machine": machine(),
     }

@@ -126,6 +126,13 @@ def _asks(text: str) -> bool:
     return text.rstrip().rstrip("\"')]").endswith("?")
 
 
+def _prior(row: LineRow, config: Config) -> float:
+    """The share of its relevance a line keeps: less for an assistant's turn (what the model
+    said is not what the user said) and for a line that asks (it is not its own answer)."""
+    share = config.signals.assistant_prior if row.role == "assistant" else 1.0
+    return share * config.signals.question_prior if _asks(row.text) else share
+
+
 def _age_days(now: datetime, stamp: str | None) -> float:
     if not stamp:
         return 0.0
@@ -245,7 +252,8 @@ def _episode_hits(
     now: datetime,
     keep: int,
 ) -> tuple[list[Hit], dict[str, int]]:
-    """Lines to episode passages: best line wins; neighbours in the session lend a share.
+    """Lines to episode passages: best line wins (its relevance times ``_prior``); neighbours in
+    the session lend a share.
 
     Returns the hits and, per hit id, the line whose vector stands for it.
     """
@@ -254,7 +262,7 @@ def _episode_hits(
         row = rows.get(line_id)
         if row is None:
             continue
-        score = lex + vec
+        score = (lex + vec) * _prior(row, config)
         current = best.get(row.episode_id)
         if current is None or score > current[0]:
             best[row.episode_id] = (score, line_id, (lex, vec))
@@ -311,6 +319,9 @@ def _episode_hits(
                 named = speaks[row.role] = bool(set(terms(row.role)) & query_words)
             if named:
                 breakdown["speaker"] = config.signals.speaker_weight * (relevance + lent)
+        prior = _prior(row, config)
+        if prior != 1.0:  # the line's relevance and all it earned beside it, by its prior
+            breakdown["prior"] = (prior - 1.0) * sum(breakdown.values())
         scored.append((sum(breakdown.values()), episode_id, line_id, breakdown, moment))
 
     # Recency and Hawkes are bounded: only hits that could still reach the top ``keep`` after

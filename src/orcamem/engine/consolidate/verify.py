@@ -8,7 +8,8 @@ rejected (kept in the audit table). First ``inhibit`` makes a claim filed under 
 - ``check_speaker``: a rule (forbidden or "always") cites only the user's own turns: what
   an assistant said, a tool printed, a document or a note contains is never a rule the user
   set (issue 11). Both extractors meet this one check; ``Memory.forbid`` is the way to set
-  a rule from anywhere else.
+  a rule from anywhere else. Any other claim cites at least one line the assistant did not
+  say: a model's guess or echo is never a fact (issue 13).
 - ``check_grounding``: the value is said in the cited lines. The rule: after light
   normalisation (lower case, punctuation dropped, a plural ``s`` dropped), every content word
   of the value appears in the cited lines *or* in the antecedents their pronouns carry over;
@@ -76,6 +77,11 @@ def check_citations(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None
 
 def check_speaker(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:
     if claim.kind != "rule" and not claim.prohibited:
+        if all(lines[ref].kind == "turn" and lines[ref].role == "assistant" for ref in claim.cites):
+            return (
+                "speaker: a fact cites only the assistant's turns, and what the model said "
+                "is not what anyone told it; to keep it, call remember() with it"
+            )
         return None
     for ref in claim.cites:
         line = lines[ref]

@@ -1,5 +1,7 @@
 """``orcamem up / serve / proxy / mcp / keys``: run orcamem as a service.
 
+``up``, ``serve`` and ``proxy`` consolidate in the background by default (``SleepConfig(auto=True)``:
+the ``--model`` when one is named, else the rules); ``--no-auto-sleep`` turns it off.
 ``--model`` without ``--upstream`` forwards to a local Ollama (``OLLAMA_URL``), as the seed's
 ``orcamem proxy --model llama3.2:3b`` expects; a model server that does not answer at start is
 one warning line naming the URL and the flag (the proxy still starts: the server may come up
@@ -68,6 +70,14 @@ AllowedHostOption = Annotated[
         "--allowed-host",
         help="A name clients reach the server by (Host/Origin header; repeat). Loopback names "
         "and the bound address are always allowed; anything else is refused (DNS rebinding).",
+    ),
+]
+AutoSleepOption = Annotated[
+    bool,
+    typer.Option(
+        "--auto-sleep/--no-auto-sleep",
+        help="Consolidate in the background (a space idle for 2 minutes, or 32 pending turns): "
+        "with --model by that model, else by the rules (no model call).",
     ),
 ]
 BankOption = Annotated[
@@ -142,7 +152,9 @@ def _serve(
     workspace: Path | None = None,
     allowed_hosts: list[str] | None = None,
     bank_storage: str | None = None,
+    auto_sleep: bool = False,
 ) -> None:
+    from ..._kernel.config import Config, SleepConfig
     from ...engine.memory import Memory
     from ..http.server import build_app, run
     from ..http.settings import ServerSettings
@@ -160,7 +172,12 @@ def _serve(
             workspace=str(workspace) if workspace else None,
             allowed_hosts=tuple(allowed_hosts or ()),
         )
-        memory = Memory(db)
+        memory = Memory(
+            db,
+            config=Config(sleep=SleepConfig(auto=auto_sleep)),
+            model=model if auto_sleep else None,
+            upstream=upstream if auto_sleep and model else None,
+        )
     except OrcamemError as exc:
         raise fail(exc) from None
     bank = None
@@ -174,6 +191,9 @@ def _serve(
         app = build_app(memory, settings, parts, bank=bank)
         where = f"http://{host}:{port}"
         err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.path})")
+        if auto_sleep:
+            by = f"model {model}" if model else "rules, no model call"
+            err.print(f"consolidating in the background ({by}); --no-auto-sleep turns it off")
         if bank is not None:
             kept = "durable" if bank.objects.durable else "in memory only, lost at exit"
             err.print(f"memory bank: {bank.objects.location} ({kept})", highlight=False)
@@ -210,6 +230,7 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
+        auto_sleep: AutoSleepOption = True,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -224,6 +245,7 @@ def register(app: typer.Typer) -> None:
             workspace,
             allowed_host,
             bank,
+            auto_sleep,
         )
 
     @app.command()
@@ -235,10 +257,22 @@ def register(app: typer.Typer) -> None:
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
+        auto_sleep: AutoSleepOption = True,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
         _serve(
-            db, ("api",), host, port, None, None, require_keys, False, workspace, allowed_host, bank
+            db,
+            ("api",),
+            host,
+            port,
+            None,
+            None,
+            require_keys,
+            False,
+            workspace,
+            allowed_host,
+            bank,
+            auto_sleep,
         )
 
     @app.command()
@@ -250,12 +284,21 @@ def register(app: typer.Typer) -> None:
         model: ModelOption = None,
         require_keys: KeysOption = False,
         allowed_host: AllowedHostOption = None,
+        auto_sleep: AutoSleepOption = True,
     ) -> None:
         """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1.
 
         --model alone forwards to a local Ollama (http://localhost:11434/v1)."""
         _serve(
-            db, ("proxy",), host, port, upstream, model, require_keys, allowed_hosts=allowed_host
+            db,
+            ("proxy",),
+            host,
+            port,
+            upstream,
+            model,
+            require_keys,
+            allowed_hosts=allowed_host,
+            auto_sleep=auto_sleep,
         )
 
     @app.command()

@@ -18,12 +18,21 @@ Point any OpenAI client at ``http://127.0.0.1:8080/v1`` and every chat completio
    held whole, a stream from its ``[DONE]`` on, until the reply is committed as an
    ``assistant`` turn. So a client that has the whole answer has it recorded.
 
-The two turns are one exchange: same space, session (``x-orcamem-session``, else ``proxy``) and
-``turn_id`` (the request's ``Idempotency-Key``, else a fresh ``xch-…`` id, sent back as
-``x-orcamem-turn``); both are written with ``observe(once=True)``, so a retried key records
-neither twice. A user turn with no assistant turn of its ``turn_id`` is a question whose answer
-never came (upstream error, client gone before any text, crash). A client that disconnects
-mid-stream closes the upstream call; the text so far is recorded with ``meta.partial = true``.
+The two turns are one exchange: same space, session and ``turn_id``, both written with
+``observe(once=True)``. The session is the ``x-orcamem-session`` header, else the conversation's
+own (``conversation_session``: a digest of its first system and first user message, which a
+client re-sends in every request), so each chat is its own session. The ``turn_id`` (sent back
+as ``x-orcamem-turn``) is the request's ``Idempotency-Key``, else ``xch-`` and a digest of the
+session and the user's text, so the same user text re-sent in a conversation (a regenerate, a
+client replaying its history) is the same exchange and is stored once, with its first answer.
+A user turn with no assistant turn of its ``turn_id`` is a question whose answer never came
+(upstream error, client gone before any text, crash). A client that disconnects mid-stream
+closes the upstream call; the text so far is recorded with ``meta.partial = true``.
+
+What is recorded is the turn's own words: orcamem's markup (``## Memory``, ``[LOG: …]``,
+``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[user.x: …]``) is stripped from both turns, and from the
+reply every run it copied from the block this exchange injected (``recall.blocks.strip``;
+``meta.stripped`` counts the characters dropped). A turn that was nothing but that is not kept.
 
 ``GET /v1/models`` and every other ``/v1/*`` path are passed through unchanged (method, query,
 body, status, headers, body bytes). The upstream's errors come back as they are; orcamem's own
@@ -70,6 +79,7 @@ from ...errors import (
     UpstreamTimeoutError,
     UpstreamUnreachableError,
 )
+from ...recall.blocks.strip import strip
 from .deps import get_principal
 from .errors import error_body
 from .settings import ServerSettings
@@ -79,6 +89,7 @@ __all__ = [
     "UpstreamNotConfiguredError",
     "UpstreamTimeoutError",
     "UpstreamUnreachableError",
+    "conversation_session",
     "install",
     "router",
     "user_space",
@@ -164,12 +175,15 @@ async def chat_completions(
         return _too_large(settings.max_body_bytes)
     payload = _json_object(body)
     space = _space(request.headers, payload, principal)  # 400/403 before anything else
-    exchange = _Exchange(memory, space, _session(request.headers), _turn_id(request.headers))
-    base = _upstream_base(settings)
     messages = payload.get("messages")
     usable = isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+    session = _session(request.headers, messages if usable else [])
+    user_text = _unanswered_user_text(messages) if usable else ""
+    turn_id = _turn_id(request.headers, session, user_text)
+    base = _upstream_base(settings)
     changed = False
     recalled = "none"
+    block = ""
     if usable:
         try:
             packed = await anyio.to_thread.run_sync(
@@ -182,12 +196,13 @@ async def chat_completions(
             if len(packed) > len(messages):
                 payload["messages"] = packed
                 changed, recalled = True, "injected"
+                block = message_text(packed[0].get("content"))
     if not payload.get("model") and settings.model:
         payload["model"] = settings.model
         changed = True
     if changed:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    user_text = _unanswered_user_text(messages) if usable else ""
+    exchange = _Exchange(memory, space, session, turn_id, block)
     if user_text.strip():  # committed before the upstream hears of it
         await anyio.to_thread.run_sync(exchange.record, "user", user_text, False)
     return _Relay(
@@ -312,10 +327,11 @@ def user_space(user: str) -> str:
     return SPACE.validate(f"user:{slug}-{tag}" if slug else f"user:{tag}")
 
 
-def _session(headers: Mapping[str, str]) -> str:
+def _session(headers: Mapping[str, str], messages: list[dict[str, Any]]) -> str:
+    """The ``x-orcamem-session`` header, else the conversation's own session."""
     value = headers.get(SESSION_HEADER)
     if value is None:
-        return DEFAULT_SESSION
+        return conversation_session(messages)
     if not value.strip() or len(value) > 256:
         raise InvalidInputError(
             f"{SESSION_HEADER} must be a non-blank id of at most 256 characters"
@@ -323,13 +339,34 @@ def _session(headers: Mapping[str, str]) -> str:
     return value
 
 
-def _turn_id(headers: Mapping[str, str]) -> str:
+def conversation_session(messages: list[dict[str, Any]]) -> str:
+    """``chat-`` and a digest of how the conversation opens: its first system message and its
+    first user message, which a client re-sends unchanged in every request of the conversation
+    (``proxy`` when there is no user message).
+
+    >>> conversation_session([{"role": "user", "content": "Hi, I live in Pune."}])
+    'chat-16cddbc2f285b842'
+    """
+    opening = {"system": "", "user": ""}
+    for message in messages:
+        role = "system" if message.get("role") == "developer" else message.get("role")
+        if role in opening and not opening[role]:
+            opening[role] = message_text(message.get("content"))
+        if opening["user"].strip():
+            return "chat-" + sha256(json.dumps([opening["system"], opening["user"]]))[:16]
+    return DEFAULT_SESSION
+
+
+def _turn_id(headers: Mapping[str, str], session: str, user_text: str) -> str:
     """The exchange's turn id: the client's ``Idempotency-Key`` (a retry names the same
-    exchange), else a fresh one."""
+    exchange), else one derived from the session and the user's text (the same question
+    re-sent in a conversation is the same exchange), else a fresh one."""
     key = headers.get(IDEMPOTENCY_HEADER)
-    if key is None:
-        return random_id("xch-", 16)
-    return validate_id(key, what="the Idempotency-Key header")
+    if key is not None:
+        return validate_id(key, what="the Idempotency-Key header")
+    if user_text.strip():
+        return "xch-" + sha256(f"{session}\n{user_text}")[:16]
+    return random_id("xch-", 16)
 
 
 def _upstream_request(
@@ -680,15 +717,23 @@ class _Exchange:
     space: str
     session: str
     turn_id: str
+    block: str = ""
+    """The memory block this exchange injected: a reply's runs copied from it are not kept."""
 
     def record(self, role: str, text: str, partial_reply: bool) -> None:
-        """Commit one turn of the exchange, once (a retried ``Idempotency-Key`` writes none)."""
+        """Commit one turn of the exchange, once (a retried ``Idempotency-Key`` writes none),
+        without orcamem's markup (``blocks.strip``); a turn that was nothing else is not kept."""
+        kept = strip(text, self.block if role == "assistant" else "")
+        if not kept.strip():
+            return
         meta: dict[str, Any] = {"via": "proxy"}
         if partial_reply:
             meta["partial"] = True
+        if len(kept) < len(text):
+            meta["stripped"] = len(text) - len(kept)
         self.memory.observe(
             role,
-            text,
+            kept,
             session_id=self.session,
             turn_id=self.turn_id,
             space=self.space,

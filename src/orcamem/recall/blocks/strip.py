@@ -1,0 +1,91 @@
+"""``strip``: orcamem's own block and markup taken out of a text before it is recorded.
+
+A model handed the memory block may echo it ("Based on what I remember: [LOG: …]"), and a
+client may paste it back. Stored, the echo would be recalled as if someone had said it, and the
+next block would quote the last one. So the proxy records a turn only after
+
+1. the markup an engine block writes is removed wherever it appears: the ``## Memory`` heading
+   with its framing (and ``Today is …``), the forbidden-rule framing, and every bracketed item
+   (``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[LOG: …]``, ``[user.home city: … [outdated: …]]``).
+   ``quote`` turns the brackets of stored text round, so only a block writes these;
+2. with ``block`` (the block injected into this exchange), every run of ``COPIED_CHARS`` or
+   more characters the text shares with it: an echo starts and ends anywhere, mid-item too.
+
+A text with nothing to remove comes back as it was; otherwise what is left, whitespace tidied
+(``""`` when it was all echo).
+
+>>> strip("Sure. [LOG: 2026-10-10 user: I live in Pune.][user.home city: Pune (since 2026-10-10)]")
+'Sure.'
+"""
+
+from __future__ import annotations
+
+import re
+
+from .engine import FORBIDDEN_FRAMING, FRAMING
+
+__all__ = ["COPIED_CHARS", "strip"]
+
+COPIED_CHARS = 24
+"""The shortest run shared with the injected block that counts as copied from it."""
+_GRAM = 16
+_STRIDE = COPIED_CHARS - _GRAM
+
+_ITEM = r"[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*"  # one nested [outdated: …] at most
+_MARKUP = re.compile(
+    "|".join(
+        (
+            rf"(?:## Memory[ \t]*\n[ \t]*)?{re.escape(FRAMING)}(?: Today is \d{{4}}-\d\d-\d\d\.)?",
+            re.escape(FORBIDDEN_FRAMING),
+            rf"\[(?:FORBIDDEN|ALWAYS|EVENT|LOG): {_ITEM}\]",
+            rf"\[[\w' -]+\.[\w' -]+(?::| \| cond:) {_ITEM}\]",  # a state: [entity.attribute: …]
+        )
+    )
+)
+
+
+def _copied(text: str, block: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` that are runs of ``COPIED_CHARS`` or more characters of ``block``.
+
+    Such a run holds a whole ``_GRAM``-character window starting at a multiple of ``_STRIDE``,
+    so only those windows are looked up (a reply is read in eighths, not at every character)
+    and each hit is grown both ways along the block (from the window's last place in it: a
+    window the block repeats, such as a ``[LOG: <day> user: `` prefix, may grow short there,
+    and the next window of the run finds it).
+    """
+    if len(block) < COPIED_CHARS or len(text) < COPIED_CHARS:
+        return []
+    where = {block[at : at + _GRAM]: at for at in range(len(block) - _GRAM + 1)}
+    spans: list[tuple[int, int]] = []
+    for at in range(0, len(text) - _GRAM + 1, _STRIDE):
+        origin = where.get(text[at : at + _GRAM])
+        if origin is None or (spans and at + _GRAM <= spans[-1][1]):
+            continue
+        start, left = at, origin
+        while start > 0 and left > 0 and text[start - 1] == block[left - 1]:
+            start, left = start - 1, left - 1
+        end, right = at + _GRAM, origin + _GRAM
+        while end < len(text) and right < len(block) and text[end] == block[right]:
+            end, right = end + 1, right + 1
+        if end - start >= COPIED_CHARS:
+            spans.append((start, end))
+    return spans
+
+
+def _tidy(text: str) -> str:
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def strip(text: str, block: str = "") -> str:
+    """``text`` without orcamem's markup, nor the runs it copied from ``block``."""
+    spans = [match.span() for match in _MARKUP.finditer(text)] + _copied(text, block)
+    if not spans:
+        return text
+    kept, position = [], 0
+    for start, end in sorted(spans):
+        if start > position:
+            kept.append(text[position:start])
+        position = max(position, end)
+    kept.append(text[position:])
+    return _tidy(" ".join(kept))
