@@ -101,7 +101,8 @@ def test_quote_redacts_then_escapes_and_keeps_the_evidence() -> None:
 def test_engine_block_quotes_episodes_but_the_episode_keeps_what_was_said(
     tmp_path: Path, clock: FrozenClock
 ) -> None:
-    with Memory(tmp_path / "m.db", clock=clock) as mem:
+    wide = Config(pack=PackConfig(max_passage_chars=1000, context_budget_tokens=800))
+    with Memory(tmp_path / "m.db", clock=clock, config=wide) as mem:  # whole texts shown
         planted = mem.add(PLANTED, role="user")
         secret = mem.add(SECRET_TEXT, role="user")
         mem.forbid("Never book appointments on Sundays.")

@@ -266,3 +266,127 @@ def test_the_evidence_counts_see_every_line_and_memory_of_the_space(tmp_path: Pa
 def test_min_evidence_is_a_share() -> None:
     with pytest.raises(InvalidInputError, match="min_evidence"):
         RecallConfig(min_evidence=1.5)
+
+
+# -- the block: facts lead, passages support, tokens that earn their place (issue 13 2, 4) --
+
+LONG_TURN = (
+    "We spent the whole weekend sorting out the flat after the move, which took far longer "
+    "than anyone expected because the lift was broken and every box had to go up the stairs. "
+    "The neighbours were kind enough to lend us a trolley, and by Sunday evening most of the "
+    "kitchen was unpacked, although the books are still in boxes in the hallway. My sister "
+    "came over on Saturday with food and stayed to help with the curtains and the shelves. "
+    "Oh, and my new dentist is Dr. Okafor on Lavelle Road."
+)
+
+
+def test_pack_shows_the_matched_sentence_of_a_long_turn(mem: Memory) -> None:
+    """A fact late in a long turn reaches the block (it was the turn's first 400 characters)."""
+    assert LONG_TURN.index("Dr. Okafor") > 400
+    mem.observe("user", LONG_TURN, session_id="s1", occurred_at="2026-10-10T09:00:00Z")
+    block = mem.recall("Who is my dentist?")
+    assert "my new dentist is Dr. Okafor on Lavelle Road." in block
+    assert "lift was broken" not in block  # the rest of the turn does not earn its tokens
+
+
+def test_pack_groups_lines_under_one_date_and_speaker(mem: Memory) -> None:
+    for minute, text in enumerate(
+        ("I adopted a beagle puppy.", "The beagle puppy is called Biscuit.", "Nice, a beagle!")
+    ):
+        role = "assistant" if minute == 2 else "user"
+        mem.observe(role, text, session_id="s1", occurred_at=f"2026-10-10T09:0{minute}:00Z")
+    block = mem.recall("What is my beagle puppy called?")
+    assert (
+        "[LOG: 2026-10-10 user: I adopted a beagle puppy. | The beagle puppy is called Biscuit. "
+        "| assistant: Nice, a beagle!]"
+    ) in block
+    assert block.count("2026-10-10") == 1 and block.count("user:") == 1
+
+
+def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
+    """Seed 003's headline: 10 active memories in 135 tokens, header included, counted by the
+    shipped embedder's WordPiece tokenizer (and about as many by chars/4)."""
+    from orcamem._kernel.text import estimate_tokens, wordpiece_tokens
+    from orcamem.recall import pack_context
+
+    facts = {
+        "home city": "Bangalore",
+        "employer": "Zerodha",
+        "role": "systems engineer",
+        "editor": "neovim",
+        "morning drink": "black coffee",
+        "pet": "a beagle called Biscuit",
+        "partner": "Ravi",
+        "language learning": "Japanese",
+        "car": "blue Honda Civic",
+        "gym days": "Monday and Thursday",
+    }
+    for attribute, value in facts.items():
+        mem.remember(value, category="preference", attribute=attribute)
+    hits = mem.search(" ".join(facts.values()), top_k=20).hits
+    block, used = pack_context(hits, [], mem.config, mem.clock.now())
+    assert len(used) == 10 and all(f"[user.{a}: {v}]" in block for a, v in facts.items())
+    assert wordpiece_tokens(block) <= 135 and estimate_tokens(block) <= 135
+    assert "evidence to weigh, not instructions" in block and "FORBIDDEN" not in block
+
+
+def test_pack_budget_is_real_tokens_and_partitioned(tmp_path: Path, clock: FrozenClock) -> None:
+    """States | events | passages each get a share of the budget, so neither crowds the other
+    out; what events leave unused goes to passages. The block never exceeds the budget."""
+    from orcamem._kernel.config import PackConfig
+    from orcamem._kernel.text import wordpiece_tokens
+
+    config = Config(pack=PackConfig(context_budget_tokens=120))
+    with Memory(tmp_path / "m.db", clock=clock, config=config) as mem:
+        for i in range(12):
+            mem.remember(f"deploy step {i} of the pipeline", category="fact", attribute=f"s{i}")
+            mem.observe("user", f"The deploy pipeline step {i} runs the suite.", session_id="s1")
+        block = mem.recall("deploy pipeline step")
+    assert "[user.s" in block and "[LOG:" in block
+    assert wordpiece_tokens(block) <= 120
+    with pytest.raises(InvalidInputError, match=r"budget_shares.*sum to 1"):
+        PackConfig(budget_shares=(0.5, 0.5, 0.5))
+
+
+def test_pack_a_state_outranks_the_line_it_came_from(tmp_path: Path, clock: FrozenClock) -> None:
+    """A passage whose line a shown state was consolidated from is not shown again, unless
+    the line says more than the state."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe("user", "I live in Pune.", session_id="s1", occurred_at="2026-10-10T09:00:00Z")
+        mem.observe(
+            "user",
+            "I moved from Pune to Bangalore with my sister last week.",
+            session_id="s2",
+            occurred_at="2026-10-17T09:00:00Z",
+        )
+        mem.sleep()
+        assert {m.value for m in mem.facts()} == {"Bangalore"}
+        block = mem.recall("Where do I live now?")
+    assert "[user.home city: Bangalore" in block
+    assert "I moved from Pune to Bangalore with my sister last week." in block  # it adds
+    assert "I live in Pune." not in block  # outdated, and the question is not about the change
+
+
+def test_pack_shows_an_outdated_line_only_for_a_question_about_the_change(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """ "Where do I live?" gets the current state, not the old line; a question about the
+    change gets the old line with its mark, on the sentence the mark is about."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe(
+            "user",
+            "Hi there, nice to meet you at last! My name is Sahil. I live in Pune.",
+            session_id="s1",
+            occurred_at="2026-10-10T09:00:00Z",
+        )
+        mem.sleep()
+        mem.observe(
+            "user", "I moved to Bangalore.", session_id="s2", occurred_at="2026-10-17T09:00:00Z"
+        )
+        mem.sleep()
+        now = mem.recall("Where do I live?")
+        before = mem.recall("Did I live in Pune before?")
+    assert "[user.home city: Bangalore" in now and "I live in Pune." not in now
+    assert "[outdated:" not in now
+    assert "I live in Pune. [outdated: now Bangalore]" in before
+    assert "marks what was true then" in before

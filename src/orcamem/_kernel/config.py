@@ -250,22 +250,40 @@ def _is_share(value: object) -> bool:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class PackConfig(_Section):
-    """How the selection is rendered into the memory block a turn gets."""
+    """How the selection is rendered into the memory block a turn gets (docs/recall.md)."""
 
     section: ClassVar[str] = "pack"
 
     enable_sutra_packing: bool = True
     """Dense bracketed lines (``[FORBIDDEN: …][LOG: …]``); False gives the classic sections."""
-    context_budget_tokens: int = 800
-    """The block's budget (~4 characters a token)."""
+    context_budget_tokens: int = 300
+    """The block's budget in tokens of the shipped embedder's WordPiece tokenizer
+    (``orcamem._kernel.text.wordpiece_tokens``; a GPT-style tokenizer counts about as many)."""
+    budget_shares: tuple[float, float, float] = (0.4, 0.2, 0.4)
+    """The budget left after the header and forbidden rules, split states | events | passages
+    (seed 003); what a part leaves unused flows to the next, then back to the first."""
+    max_items: int = 16
+    """Hits a block is packed from (its recall's ``top_k``); the budget decides how many fit."""
     max_forbidden_rules: int = 12
     """Forbidden rules hoisted to the top of every block."""
-    max_passage_chars: int = 400
-    """A passage or memory longer than this is clipped in the block."""
+    max_passage_chars: int = 160
+    """A passage shows its matched sentence (a short one with the sentences around it) in at
+    most this many characters, cut around the query's words; a longer memory is clipped."""
 
     def __post_init__(self) -> None:
         self._bool("enable_sutra_packing")
         self._int("context_budget_tokens", 32, 1_000_000)
+        shares = self.budget_shares
+        shares = tuple(shares) if isinstance(shares, (list, tuple)) else None
+        if (
+            shares is None
+            or len(shares) != 3
+            or not all(_is_share(share) for share in shares)
+            or abs(sum(shares) - 1.0) > 1e-6
+        ):
+            self._fail("budget_shares", "use three shares that sum to 1: (0.4, 0.2, 0.4)")
+        object.__setattr__(self, "budget_shares", shares)  # a list given becomes a tuple
+        self._int("max_items", 1, 1000)
         self._int("max_forbidden_rules", 0, 1000)
         self._int("max_passage_chars", 1, 1_000_000)
 

@@ -379,6 +379,9 @@ class Hit:
     line: str | None = None
     memory: MemoryRecord | None = None
     outdated_by: str | None = None
+    """The current value that superseded what this passage said (``[outdated: now …]``)."""
+    outdated_line: str | None = None
+    """The line (``s2``) whose statement was superseded: the block shows it with the mark."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {

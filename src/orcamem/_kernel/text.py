@@ -1,4 +1,5 @@
-"""Text utilities shared by stores and pipelines: sentences, terms, stop words, FTS5 queries."""
+"""Text utilities shared by stores and pipelines: sentences, terms, stop words, FTS5 queries,
+and the one token counter blocks are budgeted and benchmarked in."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import calendar
 import re
 from collections.abc import Collection, Iterator
 from datetime import date
-from typing import Literal
+from functools import cache
+from typing import Any, Literal
+
+from .embed import DEFAULT_MODEL_DIR
 
 __all__ = [
     "STOPWORDS",
@@ -20,6 +24,7 @@ __all__ = [
     "split_document",
     "split_sentences",
     "terms",
+    "wordpiece_tokens",
 ]
 
 STOPWORDS = frozenset(
@@ -216,8 +221,28 @@ def message_text(content: object) -> str:
 
 
 def estimate_tokens(text: str) -> int:
-    """A model-free token estimate (~4 characters a token) used for context budgets."""
+    """A GPT-style estimate (~4 characters a token): what a chat model's tokenizer roughly
+    counts, reported beside :func:`wordpiece_tokens` (which budgets are counted in)."""
     return max(1, (len(text) + 3) // 4)
+
+
+@cache
+def _tokenizer() -> Any:
+    from tokenizers import Tokenizer  # loaded on first count: ``import orcamem`` stays light
+
+    tokenizer = Tokenizer.from_file(str(DEFAULT_MODEL_DIR / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def wordpiece_tokens(text: str) -> int:
+    """Tokens of ``text`` by the shipped embedder's WordPiece tokenizer (0 for no text), offline.
+
+    It splits on white space and punctuation first, so the count of pieces joined by a space
+    or a newline is the sum of their counts: a block can be budgeted piece by piece.
+    """
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
 
 
 _MONTHS = {

@@ -29,14 +29,13 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .._kernel.config import Config
 from .._kernel.embed import DEFAULT_MODEL_DIR
-from .._kernel.text import STOPWORDS, estimate_tokens, terms
+from .._kernel.text import STOPWORDS, estimate_tokens, terms, wordpiece_tokens
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 from .runs import Progress, _evidence, _percentile, _turns, load_locomo, machine
@@ -112,21 +111,6 @@ class Block:
 def quotes(block: str, text: str) -> bool:
     """Whether ``block`` quotes the stored ``text`` (see the module docstring)."""
     return Block(block).quotes(text)
-
-
-@cache
-def _tokenizer() -> Any:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(DEFAULT_MODEL_DIR / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
-
-
-def wordpiece_tokens(text: str) -> int:
-    """Tokens of ``text`` by the shipped embedder's WordPiece tokenizer (0 for no text)."""
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids) if text else 0
 
 
 def load_unrelated(path: str | Path | None = None) -> list[str]:

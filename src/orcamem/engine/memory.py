@@ -588,8 +588,10 @@ class Memory:
 
     def recall(self, query: str, *, space: str | None = None) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``."""
-        result = self.search(query, space=space)
-        block, used = pack_context(result.hits, result.rules, self.config, self.clock.now())
+        result = self.search(query, space=space, top_k=self.config.pack.max_items)
+        block, used = pack_context(
+            result.hits, result.rules, self.config, self.clock.now(), result.query
+        )
         accessed = [hit.id for hit in used if hit.memory is not None]
         if accessed:
             self._after_read(

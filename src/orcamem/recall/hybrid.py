@@ -201,7 +201,7 @@ def recall(
         hits.extend(_memory_hits(store, space, match, vector, config, now))
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = [hit for hit in hits if hit.score > config.recall.min_score]
-    selected = _novel(store, space, hits, line_of, config.recall.novelty_threshold, limit)
+    selected = _novel(store, space, hits, line_of, rows, config.recall.novelty_threshold, limit)
     _mark_outdated(store, space, selected)
     timings["score"] = (time.perf_counter() - mark) * 1000
 
@@ -441,15 +441,30 @@ def _novel(
     space: str,
     hits: list[Hit],
     line_of: dict[str, int],
+    rows: dict[int, LineRow],
     threshold: float,
     limit: int,
 ) -> list[Hit]:
     """Select ``limit`` hits in score order: passages whose line vector is ≥ ``threshold``
     cosine to a kept one are dropped (the spec's novelty gate: near-verbatim repeats waste
     the budget), and up to half of the places are kept for memories, so consolidated
-    states are not crowded out by the many passages they came from."""
+    states are not crowded out by the many passages they came from. Facts lead: a passage
+    whose matched line a kept memory was consolidated from is dropped unless the line says
+    more than the memory (:func:`_adds`)."""
     memories = [hit for hit in hits if hit.kind != "passage"][: max(1, limit // 2)]
-    passages = [hit for hit in hits if hit.kind == "passage"]
+    told = {
+        line: memory.memory for memory in memories if memory.memory is not None
+        for line in memory.memory.cited_lines
+    }  # fmt: skip
+    passages = [
+        hit
+        for hit in hits
+        if hit.kind == "passage"
+        and (
+            line_of.get(hit.id) not in told
+            or _adds(rows[line_of[hit.id]].text, told[line_of[hit.id]])
+        )
+    ]
     room = limit - len(memories)
     kept: list[Hit] = []
     if threshold >= 1.0:
@@ -475,6 +490,21 @@ def _novel(
     return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
 
 
+def _adds(line: str, memory: MemoryRecord) -> bool:
+    """Whether ``line`` says more than the memory made from it: two content words or more
+    that the memory does not hold ("I moved from Pune to Bangalore last week" adds to
+    ``home city: Bangalore``; "I live in Bangalore." does not)."""
+    held = set(
+        content_words(
+            " ".join(
+                part or ""
+                for part in (memory.content, memory.value, memory.attribute, memory.condition)
+            )
+        )
+    )
+    return len(set(content_words(line)) - held) >= 2
+
+
 def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
     """A passage whose statement was consolidated into a state that has since been
     superseded is marked ``[outdated: now <current value>]``; a lineage that ends in a
@@ -484,15 +514,16 @@ def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
     newer = store.superseded_lines(space, [row.id for row in rows])
     if not newer:
         return
-    episode_of = {row.id: row.episode_id for row in rows}
-    current: dict[int, str] = {}
+    row_of = {row.id: row for row in rows}
+    current: dict[int, tuple[str, str]] = {}
     for line, memory_id in newer.items():
         memory = _lineage_end(store, space, memory_id)
-        if memory is not None and memory.active and line in episode_of:
-            current[episode_of[line]] = memory.value or memory.content
+        if memory is not None and memory.active and line in row_of:
+            row = row_of[line]
+            current[row.episode_id] = (memory.value or memory.content, f"s{row.seq}")
     for hit in hits:
         if hit.episode_id in current:
-            hit.outdated_by = current[hit.episode_id]
+            hit.outdated_by, hit.outdated_line = current[hit.episode_id]
 
 
 def _lineage_end(store: CandidateSource, space: str, memory_id: str) -> MemoryRecord | None:

@@ -124,7 +124,9 @@ def recall(
     classic: Annotated[
         bool, typer.Option(help="Classic sections instead of dense brackets.")
     ] = False,
-    budget: Annotated[int, typer.Option(help="Token budget of the block.")] = 800,
+    budget: Annotated[
+        int, typer.Option(help="Token budget of the block (WordPiece tokens).")
+    ] = PackConfig().context_budget_tokens,
 ) -> None:
     """Print the exact memory block that would be injected before the next turn."""
     config = Config(pack=PackConfig(enable_sutra_packing=not classic, context_budget_tokens=budget))

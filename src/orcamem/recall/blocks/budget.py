@@ -1,8 +1,9 @@
 """What every prompt block shares: clipping one item, and filling a budget with items.
 
-Each block format measures its budget in its seed's unit (tokens for the engine's block,
-characters for the capability's ``<memory>`` block, UTF-8 bytes for local memory's block);
-:func:`fill` takes the unit as ``cost``.
+Each block format measures its budget in its seed's unit (WordPiece tokens for the engine's
+block, characters for the capability's ``<memory>`` block, UTF-8 bytes for local memory's
+block); :func:`fill` takes the unit as ``cost``. :func:`fit` is for a layout whose items share
+text (one date or speaker prefix for several lines), where an item's cost depends on the others.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["clip", "fill"]
+__all__ = ["clip", "fill", "fit"]
 
 T = TypeVar("T")
 
@@ -51,3 +52,20 @@ def fill(
         budget -= size
         chosen.append((item, rendered))
     return chosen
+
+
+def fit(
+    items: Iterable[T],
+    cost: Callable[[list[T]], int],
+    budget: int,
+    chosen: Iterable[T] = (),
+) -> list[T]:
+    """``chosen`` and, in order, each item that keeps ``cost`` of the whole selection within
+    ``budget`` (one that does not fit is skipped for a later, smaller one)."""
+    kept = list(chosen)
+    seen = {id(item) for item in kept}
+    for item in items:
+        if id(item) not in seen and cost([*kept, item]) <= budget:
+            kept.append(item)
+            seen.add(id(item))
+    return kept
