@@ -58,8 +58,9 @@ def entities(text: str, *, phrase: bool = False) -> list[str]:
     state's value: "Bangalore" names ``bangalore``); otherwise it is a word like the others."""
     found: list[str] = []
     for sentence in split_sentences(text):
-        words = [_word(token) for token in _TOKEN_RE.findall(sentence)]
-        ends = [token.endswith((".", "'s", "’s")) for token in _TOKEN_RE.findall(sentence)]
+        tokens = _TOKEN_RE.findall(sentence)
+        words = [_word(token) for token in tokens]
+        ends = [token.endswith((".", "'s", "’s")) for token in tokens]
         run: list[str] = []
         for position, word in enumerate(words):
             if not run and word.lower() in _TITLES and word[:1].isupper():
