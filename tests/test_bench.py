@@ -198,6 +198,13 @@ def test_locomo_cli_json(locomo_file: Path) -> None:
     assert data["by_category"]["2"]["recall_any@1"] == 1.0
 
 
+def test_locomo_cli_ablates_spreading_activation(locomo_file: Path) -> None:
+    args = ["bench", "locomo", "--data", str(locomo_file), "--json", "--no-spreading"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["overall"]["questions"] == 6
+
+
 def test_locomo_cli_table(locomo_file: Path) -> None:
     result = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_file)])
     assert result.exit_code == 0, result.output

@@ -98,3 +98,14 @@ def test_capability_md_points_at_the_table() -> None:
     text = (ROOT / "docs" / "capability.md").read_text(encoding="utf-8")
     assert "conformance.md#seed-004" in text
     assert "| 1 | Memory is off by default" not in text  # moved, not copied
+
+
+def test_the_summary_counts_match_the_rows() -> None:
+    """The table at the top is the rows counted, so two merges that each change rows cannot
+    leave it stale."""
+    text = DOC.read_text(encoding="utf-8")
+    for seed, rows in sections().items():
+        found = re.search(rf"^\| \[{seed} [^|]*\| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)
+        assert found, f"no summary row for seed {seed}"
+        want = [len(rows), *(sum(cells[2] == status for cells in rows) for status in STATUSES)]
+        assert [int(n) for n in found.groups()] == want, (seed, want)

@@ -390,3 +390,89 @@ def test_pack_shows_an_outdated_line_only_for_a_question_about_the_change(
     assert "[outdated:" not in now
     assert "I live in Pune. [outdated: now Bangalore]" in before
     assert "marks what was true then" in before
+
+
+# -- spreading activation (issue 15): the entity graph bridges what shares no word ---------
+
+
+@pytest.fixture
+def dentist(tmp_path: Path) -> Iterator[Memory]:
+    """Seed 003's example: a toothache, the dentist's name said next, and weeks later in
+    another session where that dentist's clinic is; between them, talk about other things."""
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "dentist.db", clock=clock) as memory:
+        turns = [
+            ("user", "I have a toothache since Monday.", "s1"),
+            ("assistant", "Sorry to hear that. Who is your dentist?", "s1"),
+            ("user", "My dentist is Dr. Rao.", "s1"),
+            ("user", "We went hiking in the hills last weekend.", "s2"),
+            ("user", "My sister loves baking sourdough bread.", "s2"),
+            ("user", "The train to work was late again.", "s2"),
+            ("user", "I am reading a novel about sailors.", "s3"),
+            ("user", "Dr. Rao's clinic is on MG Road.", "s3"),
+            ("user", "The weather turned cold in the evening.", "s3"),
+            ("user", "Our team shipped the release on Friday.", "s4"),
+        ]
+        for role, text, session in turns:
+            memory.observe(role, text, session_id=session)
+        yield memory
+
+
+def test_spreading_activation_reaches_the_clinic_from_the_toothache(dentist: Memory) -> None:
+    query = "Where should I go for my toothache?"
+    clinic = "Dr. Rao's clinic is on MG Road."
+    assert not {"clinic", "mg", "road", "rao"} & set(fts_query(query) or "")  # no word shared
+    hits = dentist.search(query).hits
+    found = next(hit for hit in hits if hit.text == clinic)
+    # toothache -> (the next turns) "My dentist is Dr. Rao" -> Dr. Rao (fan 2) -> the clinic
+    assert found.breakdown["activation"] > 0
+    assert found.breakdown["lexical"] == found.breakdown["vector"] == 0
+    below = hits[hits.index(found) + 1 :]
+    assert any(hit.breakdown["vector"] > 0 for hit in below)  # it beats a line that matched
+    dentist.config = Config(signals=SignalsConfig(enable_spreading_activation=False))
+    without = [hit.text for hit in dentist.search(query).hits]
+    assert clinic not in without[:-1]  # off: last at best, below every line that matched
+
+
+def test_a_state_the_query_matches_is_a_source_too(tmp_path: Path) -> None:
+    """The dentist is known only as a consolidated state; the clinic turn shares no word with
+    the query, and the state's value (Dr. Rao) leads recall to it."""
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "state.db", clock=clock) as memory:
+        for text in (
+            "Dr. Rao's clinic is on MG Road.",
+            "We went hiking in the hills last weekend.",
+            "The train to work was late again.",
+            "Our team shipped the release on Friday.",
+            "I am reading a novel about sailors.",
+            "Dr. Rao plays chess on Sundays.",
+            "The weather turned cold in the evening.",
+        ):
+            memory.add(text)
+        memory.remember(
+            "My dentist is Dr. Rao.", category="state", attribute="dentist", value="Dr. Rao"
+        )
+        lifted = {
+            hit.text: hit.breakdown["activation"]
+            for hit in memory.search("Which dentist do I see?").hits
+            if "activation" in hit.breakdown
+        }
+        # rao has fan 3 (two turns and the state): each turn gets a third of the state's energy
+        assert lifted == {
+            "Dr. Rao's clinic is on MG Road.": pytest.approx(0.6 / 3),
+            "Dr. Rao plays chess on Sundays.": pytest.approx(0.6 / 3),
+        }
+
+
+def test_activation_is_bounded_and_a_turn_is_not_its_own_source(dentist: Memory) -> None:
+    dentist.config = Config(signals=SignalsConfig(activation_weight=0.25))
+    hits = dentist.search("Where should I go for my toothache?").hits
+    assert all(hit.breakdown.get("activation", 0.0) <= 0.25 for hit in hits)
+    assert "activation" not in hits[0].breakdown  # what it names, only it names (fan 1)
+
+
+def test_activation_switches_are_checked() -> None:
+    with pytest.raises(InvalidInputError, match="activation_max_fan"):
+        SignalsConfig(activation_max_fan=1)
+    with pytest.raises(InvalidInputError, match="enable_spreading_activation"):
+        SignalsConfig(enable_spreading_activation="yes")  # type: ignore[arg-type]

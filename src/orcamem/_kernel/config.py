@@ -200,6 +200,21 @@ class SignalsConfig(_Section):
     ebbinghaus_s0_days: float = 2.0
     ebbinghaus_gain: float = 0.5
     ebbinghaus_weight: float = 0.05
+    enable_spreading_activation: bool = True
+    """ACT-R spreading activation over the space's entity graph (``recall.spreading``): turns
+    that name an entity of the query, of its best turns or of its states are lifted by
+    ``activation_weight`` times ``Σ_j W_j / fan(j)`` (at most 1), Anderson's fan effect."""
+    activation_weight: float = 0.6
+    """The most a turn's activation adds to its score."""
+    activation_sources: int = 10
+    """The best-matching turns whose entities are sources (weighted by their score)."""
+    activation_states: int = 5
+    """The states the query matches whose entities are sources (weight 1)."""
+    activation_max_fan: int = 50
+    """An entity named by more lines and memories than this is a hub and spreads nothing
+    (its share would be under 1/50 anyway); it also bounds the mentions read per entity."""
+    activation_new: int = 10
+    """Turns reached through the graph that were not candidates, at most, that join them."""
 
     def __post_init__(self) -> None:
         for name in ("neighbour_weights_before", "neighbour_weights_after"):
@@ -210,6 +225,9 @@ class SignalsConfig(_Section):
             object.__setattr__(self, name, shares)  # a list given becomes a hashable tuple
         self._int("neighbour_sources", 0, _MANY)
         self._int("session_top", 1, 100)
+        for name in ("activation_sources", "activation_states", "activation_new"):
+            self._int(name, 0, _MANY)
+        self._int("activation_max_fan", 2, _MANY)
         self._number("answer_share", 0.0, 1.0)
         self._number("assistant_prior", 0.0, 1.0)
         self._number("question_prior", 0.0, 1.0)
@@ -233,6 +251,7 @@ _NON_NEGATIVE = (
     "hawkes_weight",
     "ebbinghaus_gain",
     "ebbinghaus_weight",
+    "activation_weight",
 )
 _POSITIVE = ("recency_half_life_days", "hawkes_half_life_seconds", "ebbinghaus_s0_days")
 _SWITCHES = (
@@ -241,6 +260,7 @@ _SWITCHES = (
     "enable_usage",
     "enable_hawkes",
     "enable_ebbinghaus",
+    "enable_spreading_activation",
 )
 
 

@@ -72,6 +72,24 @@ class CandidateSource(Protocol):
         """The cosine a random query reaches in this space (vector hits below it are noise)."""
         ...
 
+    def entity_fans(self, space: str, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """The entity graph: ``name → (entity id, fan)`` for the names the space knows."""
+        ...
+
+    def entities_of(
+        self, space: str, episode_ids: Sequence[int], memory_ids: Sequence[str]
+    ) -> list[tuple[int | str, int, int]]:
+        """The entities those episodes and memories name: ``(episode or memory id, entity
+        id, fan)``."""
+        ...
+
+    def entity_mentions(
+        self, space: str, entity_ids: Sequence[int], limit: int
+    ) -> list[tuple[int, int, int]]:
+        """Where those entities are named: ``(entity id, episode id, line id)``, at most
+        ``limit`` rows an entity."""
+        ...
+
     def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]: ...
     def vector_memories(
         self, space: str, vector: np.ndarray, limit: int

@@ -22,6 +22,7 @@ from .._kernel.text import content_words, date_ranges, fts_query, terms
 from . import signals
 from .candidates import CandidateSource, LineRow
 from .presets import engine_preset
+from .spreading import activate
 
 __all__ = ["CALIBRATION_TEXTS", "RecallResult", "Recalled", "recall"]
 
@@ -283,6 +284,11 @@ def _episode_hits(
     for row in store.episode_lines(space, extra, first_only=True):
         rows[row.id] = row
         best[row.episode_id] = (0.0, row.id, (0.0, 0.0))
+    lift = (
+        activate(store, space, query, best, neighbour_of, rows, config)
+        if config.signals.enable_spreading_activation
+        else {}
+    )
 
     strength: dict[str | None, float] = {}
     if config.signals.session_weight > 0:
@@ -301,6 +307,8 @@ def _episode_hits(
         breakdown = {"lexical": lex, "vector": vec}
         lent = neighbour_of.get(episode_id, 0.0)
         breakdown["neighbour"] = lent
+        if episode_id in lift:
+            breakdown["activation"] = lift[episode_id]
         if strength and row.session_id is not None:
             breakdown["session"] = config.signals.session_weight * strength.get(row.session_id, 0.0)
         moment = moments.get(row.occurred_at) if row.occurred_at else None

@@ -179,7 +179,7 @@ class Problem:
     """One thing a check found wrong, said in one line that ends with what to run next."""
 
     kind: str
-    """``sqlite``, ``fts``, ``orphans``, ``vectors``, ``digest`` or ``lineage``."""
+    """``sqlite``, ``fts``, ``orphans``, ``vectors``, ``digest``, ``lineage`` or ``graph``."""
     message: str
     space: str | None = None
     repairable: bool = True

@@ -1,7 +1,7 @@
 """What ``orcamem check`` verifies in an SQLite store, and what ``repair`` rebuilds.
 
-Episodes are the authority; the FTS5 indexes, the vectors, the citation rows and the
-``superseded_by`` pointers are derived from them or checked against them. ``PRAGMA
+Episodes are the authority; the FTS5 indexes, the vectors, the citation rows, the entity
+graph and the ``superseded_by`` pointers are derived from them or checked against them. ``PRAGMA
 integrity_check`` does not look inside an FTS5 index (after ``'delete-all'`` it still says ok
 while search finds nothing), so each index is also checked against its content table. A check
 only reads; a repair rebuilds derived rows and never changes an episode. :func:`warn_on_open`
@@ -14,6 +14,7 @@ import logging
 import sqlite3
 
 from ..._kernel.model import digest
+from . import graph
 from .base import Problem
 from .migrations import FTS_TABLES
 from .vector_index import BYTES_PER_VALUE
@@ -24,7 +25,12 @@ log = logging.getLogger("orcamem")
 
 REPAIR = "run `orcamem repair`"
 RESTORE = "restore it from an `orcamem export` file or a backup (repair cannot know which is right)"
-_DERIVED = {"lines": "line(s) whose episode is missing", "memory_citations": "citation row(s)"}
+_DERIVED = {
+    "lines": "line(s) whose episode is missing",
+    "memory_citations": "citation row(s)",
+    "entity_lines": "entity link row(s)",
+    "entity_memories": "entity link row(s)",
+}
 _BATCH = 500
 _warned: set[str] = set()
 
@@ -38,6 +44,7 @@ def problems(conn: sqlite3.Connection) -> list[Problem]:
         *_vectors(conn),
         *_digests(conn),
         *_lineage(conn),
+        *_graph(conn),
     ]
 
 
@@ -78,6 +85,9 @@ def repair_derived(conn: sqlite3.Connection) -> list[str]:
         marks = ",".join("?" * len(dangling))
         conn.execute(f"UPDATE memories SET superseded_by = NULL WHERE id IN ({marks})", dangling)
         done.append(f"cleared the dangling superseded_by of {', '.join(dangling)}")
+    for space in graph.drift(conn):
+        graph.rebuild(conn, space)
+        done.append(f"rebuilt the entity graph of space {space!r} from its lines and memories")
     return done
 
 
@@ -236,6 +246,18 @@ def _digests(conn: sqlite3.Connection) -> list[Problem]:
                 )
         last = rows[-1][0]
     return found
+
+
+def _graph(conn: sqlite3.Connection) -> list[Problem]:
+    return [
+        Problem(
+            "graph",
+            f"space {space!r}: the entity graph is out of step ({why}), so spreading "
+            f"activation misses links: {REPAIR}",
+            space,
+        )
+        for space, why in graph.drift(conn).items()
+    ]
 
 
 def _lineage(conn: sqlite3.Connection) -> list[Problem]:

@@ -200,6 +200,43 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "episodes by turn id (the proxy's exchanges: a turn and its reply, found once)",
         ["CREATE INDEX episodes_space_turn ON episodes(space, turn_id) WHERE turn_id IS NOT NULL"],
     ),
+    (
+        6,
+        "entity graph: entities of a space and their links to lines and memories, both ways",
+        [
+            """CREATE TABLE entities (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                space TEXT NOT NULL,
+                name TEXT NOT NULL,
+                fan INTEGER NOT NULL DEFAULT 0,
+                UNIQUE (space, name)
+            )""",
+            """CREATE TABLE entity_lines (
+                entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+                line_id INTEGER NOT NULL REFERENCES lines(id) ON DELETE CASCADE,
+                episode_id INTEGER NOT NULL,
+                PRIMARY KEY (entity_id, episode_id, line_id)
+            )""",  # the key holds all three: an entity's mentions are read from it alone
+            "CREATE INDEX entity_lines_line ON entity_lines(line_id)",
+            "CREATE INDEX entity_lines_episode ON entity_lines(episode_id, entity_id)",
+            """CREATE TABLE entity_memories (
+                entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+                memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+                PRIMARY KEY (entity_id, memory_id)
+            )""",
+            "CREATE INDEX entity_memories_memory ON entity_memories(memory_id)",
+            # fan = links of an entity (added by the writer, engine.store.graph, in bulk); an
+            # entity nothing names any more is gone (forgetting the last line that named
+            # "Dr. Rao" forgets the name too)
+            *(
+                f"""CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN
+                    UPDATE entities SET fan = fan - 1 WHERE id = old.entity_id;
+                    DELETE FROM entities WHERE id = old.entity_id AND fan <= 0;
+                END"""
+                for table in ("entity_lines", "entity_memories")
+            ),
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

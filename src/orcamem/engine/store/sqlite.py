@@ -31,7 +31,7 @@ from ...errors import (
     SchemaTooNewError,
     StoreError,
 )
-from . import check
+from . import check, graph
 from .base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, Problem, SpaceInfo
 from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
@@ -241,6 +241,9 @@ class SQLiteStore:
                     "INSERT INTO schema_version VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
                     (version, description),
                 )
+            if current < graph.VERSION <= LATEST:  # a file from before the graph: derive it
+                for (space,) in conn.execute("SELECT name FROM spaces").fetchall():
+                    graph.rebuild(conn, space)
             if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
@@ -359,6 +362,7 @@ class SQLiteStore:
         """Append episodes with their lines in one transaction: all land, or none."""
         episodes: list[Episode] = []
         positions: dict[tuple[str, str], int] = {}
+        written: dict[str, list[tuple[int, Sequence[str]]]] = {}
         with self.writing() as conn:
             for write in writes:
                 ep = write.episode
@@ -409,6 +413,7 @@ class SQLiteStore:
                         for seq, line in enumerate(write.lines, start=1)
                     ],
                 )
+                written.setdefault(ep.space, []).append((episode_id, write.lines))
                 episodes.append(
                     Episode(
                         episode_id,
@@ -424,6 +429,8 @@ class SQLiteStore:
                         dict(ep.meta),
                     )
                 )
+            for space, batch in written.items():
+                graph.link_episodes(conn, space, batch)
         return episodes
 
     def _episode(self, row: tuple) -> Episode:
@@ -632,6 +639,8 @@ class SQLiteStore:
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"memory id {memory_id} already exists: pick another id") from exc
             self._cite(conn, memory.space, memory_id, memory.cited_lines)
+            names = graph.memory_names(memory.content, memory.entity, memory.value)
+            graph.link_memory(conn, memory.space, memory_id, names)
         return self.get_memory(memory.space, memory_id)
 
     @staticmethod
@@ -682,6 +691,8 @@ class SQLiteStore:
                 values,
             )
             self._cite(conn, record.space, memory_id, record.cited_lines)
+            names = graph.memory_names(record.content, record.entity, record.value)
+            graph.link_memory(conn, record.space, memory_id, names)
         return memory_id
 
     def line_ids(self, space: str, episode_id: int) -> dict[int, int]:
@@ -800,6 +811,62 @@ class SQLiteStore:
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)
             )
         self._memory_index.discard(space, {memory_id})
+
+    # -- the entity graph (engine.store.graph writes it) ------------------------------------
+
+    def entity_fans(self, space: str, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT name, id, fan FROM entities WHERE space = ? AND name IN ({marks})",
+                [space, *names],
+            ).fetchall()
+        return {name: (entity_id, fan) for name, entity_id, fan in rows}
+
+    def entities_of(
+        self, space: str, episode_ids: Sequence[int], memory_ids: Sequence[str]
+    ) -> list[tuple[int | str, int, int]]:
+        found: list[tuple[int | str, int, int]] = []
+        with self.reading() as conn:
+            for table, column, ids in (
+                ("entity_lines", "episode_id", episode_ids),
+                ("entity_memories", "memory_id", memory_ids),
+            ):
+                if ids:
+                    marks = ",".join("?" * len(ids))
+                    found.extend(
+                        conn.execute(
+                            f"SELECT DISTINCT l.{column}, e.id, e.fan FROM {table} l "
+                            f"JOIN entities e ON e.id = l.entity_id "
+                            f"WHERE l.{column} IN ({marks}) AND +e.space = ?",
+                            [*ids, space],
+                        ).fetchall()
+                    )
+        return found
+
+    def entity_mentions(
+        self, space: str, entity_ids: Sequence[int], limit: int
+    ) -> list[tuple[int, int, int]]:
+        if not entity_ids:
+            return []
+        marks = ",".join("?" * len(entity_ids))
+        with self.reading() as conn:  # "+e.space": the (space, name) index would scan the space
+            rows = conn.execute(
+                "SELECT l.entity_id, l.episode_id, l.line_id FROM entities e "
+                "JOIN entity_lines l ON l.entity_id = e.id "
+                f"WHERE l.entity_id IN ({marks}) AND +e.space = ? "
+                "ORDER BY l.entity_id, l.episode_id",
+                [*entity_ids, space],
+            ).fetchall()
+        taken: dict[int, int] = {}
+        found = []
+        for row in rows:  # a fan-capped caller never meets the limit; it bounds any other
+            if taken.get(row[0], 0) < limit:
+                taken[row[0]] = taken.get(row[0], 0) + 1
+                found.append(row)
+        return found
 
     def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
         with self.reading() as conn:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..._kernel.config import Config, RecallConfig
+from ..._kernel.config import Config, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
 from ...recall.presets import engine_preset
 from .console import (
@@ -86,13 +86,19 @@ def locomo_command(
     preset: Annotated[str, typer.Option(help="Recall preset.")] = "hybrid",
     fusion: Annotated[str, typer.Option(help="minmax or rrf.")] = "minmax",
     samples: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    spreading: Annotated[
+        bool, typer.Option(help="Spreading activation over the entity graph (the ablation).")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
     from ...bench.runs import locomo
 
     try:
-        config = Config(recall=RecallConfig(preset=preset, fusion=fusion))
+        config = Config(
+            recall=RecallConfig(preset=preset, fusion=fusion),
+            signals=SignalsConfig(enable_spreading_activation=spreading),
+        )
         engine_preset(preset)
     except OrcamemError as exc:
         raise fail(exc) from None

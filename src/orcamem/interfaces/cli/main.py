@@ -371,7 +371,7 @@ def reembed(
 
 @app.command()
 def check(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Verify the database: the SQLite file, full-text indexes, vectors, digests, lineage.
+    """Verify the database: SQLite file, full-text indexes, vectors, digests, lineage, graph.
 
     Reads only. Exit 0 when healthy, 1 when a problem is found; each problem is one line that
     says what to run next (most often `orcamem repair`).

@@ -90,7 +90,7 @@ class DatabaseStats(BaseModel):
 
 
 class ProblemOut(BaseModel):
-    kind: str = Field(description="sqlite, fts, orphans, vectors, digest or lineage.")
+    kind: str = Field(description="sqlite, fts, orphans, vectors, digest, lineage or graph.")
     message: str = Field(description="What is wrong and what to run next, in one line.")
     space: str | None = Field(description="The space it is in, when it is in one.")
     repairable: bool = Field(description="Whether `orcamem repair` can fix it.")
