@@ -46,7 +46,7 @@ def line(
     [
         ("yesterday", date(2026, 10, 16)),  # said on Saturday 2026-10-17
         ("today", date(2026, 10, 17)),
-        ("last week", date(2026, 10, 10)),
+        ("last week", date(2026, 10, 5)),  # the Monday of the week before
         ("3 days ago", date(2026, 10, 14)),
         ("two weeks ago", date(2026, 10, 3)),
         ("next Tuesday", date(2026, 10, 20)),
@@ -150,8 +150,8 @@ def test_verify_rejects_with_reasons_and_dates_in_code() -> None:
         ),
     ]
     verified, rejected = verify_claims(claims, lines, UTC)
-    assert [(v.claim.value, v.date, v.line_ids) for v in verified] == [
-        ("Bangalore", "2026-10-10", (10,))
+    assert [(v.claim.value, v.date, v.until, v.line_ids) for v in verified] == [
+        ("Bangalore", "2026-10-05", "2026-10-11", (10,))
     ]
     reasons = [reason.split(":")[0] for _, reason in rejected]
     assert reasons == ["grounding", "citation", "date", "grounding"]
@@ -265,14 +265,14 @@ def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
     assert ("morning drink", "ginger tea", "a sore throat") in active  # linked exception
     history = {m.value: m for m in sleeper.facts(include_history=True)}
     assert history["Pune"].superseded_by == history["Bangalore"].id
-    assert history["Bangalore"].event_date == "2026-10-10"  # "last week" anchored in code
+    assert history["Bangalore"].event_date == "2026-10-05"  # "last week" anchored in code
     rule = next(m for m in sleeper.facts() if m.prohibited)
     assert rule.attribute.startswith("forbidden_")
 
     block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
     lines = block.splitlines()
     assert lines[3].startswith("[FORBIDDEN: chain PowerShell commands with semicolons]")
-    assert "[user.home city: Bangalore (since 2026-10-10)]" in block
+    assert "[user.home city: Bangalore (since 2026-10-05)]" in block
     assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
     assert "I live in Pune. [outdated: now Bangalore]]" in block
 
@@ -555,7 +555,7 @@ def test_a_rule_citing_a_user_turn_and_an_assistant_turn_is_refused() -> None:
     verified, rejected = verify_claims([claim, always], said, UTC)
     assert verified == []
     assert [reason for _, reason in rejected] == [
-        "speaker: rules come only from the user's own turns, not from ep-2:s1 (assistant "
+        "speaker: rules come only from a person's own turns, not from ep-2:s1 (assistant "
         "turn); to set this rule, call forbid() with it"
     ] * 2
 

@@ -41,6 +41,8 @@ class Verified:
     line_ids: tuple[int, ...]
     date: str | None
     """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
+    until: str | None = None
+    """The last day of a range ("last week": Monday to Sunday), when it is more than one day."""
     said_on: str | None = None
     """The day it was said (its first cited line's ``occurred_at``, local): what orders states."""
     session_id: str | None = None
@@ -60,7 +62,7 @@ _CATEGORY = {"state": "state", "event": "event", "preference": "preference", "fa
 
 def memory_content(claim: Claim) -> str:
     """The sentence a memory shows for a claim (what search matches and facts list)."""
-    if claim.kind == "rule":
+    if claim.kind == "rule" or claim.prohibited:
         return claim.value if claim.prohibited else f"always {claim.value}"
     if claim.kind == "preference":
         return f"prefers {claim.value}"
@@ -172,6 +174,7 @@ def apply_claims(
                 condition=claim.condition or None,
                 prohibited=claim.prohibited,
                 event_date=item.date,
+                event_end=item.until if claim.kind == "event" else None,
                 session_id=item.session_id,
                 turn_id=item.turn_id,
                 cited_lines=item.line_ids,

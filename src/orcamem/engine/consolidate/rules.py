@@ -44,19 +44,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from ..._kernel.text import STOPWORDS, slug
 from .anchor import find_when
-from .claims import Claim, SourceLine
+from .claims import HELPERS, Claim, SourceLine, speaker_entity
 from .verify import normal_words
 
 __all__ = ["rule_claims"]
 
-_STOP = (
-    r"(?=\s+(?:last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|"
-    r"when|while|after|before|ago|on|in \d{4}|these days|now|anymore|again)\b|[,.;:!?)]|$)"
+_ENDS = (
+    r"last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|when|while|after|"
+    r"before|ago|on|in \d{4}|in (?:January|February|March|April|May|June|July|August|September|"
+    r"October|November|December)|these days|now|anymore|again"
 )
+_STOP = r"(?=\s+(?:" + _ENDS + r")\b|[,.;:!?)]|$)"
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
+# What is preferred ends before what it is preferred to ("espresso over filter coffee") and
+# before when ("tea in the mornings").
+_PREFERRED = (
+    r"([^,.;:!?()]{1,60}?)(?=\s+(?:over|than|rather than|instead of|in the (?:morning|evening|"
+    r"afternoon|night|winter|summer|monsoon)s?|" + _ENDS + r")\b|[,.;:!?)]|$)"
+)
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
 # "I finally finished", "I actually live", "I now work": an adverb between I and the verb.
@@ -119,7 +128,13 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _ADVERB + _A
                           + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
-    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE)),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE
+                            + r"(?:\s+as\s+" + _A + r"([A-Za-z][\w -]{1,40}?)" + _STOP + ")?")),
+    ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?(vegan|vegetarian|"
+                        r"pescatarian|teetotal|teetotaller)\b")),
+    ("named_pet", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+([a-z][a-z -]{1,30}?)\s+"
+                             r"(?:named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})")),
+    ("plan", re.compile(r"\bI(?:'m| am)\s+(moving|relocating)\s+to\s+" + _PLACE)),
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
     ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
@@ -136,16 +151,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("allergy", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+(?:(?:severe|serious|bad|mild|"
                            r"life-threatening)\s+)?(?:([a-z][a-z -]{1,30}?)\s+allergy\b|allergy to\s+"
                            r"([^,.;:!?()]{1,60}?)" + _AVOID_END + ")")),
-    ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
+    ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PREFERRED)),
     ("never", re.compile(_RULE_OPEN + r"(never|don't|do not|stop)\s+(?:ever\s+)?"
                          r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
-    ("always", re.compile(_RULE_OPEN + r"(always)\s+([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END,
-                          re.IGNORECASE)),
+    ("always", re.compile(_RULE_OPEN + r"(always|don't forget to|do not forget to)\s+"
+                          r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
     ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
                          r"can't (?:have|eat|drink)|cannot (?:have|eat|drink))"
                          r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
-    ("event", re.compile(r"\bI\s+" + _ADVERB + r"(went to|visited|attended|got|received|bought|"
-                         r"adopted|started|finished|won|lost)\s+" + _PHRASE)),
+    ("event", re.compile(r"\b(?:I|[Ww]e)\s+" + _ADVERB + r"(went to|visited|attended|got|received|"
+                         r"bought|adopted|started|finished|won|lost|watched)\s+" + _PHRASE)),
     ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
 ]  # fmt: skip
 
@@ -154,16 +169,18 @@ def _clean(value: str) -> str:
     return " ".join(value.strip(" '\"").split())
 
 
-def _instruction(action: str) -> bool:
+def _instruction(action: str, habit: bool = False) -> bool:
     """Whether the words after never/don't/stop/always tell the assistant what (not) to do:
     a base-form verb (not narration, "never had"), not an idiom ("don't give up", "don't
     worry"), not about a person addressed ("stop me if", "don't tell anyone", "don't ask how"),
-    and with something to do ("don't answer that" and "never give up!" have nothing)."""
+    and with something to do ("don't answer that" and "never give up!" have nothing). A habit
+    to stop ("stop asking if I need anything else") may go on with if/how."""
     words = action.split()
     first = words[0].lower()
     if first in _NOT_VERBS or _NOT_RULES.match(action) or words[0][:1].isupper():
         return False
-    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in _PERSON | _WH):
+    stops = _PERSON if habit else _PERSON | _WH
+    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in stops):
         return False
     rest = {w for w in normal_words(" ".join(words[1:])) if w not in STOPWORDS} - _PERSON
     return bool(rest)
@@ -184,11 +201,13 @@ def _said(text: str) -> str:
     return _QUESTION_RE.sub(" ", _QUOTED_RE.sub(" … ", text))
 
 
-def _from_line(line: SourceLine) -> Iterator[Claim]:
+def _from_line(line: SourceLine, instructions: bool) -> Iterator[Claim]:
     text, cite = _said(_ABBREVIATION_RE.sub(r"\1", line.text)), (line.ref,)
     when = find_when(text)
     taken: set[str] = set()
     for name, pattern in _PATTERNS:
+        if name in ("never", "always") and not instructions:
+            continue
         for match in pattern.finditer(text):
             if name in taken and name not in ("never", "always", "event"):
                 continue
@@ -226,6 +245,20 @@ def _claims(
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
     elif name == "employer":
         yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
+        if m.group(2):
+            yield Claim(attribute="role", value=_clean(m.group(2)), **state)
+    elif name == "diet":
+        yield Claim(attribute="diet", value=m.group(1).lower(), **state)
+    elif name == "named_pet":
+        yield Claim(attribute=_clean(m.group(1)).lower(), value=_clean(m.group(2)), **state)
+    elif name == "plan" and when:
+        yield Claim(
+            kind="event",
+            attribute="plans",
+            value=f"{m.group(1)} to {_clean(m.group(2))}",
+            when=when,
+            cites=cite,
+        )
     elif name in ("named", "my_is"):
         attribute, value = _clean(m.group(1)).lower(), _clean(m.group(2))
         slot = name == "named" or value[:1].isupper() or _SLOT_RE.search(attribute)
@@ -270,7 +303,8 @@ def _claims(
     elif name == "never":
         action = _clean(m.group(2))
         gerund = action.split()[0].lower().endswith("ing")  # "stop using X", "never use X"
-        if not _instruction(action) or gerund != (m.group(1).lower() == "stop"):
+        stop = m.group(1).lower() == "stop"
+        if not _instruction(action, habit=stop) or gerund != stop:
             return
         yield Claim(
             kind="rule",
@@ -309,13 +343,21 @@ def _avoid(thing: str, cite: tuple[str, ...]) -> Claim:
 
 
 def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
-    """Claims from the lines the user said (or wrote as notes); assistant lines are skipped.
+    """Claims from what each person said (or wrote as notes), filed under the speaker: the
+    user's lines under ``user``, a named speaker's under their name (``speaker_entity``);
+    the assistant's, the system's and tools' lines are skipped.
 
-    Notes, documents and tool output without a role are read too; ``verify.check_speaker``
-    keeps their never/always sentences from becoming rules."""
+    A named speaker sets a never/always rule only in a session where an assistant speaks (in a
+    chat between two friends "don't forget to call" is not an instruction to an assistant);
+    their hard constraints (an allergy) still become rules. Notes, documents and tool output
+    without a role are read too; ``verify.check_speaker`` keeps their never/always sentences
+    from becoming rules."""
+    helped = {line.session_id for line in lines if line.role in HELPERS}
     claims: list[Claim] = []
     for line in lines:
-        if line.role not in (None, "user"):
+        entity = "user" if line.role is None else speaker_entity(line.role)
+        if entity is None:
             continue
-        claims.extend(_from_line(line))
+        instructions = entity == "user" or line.session_id in helped
+        claims.extend(replace(c, entity=entity) for c in _from_line(line, instructions))
     return claims

@@ -200,6 +200,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "episodes by turn id (the proxy's exchanges: a turn and its reply, found once)",
         ["CREATE INDEX episodes_space_turn ON episodes(space, turn_id) WHERE turn_id IS NOT NULL"],
     ),
+    (
+        6,
+        "an event's last day (a range said as 'last week' or 'in March')",
+        ["ALTER TABLE memories ADD COLUMN event_end TEXT"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -68,9 +68,9 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
         rule = clip(quote(hit.text), limit)
         return f"[FORBIDDEN: {rule}]" if dense else f"- {rule}"
     if memory is not None and memory.category == "event":
-        body = (
-            f"{_day(memory.event_date or memory.created_at)}: {clip(quote(memory.content), limit)}"
-        )
+        day = _day(memory.event_date or memory.created_at)
+        until = f" to {_day(memory.event_end)}" if memory.event_end else ""  # "last week"
+        body = f"{day}{until}: {clip(quote(memory.content), limit)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     if memory is not None:
         body = _state_body(memory, limit)
