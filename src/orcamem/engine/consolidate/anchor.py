@@ -91,7 +91,8 @@ def span(expression: str, said_at: str | datetime, tz: ZoneInfo) -> tuple[date, 
     previous calendar month or year; ``in March`` the latest March that has begun by then, all
     of it; ``in 2022`` all of 2022. ``last Tuesday`` is the latest Tuesday strictly before that
     day, ``next Tuesday`` the first strictly after, ``on Tuesday`` the latest on or before it;
-    ``3 days ago``, ``yesterday``, ``tomorrow`` are single days.
+    ``3 days ago``, ``yesterday``, ``tomorrow`` are single days; ``two weeks ago`` is that
+    week, ``three months ago`` that calendar month, ``five years ago`` that calendar year.
     """
     text = " ".join(expression.lower().split())
     today = local_day(said_at, tz)
@@ -123,7 +124,15 @@ def span(expression: str, said_at: str | datetime, tz: ZoneInfo) -> tuple[date, 
         count = int(ago.group(1)) if ago.group(1).isdigit() else _NUMBERS.get(ago.group(1))
         if count is None:
             return None
-        day = today - timedelta(days=count * _UNIT_DAYS[ago.group(2)])
+        unit = ago.group(2)
+        if unit == "year":
+            return date(today.year - count, 1, 1), date(today.year - count, 12, 31)
+        if unit == "month":
+            return _shift_month(today, -count)
+        day = today - timedelta(days=count * _UNIT_DAYS[unit])
+        if unit == "week":
+            monday = day - timedelta(days=day.weekday())
+            return monday, monday + timedelta(days=6)
         return day, day
     weekday = re.fullmatch(r"(last|next|on|this) (" + "|".join(_WEEKDAYS) + r")", text)
     if weekday:

@@ -55,16 +55,18 @@ __all__ = ["rule_claims"]
 
 _ENDS = (
     r"last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|when|while|after|"
-    r"before|ago|on|in \d{4}|in (?:January|February|March|April|May|June|July|August|September|"
-    r"October|November|December)|these days|now|anymore|again"
+    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|together|in \d{4}|in (?:January|February|March|April|May|June|July|August|September|"
+    r"October|November|December)|these days|now|anymore|again|"
+    r"(?:about |almost |nearly |over )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"a few|a couple of) (?:day|week|month|year)s? ago"
 )
-_STOP = r"(?=\s+(?:" + _ENDS + r")\b|[,.;:!?)]|$)"
+_STOP = r"(?=\s+(?:" + _ENDS + r")\b|\s+[-–—]\s|[,.;:!?)]|$)"
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
 # What is preferred ends before what it is preferred to ("espresso over filter coffee") and
 # before when ("tea in the mornings").
 _PREFERRED = (
     r"([^,.;:!?()]{1,60}?)(?=\s+(?:over|than|rather than|instead of|in the (?:morning|evening|"
-    r"afternoon|night|winter|summer|monsoon)s?|" + _ENDS + r")\b|[,.;:!?)]|$)"
+    r"afternoon|night|winter|summer|monsoon)s?|" + _ENDS + r")\b|\s+[-–—]\s|[,.;:!?)]|$)"
 )
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
@@ -73,7 +75,11 @@ _ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|alrea
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
-_RULE_END = r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is)\b|[,.;:!?]|$)"
+# "… when you help me" says nothing the rule does not: it ends there.
+_RULE_END = (
+    r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is|when you help me)\b"
+    r"|[,.;:!?]|$)"
+)
 # A rule opens a sentence or clause ("…, so never suggest snacks with nuts"); what follows the
 # never/don't/stop/always must be an instruction: a verb in the base form with an object.
 _RULE_OPEN = r"(?:^|[.!?;]\s+|,\s*)(?:(?:and|so|but|also|actually|oh|please),?\s+)*"
@@ -92,7 +98,22 @@ _NOT_VERBS = frozenset({
 })  # fmt: skip
 _PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
 _WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
-_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them"})
+_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them",
+                      "how", "what", "when", "where", "why", "who", "which", "seeing", "hearing"})  # fmt: skip
+# "I love the colours", "I love all the yellow leaves": in a chat, what is in front of the
+# speaker (a photo, a painting), not a standing preference.
+_SHOWN = frozenset({"the", "all", "both", "every", "such", "so", "our", "his", "their"})
+# A value that begins with a verb or a preposition is the tail of a relative clause ("the
+# things I love makes writing fun", "a pic I got from my walk"), not a thing.
+_NOT_THINGS = frozenset({"makes", "made", "is", "was", "are", "were", "has", "had", "helps", "keeps",
+                         "gives", "means", "from", "to", "into", "at", "in", "on", "with", "for",
+                         "about", "by", "like", "back", "up", "out", "off"})  # fmt: skip
+# A value that ends in one of these was cut before its object ("taking walks on").
+_CUT = frozenset({"on", "in", "at", "to", "from", "with", "like", "of", "for", "about", "into"})
+# What someone "got" that is not a thing they have or an event ("I got some great news",
+# "I got a chance to", "a pic I got").
+_VAGUE = frozenset({"news", "chance", "call", "message", "text", "idea", "feeling", "pic",
+                    "picture", "photo", "sense", "lot", "bit", "time", "way", "point", "look"})  # fmt: skip
 _TIME_WORDS = frozenset({"yesterday", "today", "tomorrow", "tonight", "year", "month", "week",
                          "day", "ago", "morning", "evening", "weekend"})  # fmt: skip
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
@@ -112,6 +133,9 @@ _AVOID_END = (
 _CHANGED_RE = re.compile(
     r"\b(?:now|actually|these days|nowadays|anymore|no longer|instead|switched)\b", re.IGNORECASE
 )
+# A past event ("I bought tickets") is not dated by a time that is to come ("…, and I'm
+# leaving the day after tomorrow"): that expression belongs to another clause.
+_FUTURE_RE = re.compile(r"(?:tomorrow|next\b|this weekend)")
 # Quoted speech is someone else's words, and a question states nothing: neither is read.
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _QUESTION_RE = re.compile(r"[^.!?]*\?")
@@ -138,7 +162,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
     ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
-                         r"really\b|not\b|also\b|called\b|named\b)" + _PHRASE)),
+                         r"really\b|not\b|also\b|called\b|named\b|like\b)" + _PHRASE)),
     ("conditional", re.compile(r"\b(?:[Ww]hen|[Ii]f|[Ww]henever)\s+(?:I(?:\s+(?:have|get|am)|'m)\s+)?"
                                r"([^,]{3,60}?),?\s+I\s+(?:usually\s+|always\s+)?"
                                r"(?:switch to\s+|(drink|eat|use|take)\s+)([^,.;:!?]{1,80}?)"
@@ -191,9 +215,18 @@ def _concrete(value: str) -> bool:
     idea", "the way he writes" (what is in front of the speaker, or a pronoun for someone
     else's words), nor only time words ("I got it a year ago")."""
     words = value.lower().split()
-    if not words or words[0] in _DEICTIC or " ".join(words[:2]) == "the way":
+    if not words or words[0] in _DEICTIC | _TIME_WORDS | _NOT_THINGS or words[-1] in _CUT:
         return False
-    return bool({w for w in normal_words(value) if w not in STOPWORDS} - _TIME_WORDS)
+    content = {w for w in normal_words(value) if w not in STOPWORDS}
+    vague = {w.strip(".,!?'\"") for w in words} & _VAGUE
+    return " ".join(words[:2]) != "the way" and not vague and bool(content - _TIME_WORDS)
+
+
+def _liked(value: str) -> bool:
+    """Whether what someone says they love is a standing preference: a thing named, not what
+    is in front of them ("the colours", "all the yellow leaves") or pointed at ("that world")."""
+    words = set(value.lower().split())
+    return _concrete(value) and value.split()[0].lower() not in _SHOWN and not words & _DEICTIC
 
 
 def _said(text: str) -> str:
@@ -291,7 +324,7 @@ def _claims(
         thing = _clean(m.group(1))
         if thing.split()[0].lower() not in _NOT_VERBS | {"any", "my", "your", "to"}:
             yield _avoid(thing, cite)
-    elif name == "prefer" and _concrete(m.group(1)):
+    elif name == "prefer" and _liked(m.group(1)):
         changed = {"changed": True} if _CHANGED_RE.search(text) else {}
         yield Claim(
             kind="preference",
@@ -317,11 +350,11 @@ def _claims(
         action = _clean(m.group(2))
         if _instruction(action) and not action.split()[0].lower().endswith("ing"):
             yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
-    elif name == "event" and when and _concrete(m.group(2)):
+    elif name == "event" and when and _concrete(m.group(2)) and not _FUTURE_RE.match(when):
         yield Claim(
             kind="event",
             attribute=m.group(1).lower(),
-            value=_clean(m.group(2)),
+            value=re.sub(r"^(?:myself|ourselves)\s+", "", _clean(m.group(2))),
             when=when,
             cites=cite,
         )

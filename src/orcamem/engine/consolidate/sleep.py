@@ -179,11 +179,14 @@ def apply_batch(
     now: str,
     *,
     job_id: str | None = None,
+    defeasible: bool = True,
 ) -> SleepReport:
     """The gate, the audit entries and the new watermark, in one store transaction."""
     with store.writing():
         sources = {line.line_id: line.text for line in lines}
-        gate: GateResult = apply_claims(store, space, verified, sources, embed, embedder_id, now)
+        gate: GateResult = apply_claims(
+            store, space, verified, sources, embed, embedder_id, now, defeasible=defeasible
+        )
         for claim, reason in rejected:
             store.add_audit(space, job_id, claim.to_json(), reason, now)
         for claim in gate.duplicates:
