@@ -69,6 +69,7 @@ def test_anchor_resolves_against_the_day_it_was_said(expression: str, expected: 
     [
         ("last week", date(2026, 10, 5), date(2026, 10, 11)),  # said on Saturday 2026-10-17
         ("last weekend", date(2026, 10, 10), date(2026, 10, 11)),
+        ("this past weekend", date(2026, 10, 10), date(2026, 10, 11)),
         ("this weekend", date(2026, 10, 17), date(2026, 10, 18)),
         ("last month", date(2026, 9, 1), date(2026, 9, 30)),
         ("in March", date(2026, 3, 1), date(2026, 3, 31)),

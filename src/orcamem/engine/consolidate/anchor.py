@@ -28,7 +28,7 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 _WHEN_RE = re.compile(
     r"\b(?:today|tonight|this morning|this evening|yesterday|the day before yesterday|tomorrow"
-    r"|(?:last|this|next|on) (?:week|weekend|month|year|" + "|".join(_WEEKDAYS) + r")"
+    r"|(?:last|this past|this|next|on) (?:week|weekend|month|year|" + "|".join(_WEEKDAYS) + r")"
     r"|(?:\d+|" + "|".join(_NUMBERS) + r") (?:day|week|month|year)s? ago"
     r"|in (?:" + "|".join(_MONTHS) + r")(?: \d{4})?|in (?:19|20)\d\d"
     r"|on (?:" + "|".join(_WEEKDAYS) + r"))\b",
@@ -94,7 +94,7 @@ def span(expression: str, said_at: str | datetime, tz: ZoneInfo) -> tuple[date, 
     ``3 days ago``, ``yesterday``, ``tomorrow`` are single days; ``two weeks ago`` is that
     week, ``three months ago`` that calendar month, ``five years ago`` that calendar year.
     """
-    text = " ".join(expression.lower().split())
+    text = " ".join(expression.lower().split()).replace("this past ", "last ")
     today = local_day(said_at, tz)
     days = {
         "today": 0, "tonight": 0, "this morning": 0, "this evening": 0, "yesterday": -1,

@@ -1,13 +1,14 @@
 """The consolidator that needs no model: declarative patterns a person uses about themself.
 
-Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
+Each pattern turns a line said by a person (the user, a named speaker, or a note) into a
+claim about them citing that line, filed under the speaker (``rule_claims``). Patterns
 prefer silence to invention: a sentence that does not match cleanly yields nothing, quoted
 speech and questions are not read at all, and the claims still go through the same
-verification and gate as a model's (which refuses a rule whose line is not the user's own
+verification and gate as a model's (which refuses a rule whose line is not a person's own
 turn: a note saying "never X" is not the user's rule). A rule is hoisted into every block, so
 only an explicit prohibition or standing instruction earns one (issue 14).
 
-Supported (case-insensitive; X, Y are the captured words):
+Supported (case-insensitive; X, Y are the captured words; "user" stands for the speaker):
 
 ======================================  ===============================================
 said                                    claim
@@ -16,7 +17,9 @@ I live in X / I'm based in X            state  user · home city: X
 I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
 I joined Y as a X                       state  user · employer: Y and role: X
-I work at/for Y                         state  user · employer: Y
+I work at/for Y (as a X)                state  user · employer: Y (and role: X)
+I'm vegan / vegetarian / pescatarian    state  user · diet: vegan
+I have a X named/called Y               state  user · X: Y  ("a parrot named Kiwi")
 (an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
@@ -24,7 +27,9 @@ I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
 when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
 (… instead of Y)                        the attribute of the active state whose value has Y
 I prefer X (over Y) / I love X          preference  user · prefers: X (with "now",
-                                        "actually", …: replaces the earlier one on its topic)
+                                        "actually", …: replaces the earlier one on its topic;
+                                        X ends before "over Y", "in the mornings"; not what is
+                                        in front of the speaker: "the colours", "how you …")
 I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
 I have a (severe) X allergy             the same
 I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
@@ -33,10 +38,12 @@ my name is X / I'm X / call me X        state  user · name: X
 never X / don't X / do not X /          rule   forbidden_<X>: X, when X is an instruction
 stop Xing (opening a sentence or        (a base verb with an object: not "don't give up",
 a clause: "…, so never suggest X")      "never had a chance", "stop me if", "don't you")
-always X (likewise)                     rule   always: X
-I went to / visited / attended X,
-I got / received / bought X, ... gave
-me X  (with a time expression)          event  user · <verb>: X, dated by the expression
+always X / don't forget to X            rule   always: X
+I (or we) went to / visited / attended
+/ watched X, I got / received / bought
+X, ... gave me X (with a past time      event  user · <verb>: X, dated by the expression
+expression)                             (a range: "last week" is Monday to Sunday)
+I'm moving to X (with a time)           event  user · plans: moving to X
 ======================================  ===============================================
 """
 
