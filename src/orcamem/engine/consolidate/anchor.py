@@ -2,8 +2,8 @@
 
 A model never does date arithmetic here (DESIGN principle 4). ``span("last week", said_at,
 zone)`` gives the days it covers in the user's zone (``anchor``: the first of them);
-``find_when(text)`` picks the time expression out of a sentence. Unknown expressions give ``None``: the claim keeps no date
-rather than a guessed one.
+``find_when(text)`` picks the time expression out of a sentence. Unknown expressions give
+``None``: the claim keeps no date rather than a guessed one.
 """
 
 from __future__ import annotations

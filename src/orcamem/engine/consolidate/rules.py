@@ -62,10 +62,11 @@ __all__ = ["rule_claims"]
 
 _ENDS = (
     r"last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|when|while|after|"
-    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|together|in \d{4}|in (?:January|February|March|April|May|June|July|August|September|"
-    r"October|November|December)|these days|now|anymore|again|"
-    r"(?:about |almost |nearly |over )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
-    r"a few|a couple of) (?:day|week|month|year)s? ago"
+    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|together|in \d{4}|"
+    r"in (?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)|these days|now|anymore|again|"
+    r"(?:about |almost |nearly |over )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|a few|a couple of) (?:day|week|month|year)s? ago"
 )
 _STOP = r"(?=\s+(?:" + _ENDS + r")\b|\s+[-–—]\s|[,.;:!?)]|$)"
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
@@ -106,21 +107,23 @@ _NOT_VERBS = frozenset({
 _PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
 _WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
 _DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them",
-                      "how", "what", "when", "where", "why", "who", "which", "seeing", "hearing"})  # fmt: skip
+                      "how", "what", "when", "where", "why", "who", "which", "seeing",
+                      "hearing"})  # fmt: skip
 # "I love the colours", "I love all the yellow leaves": in a chat, what is in front of the
 # speaker (a photo, a painting), not a standing preference.
 _SHOWN = frozenset({"the", "all", "both", "every", "such", "so", "our", "his", "their"})
 # A value that begins with a verb or a preposition is the tail of a relative clause ("the
 # things I love makes writing fun", "a pic I got from my walk"), not a thing.
-_NOT_THINGS = frozenset({"makes", "made", "is", "was", "are", "were", "has", "had", "helps", "keeps",
-                         "gives", "means", "from", "to", "into", "at", "in", "on", "with", "for",
-                         "about", "by", "like", "back", "up", "out", "off"})  # fmt: skip
+_NOT_THINGS = frozenset({"makes", "made", "is", "was", "are", "were", "has", "had", "helps",
+                         "keeps", "gives", "means", "from", "to", "into", "at", "in", "on", "with",
+                         "for", "about", "by", "like", "back", "up", "out", "off"})  # fmt: skip
 # A value that ends in one of these was cut before its object ("taking walks on").
 _CUT = frozenset({"on", "in", "at", "to", "from", "with", "like", "of", "for", "about", "into"})
 # What someone "got" that is not a thing they have or an event ("I got some great news",
 # "I got a chance to", "a pic I got").
 _VAGUE = frozenset({"news", "chance", "call", "message", "text", "idea", "feeling", "pic",
-                    "picture", "photo", "sense", "lot", "bit", "time", "way", "point", "look"})  # fmt: skip
+                    "picture", "photo", "sense", "lot", "bit", "time", "way", "point",
+                    "look"})  # fmt: skip
 _TIME_WORDS = frozenset({"yesterday", "today", "tomorrow", "tonight", "year", "month", "week",
                          "day", "ago", "morning", "evening", "weekend"})  # fmt: skip
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
@@ -161,8 +164,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
     ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE
                             + r"(?:\s+as\s+" + _A + r"([A-Za-z][\w -]{1,40}?)" + _STOP + ")?")),
-    ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?(vegan|vegetarian|"
-                        r"pescatarian|teetotal|teetotaller)\b")),
+    ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?"
+                        r"(vegan|vegetarian|pescatarian|teetotal|teetotaller)\b")),
     ("named_pet", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+([a-z][a-z -]{1,30}?)\s+"
                              r"(?:named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})")),
     ("plan", re.compile(r"\bI(?:'m| am)\s+(moving|relocating)\s+to\s+" + _PLACE)),
