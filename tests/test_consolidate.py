@@ -1041,3 +1041,10 @@ def test_defeasible_logic_is_a_config_switch(tmp_path: Path, defeasible: bool) -
         active = {(m.value, m.condition) for m in mem.facts()}
     assert ("ginger tea", "a sore throat") in active
     assert (("black coffee", None) in active) is defeasible  # off: the naive overwrite
+
+
+def test_a_job_joined_at_a_time_said_dates_from_it(sleeper: Memory) -> None:
+    say(sleeper, "I joined Google as a software engineer in April.", "2026-05-17T07:00:00Z")
+    sleeper.sleep()
+    dated = {m.attribute: m.event_date for m in sleeper.facts()}
+    assert dated == {"employer": "2026-04-01", "role": "2026-04-01"}

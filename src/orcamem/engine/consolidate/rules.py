@@ -16,7 +16,7 @@ said                                    claim
 I live in X / I'm based in X            state  user · home city: X
 I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
-I joined Y as a X                       state  user · employer: Y and role: X
+I joined Y as a X                       state  user · employer: Y and role: X (dated)
 I work at/for Y (as a X)                state  user · employer: Y (and role: X)
 I'm vegan / vegetarian / pescatarian    state  user · diet: vegan
 I have a X named/called Y               state  user · X: Y  ("a parrot named Kiwi")
@@ -278,9 +278,9 @@ def _claims(
         yield Claim(attribute="home city", value=_clean(m.group(2)), when=when, **state)
     elif name == "live":
         yield Claim(attribute="home city", value=_clean(m.group(1)), **state)
-    elif name == "joined":
-        yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
-        yield Claim(attribute="role", value=_clean(m.group(2)), **state)
+    elif name == "joined":  # dated like a move: "I joined Google as an engineer in April"
+        yield Claim(attribute="employer", value=_clean(m.group(1)), when=when, **state)
+        yield Claim(attribute="role", value=_clean(m.group(2)), when=when, **state)
     elif name == "job_at":
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
         yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
