@@ -1048,3 +1048,15 @@ def test_a_job_joined_at_a_time_said_dates_from_it(sleeper: Memory) -> None:
     sleeper.sleep()
     dated = {m.attribute: m.event_date for m in sleeper.facts()}
     assert dated == {"employer": "2026-04-01", "role": "2026-04-01"}
+
+
+def test_an_events_range_survives_export_and_import(sleeper: Memory, tmp_path: Path) -> None:
+    import io
+
+    say(sleeper, "I went to a pottery workshop last weekend.", "2026-10-21T10:00:00Z")
+    sleeper.sleep()
+    exported = io.StringIO()
+    sleeper.export(exported)
+    with Memory(tmp_path / "copy.db") as copy:
+        copy.import_jsonl(io.StringIO(exported.getvalue()))
+        assert [(m.event_date, m.event_end) for m in copy.facts()] == [("2026-10-17", "2026-10-18")]
