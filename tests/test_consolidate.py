@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orcamem import InvalidInputError, Memory, NotFoundError
+from orcamem import Config, InvalidInputError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
-from orcamem.engine.consolidate.anchor import anchor, find_when, zone
+from orcamem._kernel.config import SleepConfig
+from orcamem.engine.consolidate.anchor import anchor, find_when, span, zone
 from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
 from orcamem.engine.consolidate.rules import rule_claims
 from orcamem.engine.consolidate.sleep import SleepReport, verify_claims
@@ -46,9 +47,9 @@ def line(
     [
         ("yesterday", date(2026, 10, 16)),  # said on Saturday 2026-10-17
         ("today", date(2026, 10, 17)),
-        ("last week", date(2026, 10, 10)),
+        ("last week", date(2026, 10, 5)),  # the Monday of the week before
         ("3 days ago", date(2026, 10, 14)),
-        ("two weeks ago", date(2026, 10, 3)),
+        ("two weeks ago", date(2026, 9, 28)),  # the week it falls in, from its Monday
         ("next Tuesday", date(2026, 10, 20)),
         ("last Tuesday", date(2026, 10, 13)),
         ("on Friday", date(2026, 10, 16)),
@@ -61,6 +62,42 @@ def line(
 )
 def test_anchor_resolves_against_the_day_it_was_said(expression: str, expected: date) -> None:
     assert anchor(expression, "2026-10-17T10:00:00Z", UTC) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "first", "last"),
+    [
+        ("last week", date(2026, 10, 5), date(2026, 10, 11)),  # said on Saturday 2026-10-17
+        ("last weekend", date(2026, 10, 10), date(2026, 10, 11)),
+        ("this past weekend", date(2026, 10, 10), date(2026, 10, 11)),
+        ("this weekend", date(2026, 10, 17), date(2026, 10, 18)),
+        ("last month", date(2026, 9, 1), date(2026, 9, 30)),
+        ("in March", date(2026, 3, 1), date(2026, 3, 31)),
+        ("in February 2024", date(2024, 2, 1), date(2024, 2, 29)),
+        ("last year", date(2025, 1, 1), date(2025, 12, 31)),
+        ("five years ago", date(2021, 1, 1), date(2021, 12, 31)),
+        ("yesterday", date(2026, 10, 16), date(2026, 10, 16)),
+    ],
+)
+def test_relative_dates_are_the_ranges_they_name(expression: str, first: date, last: date) -> None:
+    assert span(expression, "2026-10-17T10:00:00Z", UTC) == (first, last)
+
+
+def test_last_weekend_is_the_saturday_and_sunday_before_whatever_day_it_is_said() -> None:
+    for day in range(5, 19):  # two weeks, Monday 5 to Sunday 18 October 2026
+        said = date(2026, 10, day)
+        first, last = span("last weekend", f"{said.isoformat()}T12:00:00Z", UTC)
+        assert (first.weekday(), last.weekday()) == (5, 6) and last < said
+        assert (said - last).days <= 7 or said.weekday() == 6  # the one just past
+
+
+def test_an_event_said_as_a_range_keeps_it_and_the_block_shows_it(sleeper: Memory) -> None:
+    say(sleeper, "I went to a pottery workshop last weekend.", "2026-10-21T10:00:00Z")  # Wed
+    sleeper.sleep()
+    [event] = [m for m in sleeper.facts() if m.category == "event"]
+    assert (event.event_date, event.event_end) == ("2026-10-17", "2026-10-18")
+    block = sleeper.recall("When was the pottery workshop?")
+    assert "[EVENT: 2026-10-17 to 2026-10-18: went to: a pottery workshop]" in block
 
 
 def test_anchor_uses_the_users_zone() -> None:
@@ -150,8 +187,8 @@ def test_verify_rejects_with_reasons_and_dates_in_code() -> None:
         ),
     ]
     verified, rejected = verify_claims(claims, lines, UTC)
-    assert [(v.claim.value, v.date, v.line_ids) for v in verified] == [
-        ("Bangalore", "2026-10-10", (10,))
+    assert [(v.claim.value, v.date, v.until, v.line_ids) for v in verified] == [
+        ("Bangalore", "2026-10-05", "2026-10-11", (10,))
     ]
     reasons = [reason.split(":")[0] for _, reason in rejected]
     assert reasons == ["grounding", "citation", "date", "grounding"]
@@ -214,6 +251,30 @@ def test_model_items_are_validated() -> None:
             "My manager gave me a Swiss knife today.",
             [("event", "gift from manager", "a Swiss knife", "")],
         ),
+        (
+            "I work for Wipro as a QA lead.",
+            [("state", "employer", "Wipro", ""), ("state", "role", "QA lead", "")],
+        ),
+        ("I'm vegan these days.", [("state", "diet", "vegan", "")]),
+        ("I have a parrot named Kiwi.", [("state", "parrot", "Kiwi", "")]),
+        (
+            "We went to the science museum on Sunday.",
+            [("event", "went to", "the science museum", "")],
+        ),
+        (
+            "I started playing acoustic guitar about five years ago.",
+            [("event", "started", "playing acoustic guitar", "")],
+        ),
+        ("I prefer espresso over filter coffee.", [("preference", "prefers", "espresso", "")]),
+        ("I prefer tea in the mornings.", [("preference", "prefers", "tea", "")]),
+        (
+            "Stop asking if I need anything else.",
+            [("rule", "forbidden_asking_need_anything_else", "asking if I need anything else", "")],
+        ),
+        (
+            "Don't forget to sign them as Dev.",
+            [("rule", "always_sign_dev", "sign them as Dev", "")],
+        ),
         ("Don't worry about it.", []),
         ("I don't know what to do.", []),
         ("It was a long day.", []),
@@ -265,14 +326,14 @@ def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
     assert ("morning drink", "ginger tea", "a sore throat") in active  # linked exception
     history = {m.value: m for m in sleeper.facts(include_history=True)}
     assert history["Pune"].superseded_by == history["Bangalore"].id
-    assert history["Bangalore"].event_date == "2026-10-10"  # "last week" anchored in code
+    assert history["Bangalore"].event_date == "2026-10-05"  # "last week" anchored in code
     rule = next(m for m in sleeper.facts() if m.prohibited)
     assert rule.attribute.startswith("forbidden_")
 
     block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
     lines = block.splitlines()
     assert lines[3].startswith("[FORBIDDEN: chain PowerShell commands with semicolons]")
-    assert "[user.home city: Bangalore (since 2026-10-10)]" in block
+    assert "[user.home city: Bangalore (since 2026-10-05)]" in block
     assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
     assert "I live in Pune." not in block  # the current state says where; the old line misleads
     before = sleeper.recall("Where did I live before?")  # a question about the change
@@ -557,7 +618,7 @@ def test_a_rule_citing_a_user_turn_and_an_assistant_turn_is_refused() -> None:
     verified, rejected = verify_claims([claim, always], said, UTC)
     assert verified == []
     assert [reason for _, reason in rejected] == [
-        "speaker: rules come only from the user's own turns, not from ep-2:s1 (assistant "
+        "speaker: rules come only from a person's own turns, not from ep-2:s1 (assistant "
         "turn); to set this rule, call forbid() with it"
     ] * 2
 
@@ -843,6 +904,14 @@ def test_a_changed_preference_supersedes_the_earlier_one_on_its_topic(sleeper: M
         "I moved to Lisbon in March. I love it there.",
         "I received it yesterday.",
         "I bought it a year ago.",
+        "I love how you use it to tell your stories.",
+        "I love all the yellow leaves, it looks so cozy.",
+        "I love taking walks on this nearby trail.",
+        "These figurines I bought yesterday remind me of family love.",
+        "Oh, and here's a pic I got from my walk last week.",
+        "I got some great news to share - I joined a gym last week!",
+        "I bought air tickets to Toronto, and I'm leaving the day after tomorrow.",
+        "Connecting with the things I love makes writing even more fun.",
     ],
 )
 def test_no_preference_or_event_of_a_pronoun_the_thing_in_front_of_you_or_a_time(
@@ -877,3 +946,119 @@ def test_the_labelled_bench_scores_a_model_and_nothing_ungrounded_is_kept(tmp_pa
     assert result["extractor"] == "model:scripted:test" and model.sent
     assert result["overall"]["kept"] == 0 and result["overall"]["precision"] is None
     assert result["overall"]["expected"] > 0 and result["overall"]["recall"] == 0.0
+
+
+# -- who said it (issue 14) ------------------------------------------------------------------
+
+
+def test_a_preference_said_over_another_supersedes_with_lineage(sleeper: Memory) -> None:
+    say(sleeper, "I prefer espresso over filter coffee.", "2026-02-01T08:00:00Z")
+    sleeper.sleep()
+    say(sleeper, "Actually I prefer masala chai now.", "2026-04-01T08:00:00Z", "s2")
+    sleeper.sleep()
+    prefers = {m.value: m for m in sleeper.facts(include_history=True) if m.attribute == "prefers"}
+    assert set(prefers) == {"espresso", "masala chai"}
+    assert prefers["espresso"].superseded_by == prefers["masala chai"].id
+    assert [m.value for m in sleeper.facts() if m.attribute == "prefers"] == ["masala chai"]
+
+
+FRIENDS = [
+    ("Caroline", "I started volunteering at the animal shelter last week!"),
+    ("Melanie", "That's amazing. I bought a new camera yesterday, so expect photos."),
+    ("Caroline", "Don't forget to send me the good ones."),
+    ("Melanie", "I'm a nurse at St Mary's, so weekends only. Never use the side door."),
+    ("Melanie", "My daughter's name is Ava, she's turning five."),
+    ("Caroline", "I'm allergic to cats, so I can't visit."),
+]
+
+
+def test_with_speaker_names_as_roles_each_claim_is_filed_under_its_speaker(
+    sleeper: Memory,
+) -> None:
+    for minute, (who, text) in enumerate(FRIENDS):
+        sleeper.observe(who, text, session_id="s1", occurred_at=f"2026-03-15T18:{minute:02d}:00Z")
+    sleeper.sleep()
+    got = {(m.entity, m.category, m.attribute, m.value) for m in sleeper.facts()}
+    assert got == {
+        ("caroline", "event", "started", "volunteering at the animal shelter"),
+        ("melanie", "event", "bought", "a new camera"),
+        ("melanie", "state", "role", "nurse"),
+        ("melanie", "state", "employer", "St Mary's"),
+        ("melanie", "state", "daughter", "Ava"),
+        ("caroline", "fact", "allergic to", "cats"),
+        ("caroline", "rule", "avoid_cats", "cats"),  # a hard constraint; no never/always rule
+    }
+    block = sleeper.recall("What did Caroline start? Who is allergic to cats?")
+    assert "caroline · started: volunteering at the animal shelter]" in block
+    assert "[FORBIDDEN: cats (for caroline)]" in block
+
+
+def test_a_named_speaker_sets_an_instruction_only_where_an_assistant_helps(
+    sleeper: Memory,
+) -> None:
+    sleeper.observe("Melanie", "Never use the side door.", session_id="friends")
+    sleeper.observe("Melanie", "Never use emojis in my emails.", session_id="help")
+    sleeper.observe("assistant", "Understood.", session_id="help")
+    sleeper.sleep()
+    assert [(m.entity, m.value) for m in sleeper.facts() if m.prohibited] == [
+        ("melanie", "use emojis in my emails")
+    ]
+
+
+def test_a_model_claim_filed_under_user_is_refiled_under_the_named_speaker() -> None:
+    said = [
+        line("ep-1:s1", "I live in Portland now.", role="Jon"),
+        line("ep-2:s1", "I live in Lisbon.", role="Maya"),
+    ]
+    jon = Claim(kind="state", attribute="home city", value="Portland", cites=("ep-1:s1",))
+    both = Claim(kind="state", attribute="home city", value="Lisbon", cites=("ep-1:s1", "ep-2:s1"))
+    rule = Claim(kind="rule", attribute="x", value="Portland", prohibited=True, entity="maya",
+                 cites=("ep-1:s1",))  # fmt: skip
+    verified, rejected = verify_claims([jon, both, rule], said, UTC)
+    assert [(v.claim.entity, v.claim.value) for v in verified] == [("jon", "Portland")]
+    assert [reason.split(":")[0] for _, reason in rejected] == ["speaker", "speaker"]
+
+
+def test_a_models_prohibited_fact_shows_as_a_rule_not_its_attribute(sleeper: Memory) -> None:
+    from local_memory_helpers import ScriptedModel
+
+    said = sleeper.observe("user", "Shellfish makes me ill, keep it out.")
+    item = {"kind": "fact", "attribute": "shellfish", "value": "shellfish", "prohibited": True,
+            "cites": [f"ep-{said.id}:s1"]}  # fmt: skip
+    sleeper.sleep(model=ScriptedModel({"items": [item]}))
+    [rule] = [m for m in sleeper.facts() if m.prohibited]
+    assert (rule.attribute, rule.content) == ("forbidden_shellfish", "shellfish")
+    block = sleeper.recall("What should I cook?")
+    assert "[FORBIDDEN: shellfish]" in block and "forbidden_" not in block
+
+
+@pytest.mark.parametrize("defeasible", [True, False])
+def test_defeasible_logic_is_a_config_switch(tmp_path: Path, defeasible: bool) -> None:
+    config = Config(sleep=SleepConfig(enable_defeasible_logic=defeasible))
+    with Memory(tmp_path / "d.db", clock=FrozenClock("2026-11-01T10:00:00Z"), config=config) as mem:
+        say(mem, "I drink black coffee every morning.", "2026-10-10T09:00:00Z")
+        say(mem, "When I have a sore throat I switch to ginger tea instead of coffee.",
+            "2026-10-17T09:00:00Z")  # fmt: skip
+        mem.sleep()
+        active = {(m.value, m.condition) for m in mem.facts()}
+    assert ("ginger tea", "a sore throat") in active
+    assert (("black coffee", None) in active) is defeasible  # off: the naive overwrite
+
+
+def test_a_job_joined_at_a_time_said_dates_from_it(sleeper: Memory) -> None:
+    say(sleeper, "I joined Google as a software engineer in April.", "2026-05-17T07:00:00Z")
+    sleeper.sleep()
+    dated = {m.attribute: m.event_date for m in sleeper.facts()}
+    assert dated == {"employer": "2026-04-01", "role": "2026-04-01"}
+
+
+def test_an_events_range_survives_export_and_import(sleeper: Memory, tmp_path: Path) -> None:
+    import io
+
+    say(sleeper, "I went to a pottery workshop last weekend.", "2026-10-21T10:00:00Z")
+    sleeper.sleep()
+    exported = io.StringIO()
+    sleeper.export(exported)
+    with Memory(tmp_path / "copy.db") as copy:
+        copy.import_jsonl(io.StringIO(exported.getvalue()))
+        assert [(m.event_date, m.event_end) for m in copy.facts()] == [("2026-10-17", "2026-10-18")]

@@ -11,6 +11,7 @@ import pytest
 
 from orcamem._kernel.model import NewEpisode, NewMemory
 from orcamem.engine.store.base import EpisodeWrite
+from orcamem.engine.store.migrations import LATEST
 from orcamem.engine.store.sqlite import SQLiteStore
 from orcamem.recall.activation import association, spread
 from orcamem.recall.entities import entities
@@ -173,7 +174,8 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
             conn.execute(f"DROP TRIGGER {trigger}")
         for table in ("entity_lines", "entity_memories", "entities"):
             conn.execute(f"DROP TABLE {table}")
-        conn.execute("DELETE FROM schema_version WHERE version = 6")
+        conn.execute("ALTER TABLE memories DROP COLUMN event_end")  # migration 7's
+        conn.execute("DELETE FROM schema_version WHERE version >= 6")
     with SQLiteStore(path) as reopened:
-        assert reopened.schema_version() == 6
+        assert reopened.schema_version() == LATEST
         assert _fan(reopened, "a", "rao") == 1 and reopened.problems() == []

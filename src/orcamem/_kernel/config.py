@@ -326,6 +326,10 @@ class SleepConfig(_Section):
     """Background: consolidate a space at once when this many episodes are pending."""
     lease_seconds: float = 120.0
     """How long a consolidation job's lease lasts between renewals (renewed every third)."""
+    enable_defeasible_logic: bool = True
+    """Seed 003's defeasible logic: a conditional claim ("when I have a sore throat, ginger
+    tea") is an exception beside the baseline state; off, it supersedes the baseline (the
+    naive overwrite, kept as an ablation)."""
 
     def __post_init__(self) -> None:
         try:
@@ -337,6 +341,7 @@ class SleepConfig(_Section):
         self._number("idle_seconds", above=True)
         self._int("batch_threshold", 1, 1_000_000)
         self._number("lease_seconds", above=True)
+        self._bool("enable_defeasible_logic")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -316,6 +316,9 @@ class NewMemory:
     turn_id: str | None = None
     cited_lines: tuple[int, ...] = ()
     id: str | None = None
+    event_end: str | None = None
+    """The last day of an event said as a range ("last week", "in March"); ``event_date`` is
+    its first."""
 
 
 @dataclass(frozen=True)
@@ -348,6 +351,8 @@ class MemoryRecord:
     archived_at: str | None
     active: bool
     superseded_by: str | None
+    event_end: str | None = None
+    """The last day of an event said as a range; ``event_date`` is its first."""
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

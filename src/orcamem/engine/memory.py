@@ -1135,6 +1135,7 @@ def _parse_memory(
         archived_at=_time(record, "archived_at", required=False),
         active=_flag(record, "active"),
         superseded_by=_optional_id(record, "superseded_by"),
+        event_end=_time(record, "event_end", required=False),
     )
     return memory, [(episode, seq) for episode, seq in cited]
 

@@ -49,6 +49,7 @@ class Sleeper:
             tz=zone(memory.config.sleep.timezone),
             now=partial(stamp, memory.clock),
             model_extractor=ModelExtractor(model) if model is not None else None,
+            defeasible=memory.config.sleep.enable_defeasible_logic,
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

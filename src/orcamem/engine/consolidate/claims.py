@@ -10,10 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CLAIMS_SCHEMA", "Claim", "SourceLine", "claim_from_json"]
+__all__ = ["CLAIMS_SCHEMA", "HELPERS", "Claim", "SourceLine", "claim_from_json", "speaker_entity"]
 
 ClaimKind = Literal["state", "event", "preference", "fact", "rule"]
 KINDS: tuple[str, ...] = ("state", "event", "preference", "fact", "rule")
+
+
+HELPERS = frozenset({"assistant", "system", "tool", "developer"})
+"""Roles that are not a person speaking about themself: nothing they say is a claim about them."""
+
+
+def speaker_entity(role: str | None) -> str | None:
+    """The entity a turn's speaker is: ``user`` for the user, a named speaker's name in lower
+    case (``Caroline`` → ``caroline``: in a chat between people every speaker is an entity),
+    ``None`` for the assistant, the system, a tool, or a line without a role."""
+    name = " ".join((role or "").split()).lower()
+    return None if not name or name in HELPERS else name
 
 
 @dataclass(frozen=True)

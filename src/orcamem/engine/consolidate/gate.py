@@ -41,6 +41,8 @@ class Verified:
     line_ids: tuple[int, ...]
     date: str | None
     """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
+    until: str | None = None
+    """The last day of a range ("last week": Monday to Sunday), when it is more than one day."""
     said_on: str | None = None
     """The day it was said (its first cited line's ``occurred_at``, local): what orders states."""
     session_id: str | None = None
@@ -59,15 +61,19 @@ _CATEGORY = {"state": "state", "event": "event", "preference": "preference", "fa
 
 
 def memory_content(claim: Claim) -> str:
-    """The sentence a memory shows for a claim (what search matches and facts list)."""
-    if claim.kind == "rule":
-        return claim.value if claim.prohibited else f"always {claim.value}"
+    """The sentence a memory shows for a claim (what search matches and facts list). Whose it
+    is, when not the user's, is part of it: an event or a rule of a named speaker
+    ("caroline · went to: a support group") is not the user's."""
+    who = "" if claim.entity == "user" else f"{claim.entity} · "
+    if claim.kind == "rule" or claim.prohibited:
+        rule = claim.value if claim.prohibited else f"always {claim.value}"
+        return f"{rule} (for {claim.entity})" if who else rule
     if claim.kind == "preference":
-        return f"prefers {claim.value}"
+        return f"{who}prefers {claim.value}"
     if claim.kind == "fact":
-        return f"{claim.attribute} {claim.value}"
+        return f"{who}{claim.attribute} {claim.value}"
     when = f" when {claim.condition}" if claim.condition else ""
-    return f"{claim.attribute}{when}: {claim.value}"
+    return f"{who}{claim.attribute}{when}: {claim.value}"
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -127,11 +133,14 @@ def apply_claims(
     embed: Callable[[list[str]], np.ndarray],
     embedder_id: str,
     now: str,
+    *,
+    defeasible: bool = True,
 ) -> GateResult:
     """Store verified claims by the rules above; returns what was stored and superseded.
 
     ``sources`` maps line ids to their text: a memory keeps what it was distilled from as its
-    summary, and is found (lexically and by its vector) by those words too.
+    summary, and is found (lexically and by its vector) by those words too. ``defeasible``
+    (``Config.sleep.enable_defeasible_logic``) off, a conditional state supersedes the baseline.
     """
     result = GateResult()
     active = store.list_memories(space)
@@ -172,6 +181,7 @@ def apply_claims(
                 condition=claim.condition or None,
                 prohibited=claim.prohibited,
                 event_date=item.date,
+                event_end=item.until if claim.kind == "event" else None,
                 session_id=item.session_id,
                 turn_id=item.turn_id,
                 cited_lines=item.line_ids,
@@ -180,7 +190,7 @@ def apply_claims(
             embedder_id,
             now,
         )
-        replaced = _replaced(claim, attribute, active, embed)
+        replaced = _replaced(claim, attribute, active, embed, defeasible)
         said_on = item.said_on or item.date
         # said before the active state's day (a backdated line): history, not the current state.
         # What was said is compared, not what it is about: "I moved from Pune to Bangalore last
@@ -215,17 +225,19 @@ def _replaced(
     attribute: str,
     active: Sequence[MemoryRecord],
     embed: Callable[[list[str]], np.ndarray],
+    defeasible: bool = True,
 ) -> list[MemoryRecord]:
     """The active memories a new claim replaces: the unconditional state of the same entity
     and attribute; for a preference that says it changed ("Actually I prefer coffee now"),
     the earlier preference of the same entity and attribute closest to it in meaning, if any
-    is close enough (``SAME_TOPIC``). Events, facts, rules and exceptions add up."""
+    is close enough (``SAME_TOPIC``). Events, facts, rules and exceptions (with
+    ``defeasible``; without it a conditional state replaces like any state) add up."""
     same = [
         m
         for m in active
         if m.active and not m.condition and m.entity == claim.entity and m.attribute == attribute
     ]
-    if claim.kind == "state" and not claim.condition and not claim.prohibited:
+    if claim.kind == "state" and not (claim.condition and defeasible) and not claim.prohibited:
         return [m for m in same if m.category == "state"]
     earlier = [m for m in same if m.category == "preference"]
     if claim.kind != "preference" or not claim.extra.get("changed") or not earlier:

@@ -44,6 +44,8 @@ class ConsolidationJobs:
     tz: ZoneInfo
     now: Callable[[], str]
     model_extractor: Extractor | None = None
+    defeasible: bool = True
+    """``Config.sleep.enable_defeasible_logic``: conditional claims are exceptions (gate)."""
     reports: dict[str, SleepReport] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
@@ -112,6 +114,7 @@ class ConsolidationJobs:
                 self.embedder_id,
                 self.now(),
                 job_id=job.id,
+                defeasible=self.defeasible,
             )
 
         return JobResult(

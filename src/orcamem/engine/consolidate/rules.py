@@ -1,13 +1,14 @@
 """The consolidator that needs no model: declarative patterns a person uses about themself.
 
-Each pattern turns a line said by the user (or a note) into a claim citing that line. Patterns
+Each pattern turns a line said by a person (the user, a named speaker, or a note) into a
+claim about them citing that line, filed under the speaker (``rule_claims``). Patterns
 prefer silence to invention: a sentence that does not match cleanly yields nothing, quoted
 speech and questions are not read at all, and the claims still go through the same
-verification and gate as a model's (which refuses a rule whose line is not the user's own
+verification and gate as a model's (which refuses a rule whose line is not a person's own
 turn: a note saying "never X" is not the user's rule). A rule is hoisted into every block, so
 only an explicit prohibition or standing instruction earns one (issue 14).
 
-Supported (case-insensitive; X, Y are the captured words):
+Supported (case-insensitive; X, Y are the captured words; "user" stands for the speaker):
 
 ======================================  ===============================================
 said                                    claim
@@ -15,8 +16,10 @@ said                                    claim
 I live in X / I'm based in X            state  user · home city: X
 I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "last week"…)
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
-I joined Y as a X                       state  user · employer: Y and role: X
-I work at/for Y                         state  user · employer: Y
+I joined Y as a X                       state  user · employer: Y and role: X (dated)
+I work at/for Y (as a X)                state  user · employer: Y (and role: X)
+I'm vegan / vegetarian / pescatarian    state  user · diet: vegan
+I have a X named/called Y               state  user · X: Y  ("a parrot named Kiwi")
 (an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
@@ -24,7 +27,9 @@ I drink/eat/use X every day/morning     state  user · drink/food/uses (when): X
 when/if C, I drink/eat/use X            state  same attribute, condition C (baseline kept);
 (… instead of Y)                        the attribute of the active state whose value has Y
 I prefer X (over Y) / I love X          preference  user · prefers: X (with "now",
-                                        "actually", …: replaces the earlier one on its topic)
+                                        "actually", …: replaces the earlier one on its topic;
+                                        X ends before "over Y", "in the mornings"; not what is
+                                        in front of the speaker: "the colours", "how you …")
 I'm allergic to X                       fact   user · allergic to: X, and rule avoid_<X>
 I have a (severe) X allergy             the same
 I'm avoiding X / I avoid X / I can't    rule   avoid_<X>: X (a hard constraint, hoisted)
@@ -33,10 +38,12 @@ my name is X / I'm X / call me X        state  user · name: X
 never X / don't X / do not X /          rule   forbidden_<X>: X, when X is an instruction
 stop Xing (opening a sentence or        (a base verb with an object: not "don't give up",
 a clause: "…, so never suggest X")      "never had a chance", "stop me if", "don't you")
-always X (likewise)                     rule   always: X
-I went to / visited / attended X,
-I got / received / bought X, ... gave
-me X  (with a time expression)          event  user · <verb>: X, dated by the expression
+always X / don't forget to X            rule   always: X
+I (or we) went to / visited / attended
+/ watched X, I got / received / bought
+X, ... gave me X (with a past time      event  user · <verb>: X, dated by the expression
+expression)                             (a range: "last week" is Monday to Sunday)
+I'm moving to X (with a time)           event  user · plans: moving to X
 ======================================  ===============================================
 """
 
@@ -44,19 +51,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from ..._kernel.text import STOPWORDS, slug
 from .anchor import find_when
-from .claims import Claim, SourceLine
+from .claims import HELPERS, Claim, SourceLine, speaker_entity
 from .verify import normal_words
 
 __all__ = ["rule_claims"]
 
-_STOP = (
-    r"(?=\s+(?:last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|"
-    r"when|while|after|before|ago|on|in \d{4}|these days|now|anymore|again)\b|[,.;:!?)]|$)"
+_ENDS = (
+    r"last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|when|while|after|"
+    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|together|in \d{4}|"
+    r"in (?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)|these days|now|anymore|again|"
+    r"(?:about |almost |nearly |over )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten|a few|a couple of) (?:day|week|month|year)s? ago"
 )
+_STOP = r"(?=\s+(?:" + _ENDS + r")\b|\s+[-–—]\s|[,.;:!?)]|$)"
 _PHRASE = r"([^,.;:!?()]{1,60}?)" + _STOP
+# What is preferred ends before what it is preferred to ("espresso over filter coffee") and
+# before when ("tea in the mornings").
+_PREFERRED = (
+    r"([^,.;:!?()]{1,60}?)(?=\s+(?:over|than|rather than|instead of|in the (?:morning|evening|"
+    r"afternoon|night|winter|summer|monsoon)s?|" + _ENDS + r")\b|\s+[-–—]\s|[,.;:!?)]|$)"
+)
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
 # "I finally finished", "I actually live", "I now work": an adverb between I and the verb.
@@ -64,7 +83,11 @@ _ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|alrea
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
-_RULE_END = r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is)\b|[,.;:!?]|$)"
+# "… when you help me" says nothing the rule does not: it ends there.
+_RULE_END = (
+    r"(?=\s+(?:instead of|because|since|as it|so that|it's|it is|when you help me)\b"
+    r"|[,.;:!?]|$)"
+)
 # A rule opens a sentence or clause ("…, so never suggest snacks with nuts"); what follows the
 # never/don't/stop/always must be an instruction: a verb in the base form with an object.
 _RULE_OPEN = r"(?:^|[.!?;]\s+|,\s*)(?:(?:and|so|but|also|actually|oh|please),?\s+)*"
@@ -83,7 +106,24 @@ _NOT_VERBS = frozenset({
 })  # fmt: skip
 _PERSON = frozenset({"me", "us", "him", "her", "you", "anyone", "anybody", "everyone"})
 _WH = frozenset({"how", "what", "who", "why", "where", "when", "whether", "if"})
-_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them"})
+_DEICTIC = frozenset({"it", "this", "that", "these", "those", "your", "you", "him", "her", "them",
+                      "how", "what", "when", "where", "why", "who", "which", "seeing",
+                      "hearing"})  # fmt: skip
+# "I love the colours", "I love all the yellow leaves": in a chat, what is in front of the
+# speaker (a photo, a painting), not a standing preference.
+_SHOWN = frozenset({"the", "all", "both", "every", "such", "so", "our", "his", "their"})
+# A value that begins with a verb or a preposition is the tail of a relative clause ("the
+# things I love makes writing fun", "a pic I got from my walk"), not a thing.
+_NOT_THINGS = frozenset({"makes", "made", "is", "was", "are", "were", "has", "had", "helps",
+                         "keeps", "gives", "means", "from", "to", "into", "at", "in", "on", "with",
+                         "for", "about", "by", "like", "back", "up", "out", "off"})  # fmt: skip
+# A value that ends in one of these was cut before its object ("taking walks on").
+_CUT = frozenset({"on", "in", "at", "to", "from", "with", "like", "of", "for", "about", "into"})
+# What someone "got" that is not a thing they have or an event ("I got some great news",
+# "I got a chance to", "a pic I got").
+_VAGUE = frozenset({"news", "chance", "call", "message", "text", "idea", "feeling", "pic",
+                    "picture", "photo", "sense", "lot", "bit", "time", "way", "point",
+                    "look"})  # fmt: skip
 _TIME_WORDS = frozenset({"yesterday", "today", "tomorrow", "tonight", "year", "month", "week",
                          "day", "ago", "morning", "evening", "weekend"})  # fmt: skip
 # "my X is Y" is a fact only for these slots, or when Y is a name ("My dentist is Dr Rao");
@@ -103,6 +143,9 @@ _AVOID_END = (
 _CHANGED_RE = re.compile(
     r"\b(?:now|actually|these days|nowadays|anymore|no longer|instead|switched)\b", re.IGNORECASE
 )
+# A past event ("I bought tickets") is not dated by a time that is to come ("…, and I'm
+# leaving the day after tomorrow"): that expression belongs to another clause.
+_FUTURE_RE = re.compile(r"(?:tomorrow|next\b|this weekend)")
 # Quoted speech is someone else's words, and a question states nothing: neither is read.
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _QUESTION_RE = re.compile(r"[^.!?]*\?")
@@ -119,11 +162,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _ADVERB + _A
                           + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
-    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE)),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE
+                            + r"(?:\s+as\s+" + _A + r"([A-Za-z][\w -]{1,40}?)" + _STOP + ")?")),
+    ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?"
+                        r"(vegan|vegetarian|pescatarian|teetotal|teetotaller)\b")),
+    ("named_pet", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+([a-z][a-z -]{1,30}?)\s+"
+                             r"(?:named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})")),
+    ("plan", re.compile(r"\bI(?:'m| am)\s+(moving|relocating)\s+to\s+" + _PLACE)),
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
     ("my_is", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)\s+is\s+(?!a\b|an\b|the\b|so\b|very\b|"
-                         r"really\b|not\b|also\b|called\b|named\b)" + _PHRASE)),
+                         r"really\b|not\b|also\b|called\b|named\b|like\b)" + _PHRASE)),
     ("conditional", re.compile(r"\b(?:[Ww]hen|[Ii]f|[Ww]henever)\s+(?:I(?:\s+(?:have|get|am)|'m)\s+)?"
                                r"([^,]{3,60}?),?\s+I\s+(?:usually\s+|always\s+)?"
                                r"(?:switch to\s+|(drink|eat|use|take)\s+)([^,.;:!?]{1,80}?)"
@@ -136,16 +185,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("allergy", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+(?:(?:severe|serious|bad|mild|"
                            r"life-threatening)\s+)?(?:([a-z][a-z -]{1,30}?)\s+allergy\b|allergy to\s+"
                            r"([^,.;:!?()]{1,60}?)" + _AVOID_END + ")")),
-    ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PHRASE)),
+    ("prefer", re.compile(r"\bI\s+(?:really\s+)?(?:prefer|love)\s+" + _PREFERRED)),
     ("never", re.compile(_RULE_OPEN + r"(never|don't|do not|stop)\s+(?:ever\s+)?"
                          r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
-    ("always", re.compile(_RULE_OPEN + r"(always)\s+([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END,
-                          re.IGNORECASE)),
+    ("always", re.compile(_RULE_OPEN + r"(always|don't forget to|do not forget to)\s+"
+                          r"([A-Za-z][^,.;!?]{3,150}?)" + _RULE_END, re.IGNORECASE)),
     ("avoid", re.compile(r"\bI(?:'m| am)?\s+(?:(?:also|now|strictly)\s+)?(?:avoid|avoiding|"
                          r"can't (?:have|eat|drink)|cannot (?:have|eat|drink))"
                          r"\s+([a-z][\w -]{1,40}?)" + _AVOID_END)),
-    ("event", re.compile(r"\bI\s+" + _ADVERB + r"(went to|visited|attended|got|received|bought|"
-                         r"adopted|started|finished|won|lost)\s+" + _PHRASE)),
+    ("event", re.compile(r"\b(?:I|[Ww]e)\s+" + _ADVERB + r"(went to|visited|attended|got|received|"
+                         r"bought|adopted|started|finished|won|lost|watched)\s+" + _PHRASE)),
     ("given", re.compile(r"\b[Mm]y\s+([a-z]+)\s+gave me\s+" + _PHRASE)),
 ]  # fmt: skip
 
@@ -154,16 +203,18 @@ def _clean(value: str) -> str:
     return " ".join(value.strip(" '\"").split())
 
 
-def _instruction(action: str) -> bool:
+def _instruction(action: str, habit: bool = False) -> bool:
     """Whether the words after never/don't/stop/always tell the assistant what (not) to do:
     a base-form verb (not narration, "never had"), not an idiom ("don't give up", "don't
     worry"), not about a person addressed ("stop me if", "don't tell anyone", "don't ask how"),
-    and with something to do ("don't answer that" and "never give up!" have nothing)."""
+    and with something to do ("don't answer that" and "never give up!" have nothing). A habit
+    to stop ("stop asking if I need anything else") may go on with if/how."""
     words = action.split()
     first = words[0].lower()
     if first in _NOT_VERBS or _NOT_RULES.match(action) or words[0][:1].isupper():
         return False
-    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in _PERSON | _WH):
+    stops = _PERSON if habit else _PERSON | _WH
+    if first.endswith("ed") or (len(words) > 1 and words[1].lower() in stops):
         return False
     rest = {w for w in normal_words(" ".join(words[1:])) if w not in STOPWORDS} - _PERSON
     return bool(rest)
@@ -174,9 +225,18 @@ def _concrete(value: str) -> bool:
     idea", "the way he writes" (what is in front of the speaker, or a pronoun for someone
     else's words), nor only time words ("I got it a year ago")."""
     words = value.lower().split()
-    if not words or words[0] in _DEICTIC or " ".join(words[:2]) == "the way":
+    if not words or words[0] in _DEICTIC | _TIME_WORDS | _NOT_THINGS or words[-1] in _CUT:
         return False
-    return bool({w for w in normal_words(value) if w not in STOPWORDS} - _TIME_WORDS)
+    content = {w for w in normal_words(value) if w not in STOPWORDS}
+    vague = {w.strip(".,!?'\"") for w in words} & _VAGUE
+    return " ".join(words[:2]) != "the way" and not vague and bool(content - _TIME_WORDS)
+
+
+def _liked(value: str) -> bool:
+    """Whether what someone says they love is a standing preference: a thing named, not what
+    is in front of them ("the colours", "all the yellow leaves") or pointed at ("that world")."""
+    words = set(value.lower().split())
+    return _concrete(value) and value.split()[0].lower() not in _SHOWN and not words & _DEICTIC
 
 
 def _said(text: str) -> str:
@@ -184,11 +244,13 @@ def _said(text: str) -> str:
     return _QUESTION_RE.sub(" ", _QUOTED_RE.sub(" … ", text))
 
 
-def _from_line(line: SourceLine) -> Iterator[Claim]:
+def _from_line(line: SourceLine, instructions: bool) -> Iterator[Claim]:
     text, cite = _said(_ABBREVIATION_RE.sub(r"\1", line.text)), (line.ref,)
     when = find_when(text)
     taken: set[str] = set()
     for name, pattern in _PATTERNS:
+        if name in ("never", "always") and not instructions:
+            continue
         for match in pattern.finditer(text):
             if name in taken and name not in ("never", "always", "event"):
                 continue
@@ -216,9 +278,9 @@ def _claims(
         yield Claim(attribute="home city", value=_clean(m.group(2)), when=when, **state)
     elif name == "live":
         yield Claim(attribute="home city", value=_clean(m.group(1)), **state)
-    elif name == "joined":
-        yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
-        yield Claim(attribute="role", value=_clean(m.group(2)), **state)
+    elif name == "joined":  # dated like a move: "I joined Google as an engineer in April"
+        yield Claim(attribute="employer", value=_clean(m.group(1)), when=when, **state)
+        yield Claim(attribute="role", value=_clean(m.group(2)), when=when, **state)
     elif name == "job_at":
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
         yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
@@ -226,6 +288,20 @@ def _claims(
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
     elif name == "employer":
         yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
+        if m.group(2):
+            yield Claim(attribute="role", value=_clean(m.group(2)), **state)
+    elif name == "diet":
+        yield Claim(attribute="diet", value=m.group(1).lower(), **state)
+    elif name == "named_pet":
+        yield Claim(attribute=_clean(m.group(1)).lower(), value=_clean(m.group(2)), **state)
+    elif name == "plan" and when:
+        yield Claim(
+            kind="event",
+            attribute="plans",
+            value=f"{m.group(1)} to {_clean(m.group(2))}",
+            when=when,
+            cites=cite,
+        )
     elif name in ("named", "my_is"):
         attribute, value = _clean(m.group(1)).lower(), _clean(m.group(2))
         slot = name == "named" or value[:1].isupper() or _SLOT_RE.search(attribute)
@@ -258,7 +334,7 @@ def _claims(
         thing = _clean(m.group(1))
         if thing.split()[0].lower() not in _NOT_VERBS | {"any", "my", "your", "to"}:
             yield _avoid(thing, cite)
-    elif name == "prefer" and _concrete(m.group(1)):
+    elif name == "prefer" and _liked(m.group(1)):
         changed = {"changed": True} if _CHANGED_RE.search(text) else {}
         yield Claim(
             kind="preference",
@@ -270,7 +346,8 @@ def _claims(
     elif name == "never":
         action = _clean(m.group(2))
         gerund = action.split()[0].lower().endswith("ing")  # "stop using X", "never use X"
-        if not _instruction(action) or gerund != (m.group(1).lower() == "stop"):
+        stop = m.group(1).lower() == "stop"
+        if not _instruction(action, habit=stop) or gerund != stop:
             return
         yield Claim(
             kind="rule",
@@ -283,11 +360,11 @@ def _claims(
         action = _clean(m.group(2))
         if _instruction(action) and not action.split()[0].lower().endswith("ing"):
             yield Claim(kind="rule", attribute=f"always_{slug(action)}", value=action, cites=cite)
-    elif name == "event" and when and _concrete(m.group(2)):
+    elif name == "event" and when and _concrete(m.group(2)) and not _FUTURE_RE.match(when):
         yield Claim(
             kind="event",
             attribute=m.group(1).lower(),
-            value=_clean(m.group(2)),
+            value=re.sub(r"^(?:myself|ourselves)\s+", "", _clean(m.group(2))),
             when=when,
             cites=cite,
         )
@@ -309,13 +386,21 @@ def _avoid(thing: str, cite: tuple[str, ...]) -> Claim:
 
 
 def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
-    """Claims from the lines the user said (or wrote as notes); assistant lines are skipped.
+    """Claims from what each person said (or wrote as notes), filed under the speaker: the
+    user's lines under ``user``, a named speaker's under their name (``speaker_entity``);
+    the assistant's, the system's and tools' lines are skipped.
 
-    Notes, documents and tool output without a role are read too; ``verify.check_speaker``
-    keeps their never/always sentences from becoming rules."""
+    A named speaker sets a never/always rule only in a session where an assistant speaks (in a
+    chat between two friends "don't forget to call" is not an instruction to an assistant);
+    their hard constraints (an allergy) still become rules. Notes, documents and tool output
+    without a role are read too; ``verify.check_speaker`` keeps their never/always sentences
+    from becoming rules."""
+    helped = {line.session_id for line in lines if line.role in HELPERS}
     claims: list[Claim] = []
     for line in lines:
-        if line.role not in (None, "user"):
+        entity = "user" if line.role is None else speaker_entity(line.role)
+        if entity is None:
             continue
-        claims.extend(_from_line(line))
+        instructions = entity == "user" or line.session_id in helped
+        claims.extend(replace(c, entity=entity) for c in _from_line(line, instructions))
     return claims

@@ -16,10 +16,11 @@ import numpy as np
 
 from ..._kernel.model import Episode
 from ..store.base import Store
-from .anchor import anchor, local_day
+from .anchor import local_day, span
 from .claims import Claim, SourceLine
 from .gate import GateResult, Verified, apply_claims
 from .verify import (
+    attribute_speaker,
     carry_pronouns,
     check_citations,
     check_grounding,
@@ -131,7 +132,10 @@ def verify_claims(
     verified: list[Verified] = []
     rejected: list[tuple[Claim, str]] = []
     for claim in map(inhibit, claims):
-        reason = check_citations(claim, by_ref) or check_speaker(claim, by_ref)
+        reason = check_citations(claim, by_ref)
+        if reason is None:
+            claim = attribute_speaker(claim, by_ref)
+            reason = check_speaker(claim, by_ref)
         if reason is None:
             claim = resolve_pronoun_value(claim, carried)
             reason = check_grounding(claim, by_ref, carried) or check_secrets(claim)
@@ -139,10 +143,11 @@ def verify_claims(
             rejected.append((claim, reason))
             continue
         first = by_ref[claim.cites[0]]
-        day = anchor(claim.when, first.occurred_at, tz) if claim.when else None
-        if claim.when and day is None:
+        days = span(claim.when, first.occurred_at, tz) if claim.when else None
+        if claim.when and days is None:
             rejected.append((claim, f"date: cannot resolve {claim.when!r}"))
             continue
+        day, last = days or (None, None)
         if day is None and claim.kind in ("state", "event"):
             day = local_day(first.occurred_at, tz)
         turn = first.ref.split(":")[0]
@@ -151,6 +156,7 @@ def verify_claims(
                 claim=replace(claim, cites=tuple(dict.fromkeys(claim.cites))),
                 line_ids=tuple(by_ref[ref].line_id for ref in dict.fromkeys(claim.cites)),
                 date=day.isoformat() if day else None,
+                until=last.isoformat() if last and last != day else None,
                 said_on=local_day(first.occurred_at, tz).isoformat(),
                 session_id=first.session_id,
                 turn_id=turn,
@@ -173,11 +179,14 @@ def apply_batch(
     now: str,
     *,
     job_id: str | None = None,
+    defeasible: bool = True,
 ) -> SleepReport:
     """The gate, the audit entries and the new watermark, in one store transaction."""
     with store.writing():
         sources = {line.line_id: line.text for line in lines}
-        gate: GateResult = apply_claims(store, space, verified, sources, embed, embedder_id, now)
+        gate: GateResult = apply_claims(
+            store, space, verified, sources, embed, embedder_id, now, defeasible=defeasible
+        )
         for claim, reason in rejected:
             store.add_audit(space, job_id, claim.to_json(), reason, now)
         for claim in gate.duplicates:

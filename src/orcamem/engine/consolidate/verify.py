@@ -5,11 +5,16 @@ rejected (kept in the audit table). First ``inhibit`` makes a claim filed under 
 ``forbidden_*`` a forbidden rule, so the speaker check below applies to it.
 
 - ``check_citations``: every cited line exists among the lines the extractor was shown.
-- ``check_speaker``: a rule (forbidden or "always") cites only the user's own turns: what
-  an assistant said, a tool printed, a document or a note contains is never a rule the user
-  set (issue 11). Both extractors meet this one check; ``Memory.forbid`` is the way to set
-  a rule from anywhere else. Any other claim cites at least one line the assistant did not
-  say: a model's guess or echo is never a fact (issue 13).
+- ``attribute_speaker``: a claim is filed under the person who said it. With speaker names as
+  roles (``Caroline``, ``Melanie``) a claim a model files under ``user`` is refiled under
+  the one named speaker whose turns it cites (issue 14: "user" is one speaker among others).
+- ``check_speaker``: a claim filed under ``user`` cites one speaker; a rule (forbidden or
+  "always") cites only turns of a person (the user, or the named speaker it is filed under):
+  what an assistant said, a tool printed, a document or a note contains is never a rule
+  anyone set (issue 11). Both extractors meet this one check; ``Memory.forbid`` is the way to
+  set a rule from anywhere else.
+  Any other claim cites at least one line the assistant did not say: a model's guess or echo
+  is never a fact (issue 13).
 - ``check_grounding``: the value is said in the cited lines. The rule: after light
   normalisation (lower case, punctuation dropped, a plural ``s`` dropped), every content word
   of the value appears in the cited lines *or* in the antecedents their pronouns carry over;
@@ -31,9 +36,10 @@ from dataclasses import replace
 from ..._kernel.model import inhibitory
 from ..._kernel.redact import find_secrets
 from ..._kernel.text import STOPWORDS, terms
-from .claims import Claim, SourceLine
+from .claims import Claim, SourceLine, speaker_entity
 
 __all__ = [
+    "attribute_speaker",
     "carry_pronouns",
     "check_citations",
     "check_grounding",
@@ -75,7 +81,25 @@ def check_citations(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None
     return None
 
 
+def _speakers(claim: Claim, lines: Mapping[str, SourceLine]) -> set[str | None]:
+    return {speaker_entity(lines[ref].role) for ref in claim.cites if lines[ref].kind == "turn"}
+
+
+def attribute_speaker(claim: Claim, lines: Mapping[str, SourceLine]) -> Claim:
+    """A claim filed under ``user`` that cites the turns of one named speaker is theirs."""
+    speakers = _speakers(claim, lines) - {None}
+    if claim.entity == "user" and len(speakers) == 1 and "user" not in speakers:
+        return replace(claim, entity=speakers.pop())
+    return claim
+
+
 def check_speaker(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:
+    speakers = _speakers(claim, lines) - {None}
+    if claim.entity == "user" and len(speakers) > 1:
+        return (
+            f"speaker: the claim cites {', '.join(sorted(map(str, speakers)))}: file what each "
+            "said under that speaker"
+        )
     if claim.kind != "rule" and not claim.prohibited:
         if all(lines[ref].kind == "turn" and lines[ref].role == "assistant" for ref in claim.cites):
             return (
@@ -85,10 +109,10 @@ def check_speaker(claim: Claim, lines: Mapping[str, SourceLine]) -> str | None:
         return None
     for ref in claim.cites:
         line = lines[ref]
-        if line.kind != "turn" or line.role != "user":
+        if line.kind != "turn" or speaker_entity(line.role) not in ("user", claim.entity):
             who = f"{line.role or 'roleless'} turn" if line.kind == "turn" else line.kind
             return (
-                f"speaker: rules come only from the user's own turns, not from {ref} ({who}); "
+                f"speaker: rules come only from a person's own turns, not from {ref} ({who}); "
                 "to set this rule, call forbid() with it"
             )
     return None

@@ -237,6 +237,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             ),
         ],
     ),
+    (
+        7,
+        "an event's last day (a range said as 'last week' or 'in March')",
+        ["ALTER TABLE memories ADD COLUMN event_end TEXT"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

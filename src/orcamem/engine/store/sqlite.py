@@ -62,7 +62,7 @@ _MEMORY_COLUMNS = (
     "id, space, category, content, summary, confidence, importance, tags, source, entity, "
     "attribute, value, condition, prohibited, event_date, session_id, turn_id, cited_lines, "
     "created_at, updated_at, last_accessed_at, access_count, staleness, archived_at, active, "
-    "superseded_by"
+    "superseded_by, event_end"
 )
 
 
@@ -610,8 +610,8 @@ class SQLiteStore:
                 conn.execute(
                     "INSERT INTO memories (id, space, category, content, summary, confidence, "
                     "importance, tags, source, entity, attribute, value, condition, prohibited, "
-                    "event_date, session_id, turn_id, cited_lines, created_at, updated_at, vector) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "event_date, session_id, turn_id, cited_lines, created_at, updated_at, vector, "
+                    "event_end) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         memory_id,
                         memory.space,
@@ -634,6 +634,7 @@ class SQLiteStore:
                         now,
                         now,
                         encode_vector(vector),
+                        memory.event_end,
                     ),
                 )
             except sqlite3.IntegrityError as exc:

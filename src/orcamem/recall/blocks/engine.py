@@ -131,9 +131,9 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
         return f"[FORBIDDEN: {rule}]" if dense else f"- {rule}"
     assert memory is not None
     if memory.category == "event":
-        body = (
-            f"{_day(memory.event_date or memory.created_at)}: {clip(quote(memory.content), limit)}"
-        )
+        day = _day(memory.event_date or memory.created_at)
+        until = f" to {_day(memory.event_end)}" if memory.event_end else ""  # "last week"
+        body = f"{day}{until}: {clip(quote(memory.content), limit)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     body = _state_body(memory, limit)
     return f"[{body}]" if dense else f"- {body}"
