@@ -499,6 +499,15 @@ def test_an_item_must_hold_the_query_not_a_word_of_it(facts: Memory) -> None:
     assert "treehouse" in facts.recall("What is the tallest building in the world?")
 
 
+def test_the_kind_of_answer_asked_for_is_not_required_of_it(conversation: Memory) -> None:
+    """ "What car …?" is answered by "a blue Honda Civic"; "Which lake …" by a line that says
+    lake and nothing of what is asked is no answer."""
+    for text in ("I drive a blue Honda Civic.", "The oven takes ten minutes to heat."):
+        conversation.add(text)  # nine texts: a calibrated space
+    assert "Honda Civic" in conversation.recall("What car do I drive?")
+    assert conversation.recall("Which lake is the deepest in Europe?") == ""
+
+
 def test_a_turn_without_evidence_rides_only_on_its_neighbour(conversation: Memory) -> None:
     """ "Charades …" shares no word with the query; it is the answer to the turn that does."""
     for text in ("The oven takes ten minutes to heat.", "We grill fish in summer."):

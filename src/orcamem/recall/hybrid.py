@@ -36,6 +36,9 @@ _MONTH_WORDS = frozenset(
     (*(m.lower() for m in calendar.month_name[1:]), *(m.lower() for m in calendar.month_abbr[1:]))
 )
 
+_KIND_RE = re.compile(r"\b(?:what|which|whose)\s+([^\W\d_]+)")
+"""The word after "what"/"which": the kind of answer asked for ("What car …?")."""
+
 CALIBRATION_TEXTS = 8
 """Texts a space needs before recall may abstain (the vector noise floor needs as many)."""
 
@@ -234,20 +237,25 @@ class _Evidence:
     gated: bool
     subjects: frozenset[str] = frozenset()
     parts: tuple[frozenset[str], ...] = ()
+    kinds: frozenset[str] = frozenset()
 
     def coverage(self, text: str, role: str | None = None) -> float:
         """The idf-weighted share of the query's topic words that ``text`` holds (stems
         compared), for the sentence of the query it covers best ("Where do I live? What should
         I drink?" asks two things); a turn by a speaker the query names covers a query of
-        nothing else."""
+        nothing else.
+
+        The word that names the kind of answer ("car" in "What car do I drive?") is left out
+        when the query has others: the answer names an instance ("a blue Honda Civic")."""
+        if not self.idf:
+            return 1.0 if self.names(role) else 0.0
         held = topics.stems(text)
         best = 0.0
         for part in self.parts or (frozenset(self.idf),):
-            mass = sum(self.idf.get(word, 0.0) for word in part)
+            needed = (part - self.kinds) or part
+            mass = sum(self.idf.get(word, 0.0) for word in needed)
             if mass > 0:
-                best = max(best, sum(self.idf.get(word, 0.0) for word in part & held) / mass)
-        if not self.idf:
-            return 1.0 if self.names(role) else 0.0
+                best = max(best, sum(self.idf.get(word, 0.0) for word in needed & held) / mass)
         return best
 
     def names(self, role: str | None) -> bool:
@@ -331,7 +339,10 @@ def _evidence(
     parts = tuple(
         frozenset(topics.stems(sentence)) & idf.keys() for sentence in split_sentences(query)
     )
-    return _Evidence(idf, named, gated=True, subjects=frozenset(topics.topics(idf)), parts=parts)
+    kinds = frozenset(topics.stem(word) for word in _KIND_RE.findall(query.lower())) & idf.keys()
+    return _Evidence(
+        idf, named, gated=True, subjects=frozenset(topics.topics(idf)), parts=parts, kinds=kinds
+    )
 
 
 def _episode_hits(
@@ -476,10 +487,12 @@ def _gate_passages(
     evidence: _Evidence,
     config: Config,
 ) -> list[Hit]:
-    """Passages that pass the per-item gate (``_Evidence.admits``) on their own, and the turns
-    right before and after one of them in its session (a reply holds the fact its question
-    matched; the question explains the reply). A passage whose score is only borrowed from
-    turns without evidence of their own, or only a session or date bonus, is left out."""
+    """Passages that pass the per-item gate (``_Evidence.admits``) on their own, the reply
+    right after one that asks (the reply holds the fact its question matched) and the question
+    right before one (it says what the reply answers), unless an assistant said them (a model's
+    reply to the user's question is its guess, not evidence). A passage whose score is only
+    borrowed from turns without evidence of their own, or only a session or date bonus, is
+    left out."""
     if not evidence.gated:
         return hits
     closest: dict[int, float] = {}
@@ -493,10 +506,19 @@ def _gate_passages(
         if hit.episode_id is not None
         and evidence.admits(hit.text, hit.role, closest.get(hit.episode_id, 0.0), config)
     }
-    admitted = set(own)
-    for others in store.session_window(space, sorted(own), 1).values():
-        admitted.update(other for other, _ in others)
-    return [hit for hit in hits if hit.episode_id in admitted]
+    asks = {hit.episode_id for hit in hits if _asks(hit.text)}
+    riders: set[int] = set()
+    for anchor, others in store.session_window(space, sorted(own), 1).items():
+        riders.update(
+            other
+            for other, offset in others
+            if (offset == 1 and anchor in asks) or (offset == -1 and other in asks)
+        )
+    return [
+        hit
+        for hit in hits
+        if hit.episode_id in own or (hit.episode_id in riders and hit.role != "assistant")
+    ]
 
 
 def _adaptive(hits: list[Hit], config: Config) -> list[Hit]:
