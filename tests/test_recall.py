@@ -423,6 +423,7 @@ def test_spreading_activation_reaches_the_clinic_from_the_toothache(dentist: Mem
     query = "Where should I go for my toothache?"
     clinic = "Dr. Rao's clinic is on MG Road."
     assert not {"clinic", "mg", "road", "rao"} & set(fts_query(query) or "")  # no word shared
+    dentist.config = Config(recall=RecallConfig(min_evidence=0.0))  # every line that matched
     hits = dentist.search(query).hits
     found = next(hit for hit in hits if hit.text == clinic)
     # toothache -> (the next turns) "My dentist is Dr. Rao" -> Dr. Rao (fan 2) -> the clinic

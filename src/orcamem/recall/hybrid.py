@@ -213,8 +213,9 @@ def recall(
     evidence = _evidence(store, space, query, rows.values(), config)
     if evidence is not None:
         hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
-        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config)
-        hits.extend(_memory_hits(store, space, match, vector, config, now, evidence))
+        memories = _memory_hits(store, space, match, vector, config, now, evidence)
+        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, bool(memories))
+        hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = _adaptive(hits, config)
     selected = _novel(store, space, hits, line_of, rows, config.recall.novelty_threshold, limit)
@@ -486,13 +487,16 @@ def _gate_passages(
     vectors: dict[int, float],
     evidence: _Evidence,
     config: Config,
+    linked: bool,
 ) -> list[Hit]:
     """Passages that pass the per-item gate (``_Evidence.admits``) on their own, the reply
     right after one that asks (the reply holds the fact its question matched) and the question
     right before one (it says what the reply answers), unless an assistant said them (a model's
-    reply to the user's question is its guess, not evidence). A passage whose score is only
-    borrowed from turns without evidence of their own, or only a session or date bonus, is
-    left out."""
+    reply to the user's question is its guess, not evidence), and, when some passage or
+    memory (``linked``) passed, the turns spreading activation lifted (the entity graph links
+    them to the query). A
+    passage whose score is only borrowed from turns without evidence of their own, or only a
+    session or date bonus, is left out."""
     if not evidence.gated:
         return hits
     closest: dict[int, float] = {}
@@ -514,10 +518,13 @@ def _gate_passages(
             for other, offset in others
             if (offset == 1 and anchor in asks) or (offset == -1 and other in asks)
         )
+    linked = linked or bool(own)  # the entity graph leads on only from real evidence
     return [
         hit
         for hit in hits
-        if hit.episode_id in own or (hit.episode_id in riders and hit.role != "assistant")
+        if hit.episode_id in own
+        or (hit.episode_id in riders and hit.role != "assistant")
+        or (linked and hit.breakdown.get("activation", 0.0) > 0)
     ]
 
 
