@@ -491,10 +491,10 @@ def _gate_passages(
 ) -> list[Hit]:
     """Passages that pass the per-item gate (``_Evidence.admits``) on their own, the reply
     right after one that asks (the reply holds the fact its question matched) and the question
-    right before one (it says what the reply answers), unless an assistant said them (a model's
-    reply to the user's question is its guess, not evidence), and, when some passage or
-    memory (``linked``) passed, the turns spreading activation lifted (the entity graph links
-    them to the query). A
+    right before one (it says what the reply answers), and, when some passage or memory
+    (``linked``) passed, the turns spreading activation lifted (the entity graph links them to
+    the query); none of these when an assistant said it (a model's reply is its guess, not
+    evidence). A
     passage whose score is only borrowed from turns without evidence of their own, or only a
     session or date bonus, is left out."""
     if not evidence.gated:
@@ -523,8 +523,10 @@ def _gate_passages(
         hit
         for hit in hits
         if hit.episode_id in own
-        or (hit.episode_id in riders and hit.role != "assistant")
-        or (linked and hit.breakdown.get("activation", 0.0) > 0)
+        or (
+            hit.role != "assistant"
+            and (hit.episode_id in riders or (linked and hit.breakdown.get("activation", 0.0) > 0))
+        )
     ]
 
 
