@@ -270,13 +270,15 @@ def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
     assert rule.attribute.startswith("forbidden_")
 
     lines = sleeper.recall("How do I chain commands in PowerShell?").splitlines()
-    assert lines[3].startswith("[FORBIDDEN: chain PowerShell commands with semicolons]")
+    assert any(
+        line.startswith("[FORBIDDEN: chain PowerShell commands with semicolons]") for line in lines
+    )
     block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
     assert "[user.home city: Bangalore (since 2026-10-10)]" in block
     assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
     assert "I live in Pune." not in block  # the current state says where; the old line misleads
     before = sleeper.recall("Where did I live before?")  # a question about the change
-    assert "I live in Pune. [outdated: now Bangalore]]" in before
+    assert "I live in Pune. [outdated: now Bangalore]" in before
 
 
 def test_sleep_is_incremental_and_idempotent(sleeper: Memory) -> None:
