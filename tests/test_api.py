@@ -172,7 +172,7 @@ def test_bad_episode_input_is_a_400_that_says_why(client: TestClient, mem: Memor
 def test_search_returns_hits_with_the_signal_breakdown(client: TestClient, mem: Memory) -> None:
     mem.add("I live in Pune and work as a backend engineer.", space="alice")
     mem.add("Bob lives in Lisbon.", space="bob")
-    mem.forbid("Never book flights on Fridays.", space="alice")
+    mem.forbid("Never book flights on Fridays.", space="alice", always=True)
     got = client.get("/api/search", params={"space": "alice", "q": "where do I live?"}).json()
     assert got["hits"][0]["text"] == "I live in Pune and work as a backend engineer."
     assert {"lexical", "vector"} <= set(got["hits"][0]["breakdown"])
@@ -228,7 +228,9 @@ def test_remember_get_list_and_forget_memories(client: TestClient, mem: Memory) 
         json={"text": "Short answers.", "category": "preference", "tags": ["style"]},
     ).json()
     rule = client.post(
-        "/api/memories", params=space, json={"text": "Never say 'as an AI'.", "forbidden": True}
+        "/api/memories",
+        params=space,
+        json={"text": "Never say 'as an AI'.", "forbidden": True, "tags": ["always"]},
     ).json()
     anti = client.post(
         "/api/memories", params=space, json={"text": "No emojis.", "category": "anti_pattern"}

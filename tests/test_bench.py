@@ -300,7 +300,7 @@ def test_judge_a_block_with_and_without_the_evidence() -> None:
 def test_false_injection_counts_blocks_that_quote_stored_text_or_hoist_a_rule() -> None:
     with Memory(":memory:", space="s") as mem:
         mem.remember("My home city is Bangalore and I love its parks.")
-        mem.forbid("Never suggest recipes that contain peanuts.")
+        mem.forbid("Never suggest recipes that contain peanuts.", always=True)
         found = false_injection(
             mem,
             "s",

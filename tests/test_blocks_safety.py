@@ -105,7 +105,7 @@ def test_engine_block_quotes_episodes_but_the_episode_keeps_what_was_said(
     with Memory(tmp_path / "m.db", clock=clock, config=wide) as mem:  # whole texts shown
         planted = mem.add(PLANTED, role="user")
         secret = mem.add(SECRET_TEXT, role="user")
-        mem.forbid("Never book appointments on Sundays.")
+        mem.forbid("Never book appointments on Sundays.", always=True)
         for query in ("Who is Kai's dentist?", "Where are Kai's deploy credentials?"):
             block = mem.recall(query)
             assert_clean(block)

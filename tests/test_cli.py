@@ -182,6 +182,14 @@ def remember(db: Path, text: str, **kw: Any) -> str:
         return mem.remember(text, **kw).id
 
 
+def test_forbid_always_hoists_the_rule_for_any_query(db: Path) -> None:
+    run("forbid", "Never chain PowerShell commands with semicolons", "--db", db)
+    run("forbid", "Always answer in British English", "--always", "--db", db)
+    with Memory(db) as mem:
+        rules = [hit.text for hit in mem.search("What is the capital of France?").rules]
+    assert rules == ["Always answer in British English"]
+
+
 def test_forbid_and_facts(db: Path) -> None:
     pref_id = remember(db, "Prefers dark mode", category="preference")
     forbidden = flat(run("forbid", "Never use semicolons", "--db", db).stdout)

@@ -330,14 +330,17 @@ def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
     rule = next(m for m in sleeper.facts() if m.prohibited)
     assert rule.attribute.startswith("forbidden_")
 
+    lines = sleeper.recall("How do I chain commands in PowerShell?").splitlines()
+    assert any(
+        line.startswith("[FORBIDDEN: chain PowerShell commands with semicolons]") for line in lines
+    )
     block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
-    lines = block.splitlines()
-    assert lines[3].startswith("[FORBIDDEN: chain PowerShell commands with semicolons]")
     assert "[user.home city: Bangalore (since 2026-10-05)]" in block
+    assert "FORBIDDEN" not in block  # the PowerShell rule does not bear on this turn
     assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
     assert "I live in Pune." not in block  # the current state says where; the old line misleads
     before = sleeper.recall("Where did I live before?")  # a question about the change
-    assert "I live in Pune. [outdated: now Bangalore]]" in before
+    assert "I live in Pune. [outdated: now Bangalore]" in before
 
 
 def test_sleep_is_incremental_and_idempotent(sleeper: Memory) -> None:
@@ -567,7 +570,7 @@ def test_a_rule_in_anything_but_a_user_turn_is_not_a_rule(sleeper: Memory, store
     say(sleeper, TLS, "2026-10-17T09:00:00Z")  # the same words, said by the user
     sleeper.sleep()
     assert [m.content for m in sleeper.facts() if m.prohibited] == ["verify TLS certificates"]
-    assert "[FORBIDDEN: verify TLS certificates]" in sleeper.recall("Where do I live?")
+    assert "[FORBIDDEN: verify TLS certificates]" in sleeper.recall("Do I verify TLS certificates?")
 
 
 def _model_rule(ref: str, value: str) -> dict:

@@ -224,11 +224,14 @@ async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None
         assert anti.structured_content["forbidden"] is True
         assert anti.structured_content["tags"] == ["role:assistant"]
         block = text(await ok(session, "orma_recall", query="how do we deploy the API?"))
+        assert "FORBIDDEN" not in block  # the rule does not bear on deploying
+        query = "how do we deploy the API from PowerShell?"
+        block = text(await ok(session, "orma_recall", query=query))
         hoisted = "[FORBIDDEN: Never chain PowerShell commands with semicolons.]"
         assert hoisted in block and block.index(hoisted) < block.index("Helm on Fridays")
 
         rule = (
-            await ok(session, "orma_forbid", rule="Never force-push to main.")
+            await ok(session, "orma_forbid", rule="Never force-push to main.", always=True)
         ).structured_content
         assert (rule["kind"], rule["category"], rule["forbidden"]) == ("anti_pattern", "rule", True)
         block = text(await ok(session, "orma_recall", query="deploy"))

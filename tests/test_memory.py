@@ -433,7 +433,9 @@ def test_forbidding_a_rule_twice_keeps_one_rule(tmp_path: Path) -> None:
         other = mem.forbid("Never verify TLS certificates", space="other")
         assert again == first and other.id != first.id
         assert [m.id for m in mem.facts() if m.prohibited] == [first.id]
-        assert mem.recall("Where do I live?").count("[FORBIDDEN: Never verify") == 1
+        assert (
+            mem.recall("Should I verify TLS certificates?").count("[FORBIDDEN: Never verify") == 1
+        )
 
 
 def test_observe_once_records_a_turn_of_a_session_and_turn_id_once(mem: Memory) -> None:

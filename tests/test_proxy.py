@@ -1018,7 +1018,7 @@ def test_an_echo_of_the_block_and_orcamems_markup_are_not_recorded(
 def test_only_markup_is_not_a_turn_and_an_echo_cut_mid_item_goes_too() -> None:
     mem = Memory(":memory:")
     mem.observe("user", "I drive a blue 2019 Honda Civic hatchback.")
-    mem.forbid("Never suggest recipes with peanuts.")
+    mem.forbid("Never suggest recipes with peanuts.", always=True)
     block = mem.recall("What car do I drive?")
     mem.close()
     assert "[FORBIDDEN: " in block and "[LOG: " in block

@@ -323,6 +323,7 @@ def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
     }
     for attribute, value in facts.items():
         mem.remember(value, category="preference", attribute=attribute)
+    mem.config = Config(recall=RecallConfig(min_evidence=0.0))  # all ten, whatever the query
     hits = mem.search(" ".join(facts.values()), top_k=20).hits
     block, used = pack_context(hits, [], mem.config, mem.clock.now())
     assert len(used) == 10 and all(f"[user.{a}: {v}]" in block for a, v in facts.items())
@@ -422,6 +423,7 @@ def test_spreading_activation_reaches_the_clinic_from_the_toothache(dentist: Mem
     query = "Where should I go for my toothache?"
     clinic = "Dr. Rao's clinic is on MG Road."
     assert not {"clinic", "mg", "road", "rao"} & set(fts_query(query) or "")  # no word shared
+    dentist.config = Config(recall=RecallConfig(min_evidence=0.0))  # every line that matched
     hits = dentist.search(query).hits
     found = next(hit for hit in hits if hit.text == clinic)
     # toothache -> (the next turns) "My dentist is Dr. Rao" -> Dr. Rao (fan 2) -> the clinic
@@ -476,3 +478,99 @@ def test_activation_switches_are_checked() -> None:
         SignalsConfig(activation_max_fan=1)
     with pytest.raises(InvalidInputError, match="enable_spreading_activation"):
         SignalsConfig(enable_spreading_activation="yes")  # type: ignore[arg-type]
+
+
+# -- calibrated injection: an item needs evidence of its own ---------------------------------
+
+
+def test_small_talk_finds_nothing_in_a_chat_that_says_hi(conversation: Memory) -> None:
+    for text in ("Hey Ann! Just wanted to say hi!", "Thanks for your help with the oven."):
+        conversation.add(text)
+    for query in ("Hi!", "Thanks for your help.", "Nice to meet you."):
+        assert conversation.recall(query) == "", query
+    assert "rosemary" in conversation.recall("Who baked rosemary bread?")
+
+
+def test_an_item_must_hold_the_query_not_a_word_of_it(facts: Memory) -> None:
+    """The space holds every word of the query, but scattered: no single fact covers it."""
+    for fact in ("We are building a treehouse.", "The world cup final is on Sunday."):
+        facts.remember(fact)
+    assert facts.recall("What is the tallest building in the world?") == ""
+    facts.config = Config(recall=RecallConfig(item_evidence=0.0, item_vector=0.0))  # gate off
+    assert "treehouse" in facts.recall("What is the tallest building in the world?")
+
+
+def test_the_kind_of_answer_asked_for_is_not_required_of_it(conversation: Memory) -> None:
+    """ "What car …?" is answered by "a blue Honda Civic" (no "car" in it); the lines that
+    hold nothing of the question stay out."""
+    for text in ("I drive a blue Honda Civic.", "The oven takes ten minutes to heat."):
+        conversation.add(text)  # nine texts: a calibrated space
+    texts = [hit.text for hit in conversation.search("What car do I drive?").hits]
+    assert texts[0] == "I drive a blue Honda Civic."
+    assert "The oven takes ten minutes to heat." not in texts
+    assert "My sister adopted a grey cat." not in texts
+
+
+def test_a_turn_without_evidence_rides_only_on_its_neighbour(conversation: Memory) -> None:
+    """ "Charades …" shares no word with the query; it is the answer to the turn that does."""
+    for text in ("The oven takes ten minutes to heat.", "We grill fish in summer."):
+        conversation.add(text)  # nine texts: a calibrated space
+    texts = [hit.text for hit in conversation.search("What games at the picnic?").hits]
+    assert "Charades and a scavenger hunt, the kids won." in texts
+    assert "My sister adopted a grey cat." not in texts  # same session, no evidence near it
+
+
+def test_the_adaptive_count_drops_hits_far_below_the_best(conversation: Memory) -> None:
+    query = "Did Ann talk about rosemary bread?"
+    every = conversation.search(query).hits
+    conversation.config = Config(recall=RecallConfig(relative_score=0.9))
+    few = conversation.search(query).hits
+    assert 1 <= len(few) < len(every)
+    assert all(hit.score >= 0.9 * few[0].score for hit in few)
+
+
+@pytest.mark.parametrize("name", ["item_evidence", "item_vector", "relative_score"])
+def test_the_gate_settings_are_shares(name: str) -> None:
+    with pytest.raises(InvalidInputError, match=name):
+        RecallConfig(**{name: 1.5})
+
+
+# -- forbidden rules: hoisted where they bear on the turn ------------------------------------
+
+ALLERGY = "Never suggest recipes that contain peanuts, my son has a severe peanut allergy."
+POWERSHELL = "Never suggest PowerShell; I use bash on every machine."
+MEETINGS = "Never schedule meetings on Fridays."
+RULE_CASES = [
+    (ALLERGY, "What should I cook tonight?", True),
+    (ALLERGY, "Give me a quick dinner idea.", True),
+    (ALLERGY, "Is a peanut butter sandwich a good snack?", True),
+    (ALLERGY, "How do I list files on Windows?", False),
+    (ALLERGY, "What is the capital of France?", False),
+    (POWERSHELL, "How do I list files on Windows?", True),
+    (POWERSHELL, "Write a script that renames every photo in a folder.", True),
+    (POWERSHELL, "What should I cook tonight?", False),
+    (POWERSHELL, "Suggest a good book about the sea.", False),
+    (MEETINGS, "Can we schedule the design review?", True),
+    (MEETINGS, "Explain quicksort.", False),
+]
+
+
+def test_a_rule_is_hoisted_where_it_bears_on_the_turn(facts: Memory) -> None:
+    for rule in (ALLERGY, POWERSHELL, MEETINGS):
+        facts.forbid(rule)
+    wrong = [
+        (rule, query)
+        for rule, query, hoisted in RULE_CASES
+        if (rule in [hit.text for hit in facts.search(query).rules]) is not hoisted
+    ]
+    assert wrong == []
+
+
+def test_always_hoists_a_rule_into_every_block(facts: Memory) -> None:
+    facts.forbid(POWERSHELL)
+    facts.forbid("Always answer in British English.", always=True)
+    block = facts.recall("What is the capital of France?")
+    assert "British English" in block and "PowerShell" not in block
+    assert "always" in facts.forbid("Always answer in British English.").tags
+    with pytest.raises(InvalidInputError, match="always"):
+        facts.forbid(MEETINGS, always="yes")  # type: ignore[arg-type]

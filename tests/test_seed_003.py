@@ -39,7 +39,7 @@ def test_the_block_opens_with_the_seeds_framing_and_frames_rules_only_when_there
     plain = mem.recall("which editor do I use?").splitlines()
     assert plain[:2] == ["## Memory", FRAMING]
     assert NEGATIVE_FRAMING not in "\n".join(plain)
-    mem.forbid("chaining terminal commands using semicolons or commas")
+    mem.forbid("chaining terminal commands using semicolons or commas", always=True)
     lines = mem.recall("which editor do I use?").splitlines()
     assert lines[:3] == ["## Memory", FRAMING, NEGATIVE_FRAMING]
     assert lines[3].startswith("[FORBIDDEN: chaining terminal commands using semicolons or commas]")

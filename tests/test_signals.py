@@ -10,6 +10,7 @@ from orcamem.recall.signals import (
     above_floor,
     ebbinghaus_retention,
     hawkes_intensity,
+    idf,
     minmax,
     recency,
     rrf,
@@ -82,3 +83,8 @@ def test_signals_stay_in_their_range(dt: float, n: int) -> None:
     assert 0.0 <= ebbinghaus_retention(dt, n) <= 1.0
     assert 0.0 <= hawkes_intensity(dt * 3600) <= 0.4
     assert 0.0 <= usage(n) <= 1.0
+
+
+def test_idf_weighs_an_unseen_word_most() -> None:
+    assert idf(0, 100) > idf(2, 100) > idf(40, 100) > 0
+    assert idf(0, 100) == pytest.approx(math.log(101 / 0.5))

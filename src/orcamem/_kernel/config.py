@@ -131,8 +131,23 @@ class RecallConfig(_Section):
     min_evidence: float = 0.35
     """Abstention: a query whose words the space barely holds (``signals.coverage``, the
     idf-weighted share of its content words found in the space's lines and memories, below
-    this) and that names none of the space's speakers recalls nothing, so the block is empty
-    and the prompt untouched. 0 turns abstention off."""
+    this) recalls nothing, so the block is empty and the prompt untouched. 0 turns abstention
+    and the per-item gate off."""
+    min_evidence_named: float = 0.15
+    """``min_evidence`` for a query that names a speaker of the space ("What did Caroline
+    adopt?"): the name is evidence the query is about this space, so its other words need
+    less."""
+    item_evidence: float = 0.5
+    """The per-item gate: a passage or memory is injected only when its own words cover this
+    idf-weighted share of the query's topic words, its cosine clears the noise floor by
+    ``item_vector``, the query names its speaker, or it is the turn before or after one that
+    does (docs/recall.md, "What reaches the model")."""
+    item_vector: float = 0.45
+    """The per-item gate's vector evidence: ``signals.above_floor`` of the item's best cosine
+    (its cosine rescaled so the space's noise floor is 0 and 1 is 1) at least this."""
+    relative_score: float = 0.0
+    """The adaptive count: hits scoring under this share of the best hit are left out (0 keeps
+    ``top_k``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.preset, str) or not self.preset.strip():
@@ -146,6 +161,10 @@ class RecallConfig(_Section):
         self._number("novelty_threshold", 0.0, 1.0, above=True)
         self._number("min_score", -math.inf)
         self._number("min_evidence", 0.0, 1.0)
+        self._number("min_evidence_named", 0.0, 1.0)
+        self._number("item_evidence", 0.0, 1.0)
+        self._number("item_vector", 0.0, 1.0)
+        self._number("relative_score", 0.0, 1.0)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -73,7 +73,7 @@ class _Texts:
         weights = 1.0 / (ranks + len(STOPWORDS))
         self._p = weights / weights.sum()
         self._order = self._rng.permutation(len(self._vocab))
-        self._said: list[str] = []  # content words of the sentences made so far
+        self._said: list[list[str]] = []  # content words of each sentence made so far
 
     def _content(self, count: int) -> list[str]:
         picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
@@ -87,16 +87,18 @@ class _Texts:
             next(content) if self._rng.random() < 0.5 else str(self._rng.choice(self._stopwords))
             for _ in range(count)
         ]
-        self._said.extend(word for word in words if word not in STOPWORDS)
+        said = [word for word in words if word not in STOPWORDS]
+        if said:
+            self._said.append(said)
         return " ".join(words).capitalize() + "."
 
     def question(self) -> str:
-        """A question with 2–5 content words of what was said (drawn as often as they were
-        said), the way a user asks about the past: recall has evidence to find, so it never
-        abstains and the full path is timed."""
+        """A question with 2–5 content words of one sentence said, the way a user asks about
+        something in the past: recall has evidence to find (one turn holds all of it, as the
+        per-item gate wants), so it never abstains and the full path is timed."""
         opener = str(self._rng.choice(["what did", "when did", "where is", "who was", "how do"]))
         count = int(self._rng.integers(2, 6))
-        said = self._said
+        said = self._said[int(self._rng.integers(0, len(self._said)))] if self._said else []
         picks = [said[i] for i in self._rng.integers(0, len(said), count)] if said else None
         content = " ".join(picks or self._content(count))
         return f"{opener.capitalize()} {content}?"

@@ -270,9 +270,11 @@ class AsyncMemory:
             source=source,
         )
 
-    async def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
-        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``."""
-        return await _thread(self.sync.forbid, rule, space=space)
+    async def forbid(
+        self, rule: str, *, space: str | None = None, always: bool = False
+    ) -> MemoryRecord:
+        """Store a forbidden rule, hoisted first as ``[FORBIDDEN: …]`` where it bears on a query."""
+        return await _thread(self.sync.forbid, rule, space=space, always=always)
 
     async def facts(
         self, *, space: str | None = None, include_history: bool = False

@@ -47,7 +47,7 @@ from .._kernel.model import (
 from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from ..errors import ClosedError, InvalidInputError, NotFoundError
-from ..recall import RecallResult, engine_preset, pack_context, recall
+from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
 from . import health
 from .automations import AutomationNotes
 from .consolidate.gate import held_rule
@@ -495,12 +495,21 @@ class Memory:
                 return held
             return self.store.put_memory(memory, vector, self.embedder.id, stamp(self.clock))
 
-    def forbid(self, rule: str, *, space: str | None = None) -> MemoryRecord:
-        """Store a forbidden rule; recall hoists it to the top as ``[FORBIDDEN: …]``.
+    def forbid(self, rule: str, *, space: str | None = None, always: bool = False) -> MemoryRecord:
+        """Store a forbidden rule, hoisted first as ``[FORBIDDEN: …]`` where it bears on a query.
 
-        Idempotent: forbidding a rule the space already holds returns that rule.
+        It bears on a query that shares a word or a topic with it (docs/recall.md, the switches
+        table); with ``always=True`` (stored as the tag ``always``) on every query.
+
+        Idempotent: forbidding a rule the space already holds returns that rule as it is (to
+        change ``always``, forget the rule and forbid it again).
         """
-        return self.remember(rule, category="rule", space=space, prohibited=True, importance=1.0)
+        if not isinstance(always, bool):
+            raise InvalidInputError(f"always={always!r}: use True or False")
+        tags = (ALWAYS,) if always else ()
+        return self.remember(
+            rule, category="rule", space=space, prohibited=True, importance=1.0, tags=tags
+        )
 
     def facts(
         self, *, space: str | None = None, include_history: bool = False

@@ -7,6 +7,8 @@ novelty gate → top-k. Every hit carries the breakdown of the signals that made
 
 from __future__ import annotations
 
+import calendar
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,13 +20,24 @@ from .._kernel.clock import parse_time
 from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts
 from .._kernel.model import Hit, MemoryRecord
-from .._kernel.text import content_words, date_ranges, fts_query, terms
-from . import signals
+from .._kernel.text import content_words, date_ranges, fts_query, split_sentences, terms
+from . import signals, topics
 from .candidates import CandidateSource, LineRow
 from .presets import engine_preset
 from .spreading import activate
 
-__all__ = ["CALIBRATION_TEXTS", "RecallResult", "Recalled", "recall"]
+__all__ = ["ALWAYS", "CALIBRATION_TEXTS", "RecallResult", "Recalled", "recall"]
+
+ALWAYS = "always"
+"""The tag of a forbidden rule hoisted into every block, whatever the query
+(``Memory.forbid(rule, always=True)``); other rules are hoisted only where they bear on it."""
+
+_MONTH_WORDS = frozenset(
+    (*(m.lower() for m in calendar.month_name[1:]), *(m.lower() for m in calendar.month_abbr[1:]))
+)
+
+_KIND_RE = re.compile(r"\b(?:what|which|whose)\s+([^\W\d_]+)")
+"""The word after "what"/"which": the kind of answer asked for ("What car …?")."""
 
 CALIBRATION_TEXTS = 8
 """Texts a space needs before recall may abstain (the vector noise floor needs as many)."""
@@ -197,11 +210,14 @@ def recall(
     rows = {row.id: row for row in store.lines(list(fused))}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
-    if _grounded(store, space, query, rows.values(), config):
+    evidence = _evidence(store, space, query, rows.values(), config)
+    if evidence is not None:
         hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
-        hits.extend(_memory_hits(store, space, match, vector, config, now))
+        memories = _memory_hits(store, space, match, vector, config, now, evidence)
+        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, bool(memories))
+        hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
-    hits = [hit for hit in hits if hit.score > config.recall.min_score]
+    hits = _adaptive(hits, config)
     selected = _novel(store, space, hits, line_of, rows, config.recall.novelty_threshold, limit)
     _mark_outdated(store, space, selected)
     timings["score"] = (time.perf_counter() - mark) * 1000
@@ -211,36 +227,123 @@ def recall(
     return RecallResult(query, space, selected, rules, timings)
 
 
-def _grounded(
+@dataclass(frozen=True)
+class _Evidence:
+    """What counts as evidence for one query: its topic words (stems, each with its idf in the
+    space) and the speakers it names. ``gated`` is False where recall cannot calibrate (a space
+    under ``CALIBRATION_TEXTS`` texts, or ``min_evidence`` 0): then every item is admitted."""
+
+    idf: dict[str, float]
+    speakers: frozenset[str]
+    gated: bool
+    subjects: frozenset[str] = frozenset()
+    parts: tuple[frozenset[str], ...] = ()
+    kinds: frozenset[str] = frozenset()
+
+    def coverage(self, text: str, role: str | None = None) -> float:
+        """The idf-weighted share of the query's topic words that ``text`` holds (stems
+        compared), for the sentence of the query it covers best ("Where do I live? What should
+        I drink?" asks two things); a turn by a speaker the query names covers a query of
+        nothing else.
+
+        The word that names the kind of answer ("car" in "What car do I drive?") is left out
+        when the query has others: the answer names an instance ("a blue Honda Civic")."""
+        if not self.idf:
+            return 1.0 if self.names(role) else 0.0
+        held = topics.stems(text)
+        best = 0.0
+        for part in self.parts or (frozenset(self.idf),):
+            needed = (part - self.kinds) or part
+            mass = sum(self.idf.get(word, 0.0) for word in needed)
+            if mass > 0:
+                best = max(best, sum(self.idf.get(word, 0.0) for word in needed & held) / mass)
+        return best
+
+    def names(self, role: str | None) -> bool:
+        """Whether the query names the speaker ``role`` ("John's" names John)."""
+        return bool(role) and not self.speakers.isdisjoint(_name_stems(role))
+
+    def admits(
+        self, text: str, role: str | None, vector: float, config: Config, *, fact: bool = False
+    ) -> bool:
+        """The per-item gate: the item's own words cover ``item_evidence`` of the query, or
+        its cosine clears the space's noise floor by ``item_vector`` (``vector`` is
+        ``signals.above_floor`` of it), or the query names its speaker; a ``fact`` (a short
+        consolidated or explicit memory) also passes when it shares a topic with the query
+        ("home city: Bangalore" for "Where do I live?")."""
+        if not self.gated or self.names(role):
+            return True
+        return (
+            self.coverage(text, role) >= config.recall.item_evidence
+            or vector >= config.recall.item_vector
+            or (fact and not self.subjects.isdisjoint(topics.topics(topics.stems(text))))
+        )
+
+
+def _name_stems(role: str | None) -> set[str]:
+    return {topics.stem(word) for word in terms(role)} if role else set()
+
+
+def _named(word: str, speakers: set[str], query: str) -> str | None:
+    """The speaker (a name stem) the query's ``word`` names: the name itself ("John's"), or a
+    capitalised short form of it ("Mel" for Melanie, at least three letters)."""
+    key = topics.stem(word)
+    if key in speakers:
+        return key
+    if len(word) >= 3 and re.search(rf"\b{re.escape(word.capitalize())}\b", query):
+        return next((name for name in sorted(speakers) if name.startswith(word)), None)
+    return None
+
+
+def _evidence(
     store: CandidateSource,
     space: str,
     query: str,
     candidates: Iterable[LineRow],
     config: Config,
-) -> bool:
-    """Whether the space holds real evidence for ``query``; if not, recall abstains.
+) -> _Evidence | None:
+    """The query's evidence words, or ``None`` when the space holds no real evidence for it
+    (recall abstains: empty block, prompt untouched).
 
-    Evidence is the query naming a speaker of a candidate line ("What did Caroline adopt?"),
-    or the space holding enough of the query's other content words, weighted by how rare each
-    is (``signals.coverage`` ≥ ``min_evidence``). Stop words never count, so "How are you?"
-    finds nothing; "What is the capital of France?" asked of a chat that never mentions a
-    capital or France finds nothing. Chosen on LoCoMo dev conversations 0-2, checked on 3-4
-    (docs/recall.md, "What reaches the model").
+    The query's topic words are its content words without chatter (``topics.CHATTER``: "Hi!",
+    "Thanks for your help.") and without the names of the space's speakers. The space must hold
+    enough of them, weighted by how rare each is (``signals.coverage`` ≥ ``min_evidence``), so
+    "What is the capital of France?" asked of a chat that never mentions a capital or France
+    finds nothing; a query of nothing but a speaker's name ("What about Caroline?") is evidence
+    of itself, a query of nothing but chatter is none. Chosen on LoCoMo dev conversations 0-2,
+    checked on 3-4 (docs/recall.md, "What reaches the model").
 
     A space of fewer than ``CALIBRATION_TEXTS`` lines and memories is not calibrated (rare and
     common words cannot be told apart, as its vector noise floor is 0): it never abstains.
     """
+    words = [word for word in content_words(query) if word not in topics.CHATTER]
+    if date_ranges(query):  # a date is matched by the date signal, not by words
+        words = [word for word in words if not (word in _MONTH_WORDS or word[0].isdigit())]
+    speakers = {name for row in candidates for name in _name_stems(row.role)}
+    names = {word: _named(word, speakers, query) for word in words}
+    named = frozenset(name for name in names.values() if name)
+    rest = [word for word, name in names.items() if name is None][:32]
     if config.recall.min_evidence <= 0:
-        return True
-    words = content_words(query)
-    speakers = {word for row in candidates if row.role for word in terms(row.role)}
-    if speakers.intersection(words):
-        return True
-    rest = [word for word in words if word not in speakers][:32]
+        return _Evidence({}, named, gated=False)
     total, counts = store.term_counts(space, rest)
     if total < CALIBRATION_TEXTS:
-        return True
-    return signals.coverage(counts, total) >= config.recall.min_evidence
+        return _Evidence({}, named, gated=False)
+    if not rest:
+        return _Evidence({}, named, gated=True) if named else None
+    wanted = config.recall.min_evidence_named if named else config.recall.min_evidence
+    if signals.coverage(counts, total) < wanted:
+        return None
+    idf: dict[str, float] = {}
+    for word, count in counts.items():
+        key = topics.stem(word)
+        idf[key] = max(idf.get(key, 0.0), signals.idf(count, total))
+    parts = tuple(
+        frozenset(topics.stems(sentence)) & idf.keys() for sentence in split_sentences(query)
+    )
+    kinds = frozenset(topics.stem(word) for word in _KIND_RE.findall(query.lower())) & idf.keys()
+    return _Evidence(
+        idf, named, gated=True, subjects=frozenset(topics.topics(idf)), parts=parts, kinds=kinds
+    )
 
 
 def _episode_hits(
@@ -376,6 +479,67 @@ def _episode_hits(
     return hits, line_of
 
 
+def _gate_passages(
+    store: CandidateSource,
+    space: str,
+    hits: list[Hit],
+    rows: dict[int, LineRow],
+    vectors: dict[int, float],
+    evidence: _Evidence,
+    config: Config,
+    linked: bool,
+) -> list[Hit]:
+    """Passages that pass the per-item gate (``_Evidence.admits``) on their own, the reply
+    right after one that asks (the reply holds the fact its question matched) and the question
+    right before one (it says what the reply answers), and, when some passage or memory
+    (``linked``) passed, the turns spreading activation lifted (the entity graph links them to
+    the query); none of these when an assistant said it (a model's reply is its guess, not
+    evidence). A
+    passage whose score is only borrowed from turns without evidence of their own, or only a
+    session or date bonus, is left out."""
+    if not evidence.gated:
+        return hits
+    closest: dict[int, float] = {}
+    for line_id, value in vectors.items():
+        row = rows.get(line_id)
+        if row is not None:
+            closest[row.episode_id] = max(closest.get(row.episode_id, 0.0), value)
+    own = {
+        hit.episode_id
+        for hit in hits
+        if hit.episode_id is not None
+        and evidence.admits(hit.text, hit.role, closest.get(hit.episode_id, 0.0), config)
+    }
+    asks = {hit.episode_id for hit in hits if _asks(hit.text)}
+    riders: set[int] = set()
+    for anchor, others in store.session_window(space, sorted(own), 1).items():
+        riders.update(
+            other
+            for other, offset in others
+            if (offset == 1 and anchor in asks) or (offset == -1 and other in asks)
+        )
+    linked = linked or bool(own)  # the entity graph leads on only from real evidence
+    return [
+        hit
+        for hit in hits
+        if hit.episode_id in own
+        or (
+            hit.role != "assistant"
+            and (hit.episode_id in riders or (linked and hit.breakdown.get("activation", 0.0) > 0))
+        )
+    ]
+
+
+def _adaptive(hits: list[Hit], config: Config) -> list[Hit]:
+    """The adaptive count: hits (in score order) that score above ``min_score`` and at least
+    ``relative_score`` of the best one; the gap below that carries no evidence worth tokens."""
+    kept = [hit for hit in hits if hit.score > config.recall.min_score]
+    if not kept:
+        return []
+    floor = config.recall.relative_score * kept[0].score
+    return [hit for hit in kept if hit.score >= floor]
+
+
 def _memory_score(
     memory: MemoryRecord, relevance: tuple[float, float], config: Config, now: datetime
 ) -> dict[str, float]:
@@ -411,7 +575,9 @@ def _memory_hits(
     vector: np.ndarray,
     config: Config,
     now: datetime,
+    evidence: _Evidence,
 ) -> list[Hit]:
+    """Active memories that are not rules and pass the per-item gate, scored."""
     weights = engine_preset(config.recall.preset).weights
     lexical = (
         dict(store.lexical_memories(space, match, config.recall.lexical_candidates))
@@ -426,6 +592,10 @@ def _memory_hits(
     for memory in store.memories_by_id(space, list(fused)):
         if memory.prohibited:
             continue  # rules are hoisted separately
+        if not evidence.admits(
+            memory.content, memory.entity, vectors.get(memory.id, 0.0), config, fact=True
+        ):
+            continue
         breakdown = _memory_score(memory, fused[memory.id], config, now)
         hits.append(
             Hit(
@@ -552,10 +722,22 @@ def _lineage_end(store: CandidateSource, space: str, memory_id: str) -> MemoryRe
 
 
 def _rules(store: CandidateSource, space: str, query: str, config: Config) -> list[Hit]:
-    """The space's active forbidden rules, most query-relevant first, capped."""
-    rules = store.list_memories(space, prohibited=True)
-    query_words = set(terms(query))
-    ranked = sorted(rules, key=lambda m: (-len(query_words & set(terms(m.content))), m.created_at))
+    """The space's active forbidden rules that bear on ``query``, most relevant first, capped.
+
+    A rule bears on a query when they share a content word (stems compared) or a topic of
+    ``topics.TOPICS`` ("what should I cook tonight?" and "never suggest recipes with
+    peanuts": food); a rule stored with ``forbid(..., always=True)`` (tag ``always``) bears
+    on every query. The rest are left out, so an unrelated prompt gets no rule at all."""
+    frame = {topics.stem(word) for word in topics.RULE_FRAME}
+    asked = topics.stems(query) - frame
+    subjects = topics.topics(asked)
+    ranked = []
+    for rule in store.list_memories(space, prohibited=True):
+        words = topics.stems(rule.content) - frame
+        shared = len(asked & words) + len(subjects & topics.topics(words))
+        if shared or ALWAYS in rule.tags:
+            ranked.append((-shared, rule.created_at, rule))
+    ranked.sort(key=lambda item: item[:2])
     return [
         Hit(
             kind="rule",
@@ -566,5 +748,5 @@ def _rules(store: CandidateSource, space: str, query: str, config: Config) -> li
             memory=m,
             occurred_at=m.created_at,
         )
-        for m in ranked[: config.pack.max_forbidden_rules]
+        for _, _, m in ranked[: config.pack.max_forbidden_rules]
     ]

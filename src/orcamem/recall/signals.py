@@ -21,6 +21,7 @@ __all__ = [
     "date_match",
     "ebbinghaus_retention",
     "hawkes_intensity",
+    "idf",
     "minmax",
     "neighbour_shares",
     "recency",
@@ -153,6 +154,12 @@ def date_match(
     return 0.0
 
 
+def idf(count: int, total: int) -> float:
+    """How rare a word is among a space's ``total`` texts, ``count`` of which hold it:
+    ``log((N+1)/(n+0.5))`` (a word the space never saw weighs most)."""
+    return math.log((total + 1) / (count + 0.5))
+
+
 def coverage(counts: Mapping[str, int], total: int) -> float:
     """How much of a query the space holds: the idf-weighted share of its words that occur in
     at least one of the space's ``total`` texts (``counts``: word → texts holding it).
@@ -163,8 +170,8 @@ def coverage(counts: Mapping[str, int], total: int) -> float:
     """
     if not counts:
         return 0.0
-    idf = {word: math.log((total + 1) / (count + 0.5)) for word, count in counts.items()}
-    mass = sum(idf.values())
+    weights = {word: idf(count, total) for word, count in counts.items()}
+    mass = sum(weights.values())
     if mass <= 0:
         return 1.0  # every word is in every text: the space holds all of it
-    return sum(weight for word, weight in idf.items() if counts[word] > 0) / mass
+    return sum(weight for word, weight in weights.items() if counts[word] > 0) / mass

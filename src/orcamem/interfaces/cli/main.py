@@ -143,10 +143,14 @@ def forbid(
     rule: Annotated[str, typer.Argument(help="What must never be done.")],
     db: DbOption = None,
     space: SpaceOption = "default",
+    always: Annotated[
+        bool,
+        typer.Option("--always", help="Hoist it into every block, not only where it bears."),
+    ] = False,
 ) -> None:
-    """Store a forbidden rule; recall always hoists it to the top."""
+    """Store a forbidden rule; recall hoists it first wherever it bears on the query."""
     with _memory(db, space) as mem:
-        memory = mem.forbid(rule)
+        memory = mem.forbid(rule, always=always)
     out.print(f"forbidden rule {memory.id} stored in space {space!r}")
 
 

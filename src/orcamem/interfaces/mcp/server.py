@@ -150,6 +150,13 @@ Rule = Annotated[
         )
     ),
 ]
+Always = Annotated[
+    bool,
+    Field(
+        description="Show the rule in every recall, not only where the query bears on it "
+        "(e.g. a house style that applies to every answer)."
+    ),
+]
 History = Annotated[
     bool,
     Field(description="Also list memories that were superseded or closed (inactive)."),
@@ -351,16 +358,19 @@ def build_server(
         description=(
             "Register a hard negative rule: something that must never be done, suggested or "
             "mentioned (e.g. 'Never chain PowerShell commands with semicolons'). From then on "
-            "every orma_recall in the space shows it first, as [FORBIDDEN: rule]. Returns the "
-            "rule as JSON with its id. Call it as soon as the user tells you to stop doing "
-            "something or names a mistake not to repeat."
+            "every orma_recall in the space whose query bears on it (a shared word or topic) "
+            "shows it first, as [FORBIDDEN: rule]; with always=true every orma_recall does. "
+            "Returns the rule as JSON with its id. Call it as soon as the user tells you to "
+            "stop doing something or names a mistake not to repeat."
         ),
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
     )
-    def orma_forbid(rule: Rule, ctx: Context, space: Space = default_space) -> Stored:
+    def orma_forbid(
+        rule: Rule, ctx: Context, space: Space = default_space, always: Always = False
+    ) -> Stored:
         try:
             space = scoped(ctx, space)
-            record = memory.forbid(rule, space=space)
+            record = memory.forbid(rule, space=space, always=always)
         except OrcamemError as exc:
             raise failing(exc) from None
         return stored(record, "anti_pattern")
