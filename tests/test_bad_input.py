@@ -672,3 +672,16 @@ def test_bad_input_to_the_public_surface_is_a_clear_refusal_that_writes_nothing(
         pytest.fail(f"not an OrcamemError: {type(exc).__name__}: {exc}")
     else:
         assert may_go_on, "accepted input it should have refused"
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://orca:s3cret@db.example/orcamem", "mysql://h/db", "s3://bucket/m.db"]
+)
+def test_a_database_url_is_refused_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError, match="pass the path of an SQLite file") as info:
+        Memory(url)
+    assert "s3cret" not in str(info.value)  # a password in the URL is never echoed
+    assert list(tmp_path.iterdir()) == []  # no "postgresql:" directory, no file

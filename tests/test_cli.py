@@ -722,3 +722,12 @@ def test_sleep_reports_episodes_waiting_behind_another_workers_lease(db: Path) -
     assert "orcamem sleep --wait" in output
     data = json.loads(run("sleep", "--db", db, "--json").stdout)
     assert data["waiting"]["until"] == held.lease_expires_at and data["episodes"] == 0
+
+
+def test_a_database_url_for_db_is_refused_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run("stats", "--db", "postgresql://localhost/orcamem", code=2)
+    assert "pass the path of an SQLite file" in flat(result.output)
+    assert list(tmp_path.iterdir()) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -26,6 +27,7 @@ from ...errors import (
     ClosedError,
     CorruptStoreError,
     EmbedderMismatchError,
+    InvalidInputError,
     NotFoundError,
     ReadOnlyStoreError,
     SchemaTooNewError,
@@ -88,6 +90,20 @@ def _translate(exc: sqlite3.Error, path: str) -> StoreError:
     return StoreError(f"SQLite error on {path}: {message}")
 
 
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _refuse_url(path: str) -> None:
+    """A database URL is refused before anything is created: ``postgresql://…`` taken as a file
+    name would make a directory ``postgresql:`` and a SQLite file inside it (issue 16)."""
+    scheme = _URL.match(path)
+    if scheme:
+        raise InvalidInputError(
+            f"{re.sub(r'//[^/@]*@', '//…@', path)}: {scheme.group(1)}:// databases are "
+            "not supported by this orcamem; pass the path of an SQLite file (e.g. memory.db)"
+        )
+
+
 class SQLiteStore:
     """A ``Store`` on one SQLite file (or ``":memory:"``).
 
@@ -115,6 +131,7 @@ class SQLiteStore:
         blas_threads: int = 1,
     ) -> None:
         self.path = str(path)
+        _refuse_url(self.path)
         self._lock = threading.RLock()
         self._depth = 0  # nesting of writing() on the lock-holding thread
         self._closed = False

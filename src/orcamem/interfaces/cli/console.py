@@ -50,11 +50,19 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
 name, size, option value or file), 1 for everything else (an unknown id, the store, a model,
 a server). Usage errors that Typer itself finds exit 2 too."""
 
+
+def _db_path(value: str) -> Path:
+    """``--db`` as given: a URL is kept whole (``Path`` would fold its ``//``), so the store
+    refuses it by name instead of opening a file under a directory ``postgresql:``."""
+    return value if "://" in value else Path(value)  # type: ignore[return-value]
+
+
 DbOption = Annotated[
     Path | None,
     typer.Option(
         "--db",
         envvar=DB_ENV,
+        parser=_db_path,
         help="Database file (default $ORCA_HOME/memory.db or ~/.orca/memory.db).",
     ),
 ]
