@@ -218,7 +218,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
         mem.add('The sign said "NEAR the AND gate (exit 3)" in big letters.')
         mem.observe("user", "Café ☕ naïve façade — 東京 ünïcödé.", session_id="s1")
         mem.remember("Prefers dark mode", category="preference")
-        mem.forbid("Never use semicolons: a; b")
+        mem.forbid("Never use semicolons: a; b", always=True)  # hoisted for any query
         yield mem
 
 
