@@ -302,6 +302,22 @@ def test_facts_include_history_on_request(client: TestClient, mem: Memory) -> No
     ]
 
 
+def test_an_event_said_as_a_range_keeps_its_last_day_over_http(
+    client: TestClient, mem: Memory
+) -> None:
+    mem.observe("user", "I went to a pottery workshop last weekend.", space="alice",
+                occurred_at="2026-10-20T09:00:00Z")  # fmt: skip
+    client.post("/api/sleep", params={"space": "alice"})
+    (fact,) = client.get("/api/facts", params={"space": "alice"}).json()["facts"]
+    assert (fact["event_date"], fact["event_end"]) == ("2026-10-17", "2026-10-18")
+    listed = client.get("/api/memories", params={"space": "alice"}).json()["memories"]
+    one = client.get(f"/api/memories/{fact['id']}", params={"space": "alice"}).json()
+    assert listed[0]["event_end"] == one["event_end"] == "2026-10-18"
+    exported = client.get("/api/export", params={"space": "alice"}).text.splitlines()
+    rows = [json.loads(row) for row in exported]
+    assert [r["event_end"] for r in rows if r["type"] == "memory"] == ["2026-10-18"]
+
+
 # -- sleep, stats, spaces -----------------------------------------------------------------------
 
 

@@ -629,11 +629,13 @@ def test_a_rule_citing_a_user_turn_and_an_assistant_turn_is_refused() -> None:
 # -- the labelled set (issue 14) -------------------------------------------------------------
 
 
-def test_the_labelled_set_ships_with_a_tune_and_a_held_out_part() -> None:
+def test_the_labelled_set_ships_with_a_tune_a_held_out_and_a_fresh_part() -> None:
     from orcamem.bench.consolidation import label_set
 
     tune, held = label_set("builtin", "tune"), label_set("builtin", "held-out")
-    assert tune and held and len(label_set()) == len(tune) + len(held)
+    fresh = label_set("builtin", "fresh")  # written after held-out was spent (issue 14)
+    assert tune and held and len(label_set()) == len(tune) + len(held) + len(fresh)
+    assert sum(len(s["turns"]) for c in fresh for s in c["sessions"]) >= 100
     turns = [t for c in label_set() for s in c["sessions"] for t in s["turns"]]
     assert len(turns) >= 300
     kinds = {i["kind"] for t in turns for i in t["expect"]}
@@ -679,7 +681,7 @@ def test_bench_consolidate_on_the_labelled_set_reports_each_kind(tmp_path: Path)
     failed = CliRunner().invoke(app, ["bench", "consolidate", "--data", str(broken)])
     assert failed.exit_code == 2 and "cannot read labelled conversations" in failed.output
     wrong = CliRunner().invoke(app, ["bench", "consolidate", "--data", "builtin", "--part", "x"])
-    assert wrong.exit_code == 2 and "use one of tune, held-out, all" in wrong.output
+    assert wrong.exit_code == 2 and "use one of tune, held-out, fresh, all" in wrong.output
 
 
 # -- rules that earn a hoist (issue 14 item 2) ------------------------------------------------
@@ -824,6 +826,68 @@ def test_job_changes_and_adverbs_between_i_and_the_verb(
 ) -> None:
     claims = rule_claims([line("ep-1:s1", said)])
     assert [(c.kind, c.attribute, c.value, c.condition) for c in claims] == expected
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("I work at a coffee shop for now.", [("state", "employer", "a coffee shop", "")]),
+        (
+            "I manage a support team of twelve at Freshworks.",
+            [("state", "employer", "Freshworks", "")],
+        ),
+        ("I'm still at Wipro, but not for long.", [("state", "employer", "Wipro", "")]),
+        ("True. I'm a physio, I should know better!", [("state", "role", "physio", "")]),
+        ("I'm a freelance designer now.", [("state", "role", "freelance designer", "")]),
+        ("Great, I'm a structural engineer there.", [("state", "role", "structural engineer", "")]),
+        (
+            "I'm a UX researcher at Spotify now.",
+            [("state", "role", "UX researcher", ""), ("state", "employer", "Spotify", "")],
+        ),
+        ("I went vegetarian in January.", [("state", "diet", "vegetarian", "")]),
+        (
+            "I'm lucky to have my husband and kids.",
+            [("fact", "family", "husband and kids", "")],
+        ),
+        ("My two kids keep me busy.", [("fact", "family", "two kids", "")]),
+        ("We've got a pup and a kitty.", [("fact", "pets", "a pup and a kitty", "")]),
+        ("I have two cats.", [("fact", "pets", "two cats", "")]),
+        ("My sister Ruth is a dietitian.", [("state", "sister", "Ruth", "")]),
+        ("My brother Tom lives in Cork.", [("state", "brother", "Tom", "")]),
+        (
+            "We adopted a pup and a kitty last month.",
+            [
+                ("fact", "pets", "a pup and a kitty", ""),
+                ("event", "adopted", "a pup and a kitty", ""),
+            ],
+        ),
+        (
+            "We went to the zoo and the kids loved it last week.",
+            [("event", "went to", "the zoo", "")],
+        ),
+        ("I'm a big fan of the show.", []),
+        ("I'm a bit of a mess today.", []),
+        ("My mom always said to be kind.", []),
+        ("My daughter's name is Ava.", [("state", "daughter", "Ava", "")]),
+        ("I also have a cat called Mochi.", [("state", "cat", "Mochi", "")]),
+    ],
+)
+def test_jobs_workplaces_family_and_pets_said_in_passing(
+    said: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    claims = rule_claims([line("ep-1:s1", said)])
+    assert [(c.kind, c.attribute, c.value, c.condition) for c in claims] == expected
+
+
+def test_the_user_talking_with_a_friend_sets_no_instruction() -> None:
+    said = "You'll crush it. Don't overthink the system design round."
+    friends = [line("ep-1:s1", said), line("ep-2:s1", "Thanks!", role="Raj")]
+    helped = [line("ep-3:s2", said, session="s2"), line("ep-4:s2", "Ok.", role="assistant",
+                                                         session="s2")]  # fmt: skip
+    assert rule_claims(friends) == []
+    assert [c.value for c in rule_claims(helped)] == ["overthink the system design round"]
+    alone = rule_claims([line("ep-5:s3", "Never use emojis in my emails.", session="s3")])
+    assert [c.value for c in alone] == ["use emojis in my emails"]
 
 
 def test_the_new_employer_is_the_current_one(sleeper: Memory) -> None:

@@ -44,7 +44,7 @@ from ..errors import InvalidInputError
 __all__ = ["KINDS", "PARTS", "label_set", "replay", "score_labelled"]
 
 KINDS = ("state", "event", "rule", "exception", "supersession")
-PARTS = ("tune", "held-out", "all")
+PARTS = ("tune", "held-out", "fresh", "all")
 Progress = Callable[[str, int, int], None]
 
 

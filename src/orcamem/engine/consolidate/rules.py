@@ -18,8 +18,16 @@ I moved/relocated to X (from Y to X)    state  user · home city: X (dated by "l
 I work as a X (at Y) / I'm a X at Y     state  user · role: X (and employer: Y)
 I joined Y as a X                       state  user · employer: Y and role: X (dated)
 I work at/for Y (as a X)                state  user · employer: Y (and role: X)
+I work at a coffee shop (a workplace)   state  user · employer: a coffee shop
+I manage/lead a team ... at Y           state  user · employer: Y
+I'm a X (X ends in a job: "physio",     state  user · role: X ("I'm still at Y": employer
+"freelance designer", "UX researcher")  only, no role "still")
 I'm vegan / vegetarian / pescatarian    state  user · diet: vegan
 I have a X named/called Y               state  user · X: Y  ("a parrot named Kiwi")
+my sister Ruth / my tutor Kenji         state  user · sister: Ruth
+my husband and kids / my two kids       fact   user · family: husband and kids (facts add up)
+we've got a pup and a kitty / two cats  fact   user · pets: a pup and a kitty
+I went/turned vegetarian                state  user · diet: vegetarian
 (an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
@@ -42,7 +50,8 @@ always X / don't forget to X            rule   always: X
 I (or we) went to / visited / attended
 / watched X, I got / received / bought
 X, ... gave me X (with a past time      event  user · <verb>: X, dated by the expression
-expression)                             (a range: "last week" is Monday to Sunday)
+expression)                             (a range: "last week" is Monday to Sunday; "X and
+                                        a Y" keeps the second thing when it is one word)
 I'm moving to X (with a time)           event  user · plans: moving to X
 ======================================  ===============================================
 """
@@ -62,7 +71,7 @@ __all__ = ["rule_claims"]
 
 _ENDS = (
     r"last|this|next|yesterday|today|tomorrow|since|because|for|with|but|and|so|when|while|after|"
-    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|together|in \d{4}|"
+    r"before|ago|on (?:[A-Z]\w*|the|my|a|an|\d)|too|as well|here|there|together|in \d{4}|"
     r"in (?:January|February|March|April|May|June|July|August|September|October|November|"
     r"December)|these days|now|anymore|again|"
     r"(?:about |almost |nearly |over )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|"
@@ -79,8 +88,39 @@ _PREFERRED = (
 _PLACE = r"([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3})"
 _A = r"(?:an?\s+|the\s+)?"
 # "I finally finished", "I actually live", "I now work": an adverb between I and the verb.
-_ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|already)\s+)?"
+_ADVERB = r"(?:(?:finally|just|actually|recently|also|really|now|currently|already|still)\s+)?"
 _VERB_ATTRIBUTE = {"drink": "drink", "eat": "food", "use": "uses", "take": "takes"}
+# Head nouns of a job ("I'm a physio", "I'm a freelance designer now"): "I'm a X" alone is a
+# role only when X ends in one ("I'm a big fan", "I'm a mess" are not).
+_JOBS = (
+    r"engineer|developer|programmer|designer|nurse|doctor|surgeon|paramedic|physio|"
+    r"physiotherapist|therapist|pharmacist|dentist|dietitian|nutritionist|vet|veterinarian|"
+    r"teacher|professor|lecturer|tutor|librarian|researcher|scientist|analyst|manager|"
+    r"accountant|lawyer|architect|writer|editor|journalist|consultant|chef|cook|baker|barista|"
+    r"roaster|photographer|musician|artist|illustrator|translator|electrician|plumber|"
+    r"carpenter|mechanic|pilot|farmer|firefighter|police officer|recruiter|cashier|"
+    r"receptionist|technician|administrator|freelancer|intern|student"
+)
+# Workplaces said without a name ("I work at a coffee shop").
+_WORKPLACE = (
+    r"(?:an?|the)\s+(?:[a-z]+\s+){0,2}?(?:shop|caf[eé]|restaurant|bakery|bar|pub|hotel|"
+    r"hospital|clinic|pharmacy|school|college|university|library|bank|store|supermarket|"
+    r"startup|agency|firm|factory|warehouse|studio|lab|gym|salon|nonprofit|charity|"
+    r"call centre|call center)"
+)
+# Spouse and children (what a person has, said in passing: "my husband and kids", "my two
+# kids"), and pets ("we've got a pup and a kitty").
+_KIN = r"husband|wife|partner|kids|children|sons|daughters|boys|girls"
+_COUNT = r"(?:(?:two|three|four|five|\d)\s+)?"
+_PETS = r"(?:pup|puppy|puppies|dog|kitty|kitten|cat|bunny|rabbit|hamster|parrot|fish|turtle)s?"
+_PET_COUNT = r"(?:a|an|two|three|four|\d)\s+"
+_PET_COUNTS = r"(?:two|three|four|\d)\s+"
+# "my sister Ruth", "my tutor Kenji": a relation and its name.
+_RELATIONS = (
+    r"sister|brother|mom|mum|mother|dad|father|grandmother|grandma|granny|grandfather|grandpa|"
+    r"aunt|uncle|cousin|son|daughter|husband|wife|partner|fianc[eé]e?|boyfriend|girlfriend|"
+    r"niece|nephew|tutor|coach|boss|roommate|flatmate|best friend"
+)
 _HABIT = r"(?:every|each)\s+(day|morning|evening|night|week)"
 _CLAUSE_END = r"(?=\s+(?:instead of|when you|because|since|as it|so that)\b|[,.;:!?]|$)"
 # "… when you help me" says nothing the rule does not: it ends there.
@@ -132,6 +172,8 @@ _SLOT_RE = re.compile(
     r"\b(?:favou?rite|birthday|hometown|job|role|title|team|company|employer|age|pronouns|"
     r"nickname|diet|blood type|shoe size|height|native language|first language)\b"
 )
+_NOT_NAMES = frozenset({"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+                        "Sunday", "And", "But", "So", "The"})  # fmt: skip
 _ABBREVIATION_RE = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)\.")
 # What a hard constraint ("allergic to X", "I'm avoiding X") runs to: the noun phrase, not
 # the reason or time after it.
@@ -160,14 +202,28 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("joined", re.compile(r"\bI(?:'ve| have)?\s+" + _ADVERB + r"joined\s+" + _PLACE + r"\s+as\s+"
                           + _A + r"([a-z][a-z -]{1,40}?)" + _STOP)),
     ("job_at", re.compile(r"\bI(?:'m| am| work as)\s+" + _ADVERB + _A
-                          + r"([a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
+                          + r"((?:[A-Z]{2,}\s+)?[a-z][a-z -]{1,40}?)\s+(?:at|for|@)\s+" + _PLACE)),
     ("job", re.compile(r"\bI work as\s+" + _A + _PHRASE)),
+    ("job", re.compile(r"\bI(?:'m| am)\s+" + _ADVERB + r"(?:an?\s+)((?:[A-Za-z][\w-]*\s+){0,2}?"
+                       r"(?:" + _JOBS + r"))(?:" + _STOP + r"|(?=\s+(?:at|for|in|with)\s))")),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|in)\s+(" + _WORKPLACE + r")\b()")),
+    ("employer", re.compile(r"\bI\s+" + _ADVERB + r"(?:manage|lead|run|head)\s+(?:an?|the|my)\s+"
+                            r"[a-z][\w -]{1,40}?\s+at\s+" + _PLACE + r"()")),
     ("employer", re.compile(r"\bI\s+" + _ADVERB + r"work (?:at|for)\s+" + _PLACE
                             + r"(?:\s+as\s+" + _A + r"([A-Za-z][\w -]{1,40}?)" + _STOP + ")?")),
+    ("diet", re.compile(r"\bI(?:'ve| have)?\s+" + _ADVERB + r"(?:went|gone|turned|became|become)\s+"
+                        r"(vegan|vegetarian|pescatarian|teetotal)\b")),
     ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?"
                         r"(vegan|vegetarian|pescatarian|teetotal|teetotaller)\b")),
     ("named_pet", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+([a-z][a-z -]{1,30}?)\s+"
                              r"(?:named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})")),
+    ("family", re.compile(r"\b[Mm]y\s+(" + _COUNT + r"(?:" + _KIN + r")(?:\s+and\s+(?:my\s+)?"
+                          + _COUNT + r"(?:" + _KIN + r"))?)\b(?!'s|\s+(?:is|was)\s+(?:called|named)|"
+                          r"\s+[A-Z])")),
+    ("pets", re.compile(r"\b(?:I|[Ww]e)(?:'ve| have)?\s+" + _ADVERB + r"(?:got|have|adopted)\s+("
+                        + r"(?:" + _PET_COUNT + _PETS + r"\s+and\s+" + _PET_COUNT + _PETS + r"|" + _PET_COUNTS
+                        + _PETS + r"))\b(?!\s+(?:named|called)\b)")),
+    ("kin", re.compile(r"\b[Mm]y\s+(" + _RELATIONS + r")\s+([A-Z][a-z]+)\b")),
     ("plan", re.compile(r"\bI(?:'m| am)\s+(moving|relocating)\s+to\s+" + _PLACE)),
     ("named", re.compile(r"\b[Mm]y\s+([a-z][a-z -]{1,30}?)(?:'s name\s+(?:is|was)|\s+(?:is|was)\s+"
                          r"(?:called|named))\s+" + _PHRASE)),
@@ -261,8 +317,8 @@ def _from_line(line: SourceLine, instructions: bool) -> Iterator[Claim]:
                     taken.update(("move", "live"))
                 if name in ("joined", "job_at", "job"):
                     taken.update(("joined", "job_at", "job", "employer"))
-                if name in ("named", "my_is"):
-                    taken.update(("named", "my_is"))
+                if name in ("named", "my_is", "kin"):
+                    taken.update(("named", "my_is", "kin"))
                 if name in ("conditional",):
                     taken.update(("habit", "prefer"))
             yield from claims
@@ -281,8 +337,9 @@ def _claims(
     elif name == "joined":  # dated like a move: "I joined Google as an engineer in April"
         yield Claim(attribute="employer", value=_clean(m.group(1)), when=when, **state)
         yield Claim(attribute="role", value=_clean(m.group(2)), when=when, **state)
-    elif name == "job_at":
-        yield Claim(attribute="role", value=_clean(m.group(1)), **state)
+    elif name == "job_at":  # "I'm still at Wipro": an employer, and no role "still"
+        if not re.fullmatch(_ADVERB.rstrip("?"), m.group(1) + " "):
+            yield Claim(attribute="role", value=_clean(m.group(1)), **state)
         yield Claim(attribute="employer", value=_clean(m.group(2)), **state)
     elif name == "job":
         yield Claim(attribute="role", value=_clean(m.group(1)), **state)
@@ -290,6 +347,10 @@ def _claims(
         yield Claim(attribute="employer", value=_clean(m.group(1)), **state)
         if m.group(2):
             yield Claim(attribute="role", value=_clean(m.group(2)), **state)
+    elif name in ("family", "pets"):  # facts: they add up ("my kids", then "my husband")
+        yield Claim(kind="fact", attribute=name, value=_clean(m.group(1)).lower(), cites=cite)
+    elif name == "kin" and m.group(2) not in _NOT_NAMES:
+        yield Claim(attribute=m.group(1).lower(), value=m.group(2), **state)
     elif name == "diet":
         yield Claim(attribute="diet", value=m.group(1).lower(), **state)
     elif name == "named_pet":
@@ -364,7 +425,7 @@ def _claims(
         yield Claim(
             kind="event",
             attribute=m.group(1).lower(),
-            value=re.sub(r"^(?:myself|ourselves)\s+", "", _clean(m.group(2))),
+            value=re.sub(r"^(?:myself|ourselves)\s+", "", _clean(m.group(2)) + _and_one(text, m)),
             when=when,
             cites=cite,
         )
@@ -376,6 +437,16 @@ def _claims(
             when=when,
             cites=cite,
         )
+
+
+_AND_ONE_RE = re.compile(r"\s+and\s+((?:a|an|the|my|two|three)\s+[a-z]+)" + _STOP)
+
+
+def _and_one(text: str, m: re.Match[str]) -> str:
+    """The second of two things ("adopted a pup and a kitty"): one word after its article,
+    so a clause ("and the kids loved it") is never taken for it."""
+    more = _AND_ONE_RE.match(text, m.end())
+    return f" and {more.group(1)}" if more else ""
 
 
 def _avoid(thing: str, cite: tuple[str, ...]) -> Claim:
@@ -390,17 +461,24 @@ def rule_claims(lines: Sequence[SourceLine]) -> list[Claim]:
     user's lines under ``user``, a named speaker's under their name (``speaker_entity``);
     the assistant's, the system's and tools' lines are skipped.
 
-    A named speaker sets a never/always rule only in a session where an assistant speaks (in a
-    chat between two friends "don't forget to call" is not an instruction to an assistant);
+    A named speaker, and the user talking with one, sets a never/always rule only in a session
+    where an assistant speaks (in a chat between two friends "don't forget to call" or "don't
+    overthink it" is said to the friend, not an instruction to an assistant);
     their hard constraints (an allergy) still become rules. Notes, documents and tool output
     without a role are read too; ``verify.check_speaker`` keeps their never/always sentences
     from becoming rules."""
     helped = {line.session_id for line in lines if line.role in HELPERS}
+    people = {
+        line.session_id
+        for line in lines
+        if line.role is not None and speaker_entity(line.role) not in (None, "user")
+    }
     claims: list[Claim] = []
     for line in lines:
         entity = "user" if line.role is None else speaker_entity(line.role)
         if entity is None:
             continue
-        instructions = entity == "user" or line.session_id in helped
+        alone = entity == "user" and line.session_id not in people
+        instructions = alone or line.session_id in helped
         claims.extend(replace(c, entity=entity) for c in _from_line(line, instructions))
     return claims

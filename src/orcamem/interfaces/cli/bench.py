@@ -267,7 +267,7 @@ def consolidate_command(
         str | None,
         typer.Option(help="A labelled set (JSON lines) or 'builtin': precision/recall per kind."),
     ] = None,
-    part: Annotated[str, typer.Option(help="With --data: tune, held-out or all.")] = "all",
+    part: Annotated[str, typer.Option(help="With --data: tune, held-out, fresh or all.")] = "all",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Precision/recall of consolidated memories on the fixture conversations, or per kind on

@@ -222,7 +222,10 @@ class MemoryOut(BaseModel):
     value: str | None
     condition: str | None
     prohibited: bool = Field(description="A forbidden rule.")
-    event_date: str | None
+    event_date: str | None = Field(description="An event's day, or the first day of its range.")
+    event_end: str | None = Field(
+        None, description='The last day of an event said as a range ("last week"); else null.'
+    )
     session_id: str | None
     turn_id: str | None
     cited_lines: list[int] = Field(description="Line ids it was distilled from.")
