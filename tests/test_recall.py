@@ -12,6 +12,7 @@ from orcamem import Config, InvalidInputError, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.text import date_ranges, fts_query
 from orcamem.engine import RecallConfig, SignalsConfig
+from orcamem.engine.demo import run_demo
 from orcamem.recall import signals
 from orcamem.recall.hybrid import _asks
 
@@ -454,6 +455,7 @@ def test_a_state_the_query_matches_is_a_source_too(tmp_path: Path) -> None:
         memory.remember(
             "My dentist is Dr. Rao.", category="state", attribute="dentist", value="Dr. Rao"
         )
+        memory.config = Config(recall=RecallConfig(min_evidence=0.0))  # the lift, not the gate
         lifted = {
             hit.text: hit.breakdown["activation"]
             for hit in memory.search("Which dentist do I see?").hits
@@ -574,3 +576,110 @@ def test_always_hoists_a_rule_into_every_block(facts: Memory) -> None:
     assert "always" in facts.forbid("Always answer in British English.").tags
     with pytest.raises(InvalidInputError, match="always"):
         facts.forbid(MEETINGS, always="yes")  # type: ignore[arg-type]
+
+
+# -- the gate in a small space: every quoted line has evidence of its own (issue 13 item 1) --
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Memory]:
+    """``orcamem demo``'s space: the bundled 14 turns, a preference, a rule, and sleep."""
+    with Memory(tmp_path / "demo.db", clock=FrozenClock("2026-12-01T09:00:00Z")) as memory:
+        list(run_demo(memory))
+        yield memory
+
+
+INTRO = "I live in Pune"
+NEOVIM = "Mostly Go services for a payments team"
+COFFEE = "I drink black coffee every morning"
+THROAT = "When I have a sore throat I switch to warm ginger tea"
+DEMO_BLOCKS = [
+    # question, lines the block must hold, lines that do not belong in it
+    (
+        "Where do I live now?",
+        ["home city: Bangalore", "I moved from Pune to Bangalore last week"],
+        ["Nice to meet you, Sahil", NEOVIM, COFFEE, THROAT, INTRO],
+    ),
+    (
+        "What should I drink this morning? My throat hurts.",
+        [COFFEE, THROAT, "warm ginger tea with honey"],
+        [INTRO, NEOVIM, "Swiss knife", "I moved from Pune"],
+    ),
+    (
+        "Help me write a PowerShell script to build and test the repo.",
+        ["FORBIDDEN: Never chain PowerShell commands with semicolons", "it breaks our build"],
+        [INTRO, NEOVIM, THROAT, "I moved from Pune"],
+    ),
+    (
+        "Who am I going trekking with?",
+        ["a trek to Kudremukh in December with my sister Anika"],
+        ["Do you go hiking?", "Swiss knife", THROAT, COFFEE, NEOVIM, INTRO, "I moved from Pune"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "present", "absent"), DEMO_BLOCKS)
+def test_the_demo_block_holds_the_answer_and_nothing_unrelated(
+    demo: Memory, question: str, present: list[str], absent: list[str]
+) -> None:
+    block = demo.recall(question)
+    assert [line for line in present if line not in block] == []
+    assert [line for line in absent if line in block] == []
+
+
+def test_session_and_activation_bonuses_reorder_but_never_admit(demo: Memory) -> None:
+    """ "Mostly Go services…" shares no word with the question and is not close to it; its
+    score is the top session's bonus, a neighbour's share and an entity-graph lift."""
+    hits = demo.search("What should I drink this morning? My throat hurts.").hits
+    assert not [hit.text for hit in hits if NEOVIM in hit.text]
+    demo.config = Config(recall=RecallConfig(min_evidence=0.0))  # ungated: what the bonuses do
+    lent = next(h for h in demo.search("What should I drink?").hits if NEOVIM in h.text)
+    assert lent.breakdown["session"] > 0 and lent.breakdown["lexical"] == 0
+
+
+def test_an_assistant_turn_is_not_admitted_by_its_closeness_alone(demo: Memory) -> None:
+    """The assistant's "Nice to meet you, Sahil. What are you working on these days?" is
+    close to any question about the user (cosine 0.48 above the floor) and says nothing."""
+    texts = [hit.text for hit in demo.search("Where do I live now?").hits]
+    assert not [text for text in texts if text.startswith("Nice to meet you")]
+
+
+def test_a_question_does_not_ride_on_an_assistants_answer(tmp_path: Path) -> None:
+    """Through the proxy an unrelated question is followed by the model's reply, which may echo
+    the query's words; the reply's words are not evidence for the question before it."""
+    with Memory(tmp_path / "proxy.db", clock=FrozenClock("2026-12-01T09:00:00Z")) as memory:
+        turns = [
+            ("user", "My home city is Bangalore.", "c1"),
+            ("assistant", "Noted.", "c1"),
+            ("user", "Who discovered penicillin?", "c2"),
+            ("assistant", "I do not have a home city, but I believe you live in Paris.", "c2"),
+            ("user", "We adopted a grey tabby cat called Pepper last spring.", "c3"),
+            ("user", "I drive a blue Honda Civic.", "c3"),
+            ("user", "My partner Ravi teaches chemistry.", "c4"),
+            ("user", "I am learning Japanese on Thursdays.", "c4"),
+        ]
+        for role, text, session in turns:
+            memory.observe(role, text, session_id=session)
+        block = memory.recall("What is my home city?")
+    assert "My home city is Bangalore." in block
+    assert "penicillin" not in block
+
+
+def test_a_question_is_not_the_answer_to_the_question_before_it(tmp_path: Path) -> None:
+    """Through the proxy a user's questions follow each other; the one after a matching
+    question is not its answer."""
+    with Memory(tmp_path / "asks.db", clock=FrozenClock("2026-12-01T09:00:00Z")) as memory:
+        for text in (
+            "I work as a night-shift nurse at St. Martha's hospital.",
+            "Where do I work?",
+            "What is the boiling point of water at sea level?",
+            "We adopted a grey tabby cat called Pepper last spring.",
+            "I drive a blue Honda Civic.",
+            "My partner Ravi teaches chemistry.",
+            "I am learning Japanese on Thursdays.",
+            "My favourite band is Indian Ocean.",
+        ):
+            memory.observe("user", text, session_id="c1")
+        block = memory.recall("Where do I work?")
+    assert "night-shift nurse" in block
+    assert "boiling point" not in block

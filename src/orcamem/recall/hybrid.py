@@ -214,7 +214,7 @@ def recall(
     if evidence is not None:
         hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
         memories = _memory_hits(store, space, match, vector, config, now, evidence)
-        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, bool(memories))
+        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, memories)
         hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = _adaptive(hits, config)
@@ -487,23 +487,28 @@ def _gate_passages(
     vectors: dict[int, float],
     evidence: _Evidence,
     config: Config,
-    linked: bool,
+    memories: list[Hit],
 ) -> list[Hit]:
-    """Passages that pass the per-item gate (``_Evidence.admits``) on their own, the reply
-    right after one that asks (the reply holds the fact its question matched) and the question
-    right before one (it says what the reply answers), and, when some passage or memory
-    (``linked``) passed, the turns spreading activation lifted (the entity graph links them to
-    the query); none of these when an assistant said it (a model's reply is its guess, not
-    evidence). A
-    passage whose score is only borrowed from turns without evidence of their own, or only a
-    session or date bonus, is left out."""
+    """Passages with evidence of their own: those that pass the per-item gate
+    (``_Evidence.admits``); the reply right after one of them that asks (it holds the fact
+    its question matched; a reply that asks again holds none); the question right before one
+    that a user said (it says what the reply answers; a model's answer is its guess, not
+    evidence for the question); and the turn an admitted memory was consolidated from (the
+    fact leads, its line supports it). None of the last three when an assistant said it.
+
+    A line's vector evidence is discounted by its ``_prior``, as its relevance is: an
+    assistant's "Nice to meet you. What are you working on?" is close to any question about
+    the user and says nothing of them. The session, neighbour and activation bonuses only
+    reorder what passed: a turn that has nothing else (the rest of the best session, what the
+    entity graph lifted) is left out."""
     if not evidence.gated:
         return hits
     closest: dict[int, float] = {}
     for line_id, value in vectors.items():
         row = rows.get(line_id)
         if row is not None:
-            closest[row.episode_id] = max(closest.get(row.episode_id, 0.0), value)
+            share = value * _prior(row, config)
+            closest[row.episode_id] = max(closest.get(row.episode_id, 0.0), share)
     own = {
         hit.episode_id
         for hit in hits
@@ -511,22 +516,22 @@ def _gate_passages(
         and evidence.admits(hit.text, hit.role, closest.get(hit.episode_id, 0.0), config)
     }
     asks = {hit.episode_id for hit in hits if _asks(hit.text)}
+    replies = {hit.episode_id for hit in hits if hit.role != "assistant"}
     riders: set[int] = set()
     for anchor, others in store.session_window(space, sorted(own), 1).items():
         riders.update(
             other
             for other, offset in others
-            if (offset == 1 and anchor in asks) or (offset == -1 and other in asks)
+            if (offset == 1 and anchor in asks and other not in asks)
+            or (offset == -1 and other in asks and anchor in replies)
         )
-    linked = linked or bool(own)  # the entity graph leads on only from real evidence
+    cited = [line for hit in memories if hit.memory is not None for line in hit.memory.cited_lines]
+    if cited:
+        riders.update(row.episode_id for row in store.lines(cited))
     return [
         hit
         for hit in hits
-        if hit.episode_id in own
-        or (
-            hit.role != "assistant"
-            and (hit.episode_id in riders or (linked and hit.breakdown.get("activation", 0.0) > 0))
-        )
+        if hit.episode_id in own or (hit.role != "assistant" and hit.episode_id in riders)
     ]
 
 
