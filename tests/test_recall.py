@@ -303,6 +303,29 @@ def test_pack_groups_lines_under_one_date_and_speaker(mem: Memory) -> None:
     assert block.count("2026-10-10") == 1 and block.count("user:") == 1
 
 
+def test_pack_writes_one_log_and_each_day_once(mem: Memory) -> None:
+    """A later day opens with `` | day speaker:`` inside the one ``[LOG: …]``: its full date
+    once, and no ``][LOG: `` (three WordPiece tokens a day) for the reader to skip."""
+    mem.observe(
+        "user", "I adopted a beagle puppy.", session_id="s1", occurred_at="2026-10-10T09:00Z"
+    )
+    mem.observe(
+        "user",
+        "The beagle puppy is called Biscuit.",
+        session_id="s2",
+        occurred_at="2026-10-12T09:00Z",
+    )
+    mem.observe(
+        "assistant", "Biscuit the beagle, noted.", session_id="s2", occurred_at="2026-10-12T09:01Z"
+    )
+    block = mem.recall("What is my beagle puppy called?")
+    assert (
+        "[LOG: 2026-10-10 user: I adopted a beagle puppy. | 2026-10-12 user: The beagle puppy "
+        "is called Biscuit. | assistant: Biscuit the beagle, noted.]"
+    ) in block
+    assert block.count("[LOG: ") == 1 and block.count("2026-10-12") == 1
+
+
 def test_pack_counts_each_line_a_constant_number_of_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

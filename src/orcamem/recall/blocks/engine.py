@@ -9,8 +9,9 @@ the turn's opening, and an outdated passage is shown only when the query is abou
 recalled state holds its current value. Every stored text is :func:`quote`-d first
 (redacted, its brackets and tags escaped), so only the block itself writes ``[FORBIDDEN: …]``.
 
-- dense bracket form (``enable_sutra_packing``, the default): passages in time order, one
-  ``[LOG: date …]`` per day and the speaker written once for a run of their lines::
+- dense bracket form (``enable_sutra_packing``, the default): passages in time order in one
+  ``[LOG: …]``, each day's date written once where its lines start (`` | 2026-10-12 user: …``)
+  and the speaker once for a run of their lines::
 
     ## Memory
     <framing>. Today is 2026-11-01.
@@ -83,10 +84,12 @@ def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
     cut to the ``limit`` characters around the words the query ``asked`` (``…`` marks a cut).
     The text is quoted before it is split, so a redaction never depends on where a sentence
     ends."""
-    sentences = split_sentences(quote(hit.text))
+    quoted = quote(hit.text)
+    sentences = split_sentences(quoted)
     line = hit.outdated_line or hit.line  # an [outdated] mark belongs to the line it is about
     seq = int(line[1:]) - 1 if line and line[1:].isdigit() else 0
-    if not 0 <= seq < len(sentences) or len(sentences) != len(split_sentences(hit.text)):
+    moved = quoted != hit.text and len(sentences) != len(split_sentences(hit.text))
+    if not 0 <= seq < len(sentences) or moved:
         seq = 0  # a redaction moved the sentence ends: show the opening
     first = last = seq
     size = len(sentences[seq])
@@ -178,9 +181,9 @@ class _Lines:
 
 
 class _Log:
-    """Dense passages in time order: ``[LOG: day `` when the day changes, the speaker when it
-    changes, `` | `` between lines. A line's pieces depend only on the line before it, so one
-    added changes its own cost and its successor's, nothing else."""
+    """Dense passages in time order in one ``[LOG: day …]``: `` | `` between lines, the day
+    (and the speaker) again where the day changes, the speaker where it changes. A line's pieces
+    depend only on the line before it, so one added changes its own cost and its successor's."""
 
     def __init__(self, said: Callable[[Hit], str], speaker_of: Callable[[str], str]) -> None:
         self.items: list[Hit] = []  # as added (the order ``pack_context`` reports them in)
@@ -192,8 +195,10 @@ class _Log:
     def _pieces(self, hit: Hit, before: Hit | None) -> list[str]:
         who = self._speaker_of(hit.role) if hit.role else ""
         day = _day(hit.occurred_at)
-        if before is None or day != _day(before.occurred_at):
-            return ["]" if before else "", f"[LOG: {day} ", who, self._said(hit)]
+        if before is None:
+            return [f"[LOG: {day} ", who, self._said(hit)]
+        if day != _day(before.occurred_at):
+            return [f" | {day} ", who, self._said(hit)]
         return [" | ", who if hit.role != before.role else "", self._said(hit)]
 
     def _cost(self, hit: Hit, before: Hit | None) -> int:
