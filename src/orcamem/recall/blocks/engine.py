@@ -202,6 +202,7 @@ class _Log:
         return [" | ", who if hit.role != before.role else "", self._said(hit)]
 
     def _cost(self, hit: Hit, before: Hit | None) -> int:
+        # WordPiece splits at spaces and brackets: the joined pieces cost the sum of their costs
         return sum(_tokens(piece) for piece in self._pieces(hit, before))
 
     def _place(self, hit: Hit) -> tuple[int, Hit | None, Hit | None]:
