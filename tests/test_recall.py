@@ -304,6 +304,69 @@ def test_pack_groups_lines_under_one_date_and_speaker(mem: Memory) -> None:
     assert block.count("2026-10-10") == 1 and block.count("user:") == 1
 
 
+def test_pack_writes_one_log_and_each_day_once(mem: Memory) -> None:
+    """A later day opens with `` | day speaker:`` inside the one ``[LOG: …]``: its full date
+    once, and no ``][LOG: `` (three WordPiece tokens a day) for the reader to skip."""
+    mem.observe(
+        "user", "I adopted a beagle puppy.", session_id="s1", occurred_at="2026-10-10T09:00Z"
+    )
+    mem.observe(
+        "user",
+        "The beagle puppy is called Biscuit.",
+        session_id="s2",
+        occurred_at="2026-10-12T09:00Z",
+    )
+    mem.observe(
+        "assistant", "Biscuit the beagle, noted.", session_id="s2", occurred_at="2026-10-12T09:01Z"
+    )
+    block = mem.recall("What is my beagle puppy called?")
+    assert (
+        "[LOG: 2026-10-10 user: I adopted a beagle puppy. | 2026-10-12 user: The beagle puppy "
+        "is called Biscuit. | assistant: Biscuit the beagle, noted.]"
+    ) in block
+    assert block.count("[LOG: ") == 1 and block.count("2026-10-12") == 1
+
+
+def test_pack_counts_each_line_a_constant_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Packing is linear in the hits: adding a line to the layout costs its own pieces and its
+    successor's (a day or speaker prefix it changes), never a re-count of the whole block. The
+    hits arrive newest first and are still laid out in time order."""
+    from datetime import datetime, timezone
+
+    from orcamem._kernel.config import PackConfig
+    from orcamem._kernel.model import Hit
+    from orcamem._kernel.text import wordpiece_tokens
+    from orcamem.recall import pack_context
+    from orcamem.recall.blocks import engine
+
+    counted: list[str] = []
+
+    def counting(text: str) -> int:
+        counted.append(text)
+        return wordpiece_tokens(text)
+
+    monkeypatch.setattr(engine, "_tokens", counting)
+    hits = [
+        Hit(
+            kind="passage",
+            id=f"e{n}",
+            text=f"Line {n} about the garden.",
+            score=1.0,
+            space="default",
+            occurred_at=f"2026-10-{10 + n // 20:02d}T09:{n % 60:02d}:00Z",
+            role=("user", "assistant")[n // 3 % 2],
+            episode_id=n,
+        )
+        for n in reversed(range(200))
+    ]
+    config = Config(pack=PackConfig(context_budget_tokens=100_000))
+    block, used = pack_context(hits, [], config, datetime(2026, 11, 1, tzinfo=timezone.utc))
+    assert len(used) == 200 and len(counted) <= 30 * len(hits)
+    assert block.index("Line 0 about") < block.index("Line 1 about") < block.index("Line 199")
+
+
 def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
     """Seed 003's headline: 10 active memories in 135 tokens, header included, counted by the
     shipped embedder's WordPiece tokenizer (and about as many by chars/4)."""

@@ -2,16 +2,17 @@
 
 Each block format measures its budget in its seed's unit (WordPiece tokens for the engine's
 block, characters for the capability's ``<memory>`` block, UTF-8 bytes for local memory's
-block); :func:`fill` takes the unit as ``cost``. :func:`fit` is for a layout whose items share
-text (one date or speaker prefix for several lines), where an item's cost depends on the others.
+block); :func:`fill` takes the unit as ``cost``. :func:`fit` is for a :class:`Layout` whose items
+share text (one date or speaker prefix for several lines), where an item's cost depends on the
+others: the layout says what one more item adds, so filling it stays linear in the items.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-__all__ = ["clip", "fill", "fit"]
+__all__ = ["Layout", "clip", "fill", "fit"]
 
 T = TypeVar("T")
 
@@ -54,18 +55,23 @@ def fill(
     return chosen
 
 
-def fit(
-    items: Iterable[T],
-    cost: Callable[[list[T]], int],
-    budget: int,
-    chosen: Iterable[T] = (),
-) -> list[T]:
-    """``chosen`` and, in order, each item that keeps ``cost`` of the whole selection within
-    ``budget`` (one that does not fit is skipped for a later, smaller one)."""
-    kept = list(chosen)
-    seen = {id(item) for item in kept}
+class Layout(Protocol[T]):
+    """A selection that knows its cost as it grows: ``extra`` is what adding one item would
+    add to ``cost`` (its own text and what it changes around it), without a full re-render."""
+
+    items: list[T]
+    cost: int
+
+    def extra(self, item: T) -> int: ...
+
+    def add(self, item: T) -> None: ...
+
+
+def fit(items: Iterable[T], layout: Layout[T], budget: int) -> None:
+    """Add to ``layout``, in order, each item that keeps its cost within ``budget`` (one that
+    does not fit is skipped for a later, smaller one); what it holds already stays."""
+    seen = {id(item) for item in layout.items}
     for item in items:
-        if id(item) not in seen and cost([*kept, item]) <= budget:
-            kept.append(item)
+        if id(item) not in seen and layout.cost + layout.extra(item) <= budget:
+            layout.add(item)
             seen.add(id(item))
-    return kept

@@ -9,8 +9,9 @@ the turn's opening, and an outdated passage is shown only when the query is abou
 recalled state holds its current value. Every stored text is :func:`quote`-d first
 (redacted, its brackets and tags escaped), so only the block itself writes ``[FORBIDDEN: …]``.
 
-- dense bracket form (``enable_sutra_packing``, the default): passages in time order, one
-  ``[LOG: date …]`` per day and the speaker written once for a run of their lines::
+- dense bracket form (``enable_sutra_packing``, the default): passages in time order in one
+  ``[LOG: …]``, each day's date written once where its lines start (`` | 2026-10-12 user: …``)
+  and the speaker once for a run of their lines::
 
     ## Memory
     <framing>. Today is 2026-11-01.
@@ -21,6 +22,7 @@ recalled state holds its current value. Every stored text is :func:`quote`-d fir
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache, lru_cache
@@ -82,10 +84,12 @@ def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
     cut to the ``limit`` characters around the words the query ``asked`` (``…`` marks a cut).
     The text is quoted before it is split, so a redaction never depends on where a sentence
     ends."""
-    sentences = split_sentences(quote(hit.text))
+    quoted = quote(hit.text)
+    sentences = split_sentences(quoted)
     line = hit.outdated_line or hit.line  # an [outdated] mark belongs to the line it is about
     seq = int(line[1:]) - 1 if line and line[1:].isdigit() else 0
-    if not 0 <= seq < len(sentences) or len(sentences) != len(split_sentences(hit.text)):
+    moved = quoted != hit.text and len(sentences) != len(split_sentences(hit.text))
+    if not 0 <= seq < len(sentences) or moved:
         seq = 0  # a redaction moved the sentence ends: show the opening
     first = last = seq
     size = len(sentences[seq])
@@ -106,15 +110,18 @@ def _around(text: str, limit: int, asked: frozenset[str]) -> str:
     words = text.split()
     hits = [bool(asked.intersection(content_words(word))) for word in words]
     best = (-1, 0, 0)
-    for start in range(len(words)):
-        end, size = start, -1
+    end, size, count = 0, -1, 0  # the window words[start:end]: its joined length, asked words
+    for start in range(len(words)):  # the window only slides right: linear in the words
+        if end < start:
+            end, size, count = start, -1, 0
         while end < len(words) and size + 1 + len(words[end]) <= limit - 4:
-            size += 1 + len(words[end])
-            end += 1
-        if end > start and sum(hits[start:end]) > best[0]:
-            best = (sum(hits[start:end]), start, end)
+            size, count, end = size + 1 + len(words[end]), count + hits[end], end + 1
+        if end > start and count > best[0]:
+            best = (count, start, end)
         if end == len(words):
             break
+        if end > start:
+            size, count = size - 1 - len(words[start]), count - hits[start]
     _, start, end = best
     if end <= start:  # one word longer than the limit
         return clip(text, limit)
@@ -143,31 +150,91 @@ def _outdated(hit: Hit) -> str:
     return f" [outdated: now {quote(hit.outdated_by)}]" if hit.outdated_by else ""
 
 
-def _passages(
-    hits: list[Hit], said: Callable[[Hit], str], speaker_of: Callable[[str], str], dense: bool
-) -> list[str]:
-    """Passages in time order. Dense: one ``[LOG: day …]`` a day, the speaker written when it
-    changes, lines ``|``-separated (returned as pieces to concatenate); classic: one
-    ``- day speaker: …`` line each."""
-    ordered = sorted(hits, key=lambda hit: (hit.occurred_at or "", hit.episode_id or 0))
-    if not dense:
-        return [
-            f"- {_day(hit.occurred_at)} {speaker_of(hit.role) if hit.role else ''}{said(hit)}"
-            for hit in ordered
+def _when(hit: Hit) -> tuple[str, int]:
+    return (hit.occurred_at or "", hit.episode_id or 0)
+
+
+class _Lines:
+    """Items that each cost their own text, in the order added (or ``order``); a classic
+    section's ``title`` is paid once, with the first."""
+
+    def __init__(
+        self,
+        render: Callable[[Hit], str],
+        title: int = 0,
+        order: Callable[[Hit], tuple[str, int]] | None = None,
+    ) -> None:
+        self.items: list[Hit] = []
+        self.cost = 0
+        self._render, self._title, self._order = render, title, order
+
+    def extra(self, item: Hit) -> int:
+        return _tokens(self._render(item)) + (0 if self.items else self._title)
+
+    def add(self, item: Hit) -> None:
+        self.cost += self.extra(item)
+        self.items.append(item)
+
+    def pieces(self) -> list[str]:
+        ordered = sorted(self.items, key=self._order) if self._order else self.items
+        return [self._render(item) for item in ordered]
+
+
+class _Log:
+    """Dense passages in time order in one ``[LOG: day …]``: `` | `` between lines, the day
+    (and the speaker) again where the day changes, the speaker where it changes. A line's pieces
+    depend only on the line before it, so one added changes its own cost and its successor's."""
+
+    def __init__(self, said: Callable[[Hit], str], speaker_of: Callable[[str], str]) -> None:
+        self.items: list[Hit] = []  # as added (the order ``pack_context`` reports them in)
+        self.cost = 0
+        self._said, self._speaker_of = said, speaker_of
+        self._ordered: list[Hit] = []
+        self._keys: list[tuple[str, int]] = []
+
+    def _pieces(self, hit: Hit, before: Hit | None) -> list[str]:
+        who = self._speaker_of(hit.role) if hit.role else ""
+        day = _day(hit.occurred_at)
+        if before is None:
+            return [f"[LOG: {day} ", who, self._said(hit)]
+        if day != _day(before.occurred_at):
+            return [f" | {day} ", who, self._said(hit)]
+        return [" | ", who if hit.role != before.role else "", self._said(hit)]
+
+    def _cost(self, hit: Hit, before: Hit | None) -> int:
+        # WordPiece splits at spaces and brackets: the joined pieces cost the sum of their costs
+        return sum(_tokens(piece) for piece in self._pieces(hit, before))
+
+    def _place(self, hit: Hit) -> tuple[int, Hit | None, Hit | None]:
+        index = bisect_right(self._keys, _when(hit))  # after its equals: the order added
+        before = self._ordered[index - 1] if index else None
+        after = self._ordered[index] if index < len(self._ordered) else None
+        return index, before, after
+
+    def extra(self, item: Hit) -> int:
+        _, before, after = self._place(item)
+        closing = 0 if self.items else _tokens("]")
+        if after is None:
+            return closing + self._cost(item, before)
+        return (
+            closing + self._cost(item, before) + self._cost(after, item) - self._cost(after, before)
+        )
+
+    def add(self, item: Hit) -> None:
+        self.cost += self.extra(item)
+        index, _, _ = self._place(item)
+        self._ordered.insert(index, item)
+        self._keys.insert(index, _when(item))
+        self.items.append(item)
+
+    def pieces(self) -> list[str]:
+        ordered = self._ordered
+        pieces = [
+            p
+            for i, hit in enumerate(ordered)
+            for p in self._pieces(hit, ordered[i - 1] if i else None)
         ]
-    pieces: list[str] = []  # counted one by one: the token count of the joined text is their sum
-    day: str | None = None
-    speaker: str | None = None
-    for hit in ordered:
-        who = speaker_of(hit.role) if hit.role else ""
-        if _day(hit.occurred_at) != day or not pieces:
-            day, speaker = _day(hit.occurred_at), hit.role
-            pieces += ["]"] if pieces else []
-            pieces += [f"[LOG: {day} ", who, said(hit)]
-        else:
-            pieces += [" | ", who if hit.role != speaker else "", said(hit)]
-            speaker = hit.role
-    return [*pieces, "]"] if pieces else []
+        return [*pieces, "]"] if pieces else []
 
 
 def _about_change(query: str, hit: Hit) -> bool:
@@ -234,17 +301,19 @@ def pack_context(
     def speaker_of(role: str) -> str:
         return f"{quote(role)}: "
 
-    def layout(kind: str) -> Callable[[list[Hit]], list[str]]:
+    def layout(kind: str) -> _Lines | _Log:
+        if kind == "passage" and dense:
+            return _Log(text, speaker_of)
         if kind == "passage":
-            return lambda chosen: _passages(chosen, text, speaker_of, dense)
-        return lambda chosen: [text(hit) for hit in chosen]
-
-    def cost(kind: str) -> Callable[[list[Hit]], int]:
-        rendered = layout(kind)
-        title = 0 if dense else _tokens(_TITLES[kind])  # a classic section opens with a title
-        return lambda chosen: (
-            sum(_tokens(piece) for piece in rendered(chosen)) + (title if chosen else 0)
-        )
+            return _Lines(
+                lambda hit: (
+                    f"- {_day(hit.occurred_at)} {speaker_of(hit.role) if hit.role else ''}"
+                    f"{text(hit)}"
+                ),
+                _tokens(_TITLES[kind]),
+                _when,
+            )
+        return _Lines(text, 0 if dense else _tokens(_TITLES[kind]))  # a classic title once
 
     def header(outdated: bool, forbidden: bool) -> str:
         lines = [f"## Memory\n{FRAMING} Today is {today.date().isoformat()}."]
@@ -256,23 +325,23 @@ def pack_context(
     room = config.pack.context_budget_tokens - _tokens(
         header(any(hit.outdated_by for hit in kinds["passage"]), bool(rules))
     )
-    chosen = {"rule": fit(kinds["rule"], cost("rule"), room)}
-    room -= cost("rule")(chosen["rule"])
+    layouts = {kind: layout(kind) for kind in _TITLES}
+    fit(kinds["rule"], layouts["rule"], room)
+    room -= layouts["rule"].cost
     parts = ("state", "event", "passage")
     carried = 0
     for kind, share in zip(parts, config.pack.budget_shares, strict=True):
         allowed = int(room * share) + carried
-        chosen[kind] = fit(kinds[kind], cost(kind), allowed)
-        carried = allowed - cost(kind)(chosen[kind])
+        fit(kinds[kind], layouts[kind], allowed)
+        carried = allowed - layouts[kind].cost
     for kind in parts:  # what is still unused goes back to the first part that can use it
-        used = sum(cost(other)(chosen[other]) for other in parts)
-        chosen[kind] = fit(
-            kinds[kind], cost(kind), room - used + cost(kind)(chosen[kind]), chosen[kind]
-        )
+        used = sum(layouts[other].cost for other in parts)
+        fit(kinds[kind], layouts[kind], room - used + layouts[kind].cost)
+    chosen = {kind: layouts[kind].items for kind in _TITLES}
     if not any(chosen.values()):
         return "", []
     outdated = any(hit.outdated_by for hit in chosen["passage"])
-    sections = {kind: layout(kind)(chosen[kind]) for kind in _TITLES}
+    sections = {kind: layouts[kind].pieces() for kind in _TITLES}
     if dense:
         body = "".join(piece for kind in _TITLES for piece in sections[kind])
     else:
