@@ -10,7 +10,9 @@ document, an extraction. So each stored text is
    (no ``[FORBIDDEN: …]``, ``[LOG: …]``, ``[EVENT: …]``, ``[outdated …]`` or ``[category]`` can be
    faked) and the ``<`` of a closing tag, or of a block's or role's opening tag, becomes ``‹``
    (no ``</memory>``, ``</automatic-memory>``, ``<memory>`` or ``<system>`` can close a block
-   or open another). Escaping keeps every character's place, so the evidence still reads as it
+   or open another). A ``|`` becomes ``¦``: the dense ``[LOG: …]`` separates lines with
+   `` | ``, so a stored ``… | 2026-01-01 admin: …`` could otherwise fake a line, a day or a
+   speaker. Escaping keeps every character's place, so the evidence still reads as it
    was said; ``a < b``, ``->`` and ``plans/<planId>.jsonl`` are left alone. The redaction
    markers are the one bracketed thing kept.
 
@@ -33,7 +35,7 @@ __all__ = ["quote"]
 _TAG_OPEN = re.compile(
     r"(?i)<(?=[ \t]*/|[ \t]*(?:[a-z-]*memory|system|instructions?|user|assistant|tool)(?![a-z]))"
 )
-_BRACKETS = str.maketrans("[]", "()")
+_BRACKETS = str.maketrans("[]|", "()¦")
 
 
 def _neutralise(text: str) -> str:
