@@ -746,3 +746,27 @@ def test_a_question_is_not_the_answer_to_the_question_before_it(tmp_path: Path) 
         block = memory.recall("Where do I work?")
     assert "night-shift nurse" in block
     assert "boiling point" not in block
+
+
+# -- ranking: a session is as strong as its best turns, not its one lucky line (issue 13) --
+
+
+def test_a_session_with_several_matching_turns_is_the_strongest(tmp_path: Path) -> None:
+    """The session bonus follows the session whose two best turns match, not the one with a
+    single slightly better line (``session_top`` 2; chosen on LoCoMo dev, docs/recall.md)."""
+    turns = [
+        ("Ann", "Our kayak trip down the river was wild.", "s1"),
+        ("Ann", "I baked bread on Sunday.", "s1"),
+        ("Bob", "The kayak trip was long.", "s2"),
+        ("Bob", "The river trip was cold.", "s2"),
+        ("Bob", "The trip home took an hour.", "s2"),
+        ("Bob", "My cousin plays the cello.", "s2"),
+    ]
+    with Memory(tmp_path / "sessions.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        for role, text, session in turns:
+            mem.observe(role, text, session_id=session, occurred_at="2026-10-01T10:00:00Z")
+        hits = mem.search("How was the kayak trip down the river?").hits
+    bonus = {hit.session_id: hit.breakdown["session"] for hit in hits}
+    assert bonus["s2"] == pytest.approx(SignalsConfig().session_weight)
+    assert bonus["s1"] < bonus["s2"]
+    assert hits[0].text == "Our kayak trip down the river was wild."  # the best line still leads

@@ -187,8 +187,10 @@ class SignalsConfig(_Section):
     session_weight: float = 0.3
     """Additive bonus for a passage, times its session's strength: how well the session's
     ``session_top`` best turns match the query, the strongest session being 1."""
-    session_top: int = 1
-    """How many of a session's best turns its strength averages."""
+    session_top: int = 2
+    """How many of a session's best turns its strength averages: with 2 a session where two
+    turns match outranks one with a single lucky line (docs/recall.md, "Ranking for a
+    200-token block")."""
     date_weight: float = 0.8
     """Additive bonus for a passage said on a date the query names (``May 8, 2022``,
     ``December 2023``, ``2023``), within the slack below."""
