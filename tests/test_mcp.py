@@ -287,7 +287,7 @@ async def test_stdio_forget_closes_the_superseding_state_and_resurrects_nothing(
     async with stdio_session([*SERVER, "--db", str(db)]) as session:
         await ok(session, "orma_forget", state_id=bangalore.id)
         block = text(await ok(session, "orma_recall", query="Where do I live?"))
-        assert "I live in Pune.]" in block and "[outdated:" not in block
+        assert "I live in Pune." in block and "[outdated:" not in block
         assert "home city" not in block  # neither state is current; the log lines stay
         history = (await ok(session, "orma_facts", include_history=True)).structured_content
         assert [(f["id"], f["active"], f["superseded_by"]) for f in history["facts"]] == [

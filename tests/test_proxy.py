@@ -1182,3 +1182,18 @@ def test_proxy_latency_bench_reports_its_numbers(tmp_path: Path) -> None:
     assert result["proxy_p50_ms"] >= result["direct_p50_ms"]
     assert result["memory_injected"] == 20
     assert {"cores", "load_1m"} <= set(result["machine"])
+
+
+def test_a_models_guess_stays_out_of_the_block_once_the_user_said_it(mem: Memory) -> None:
+    for number, chat in enumerate(
+        ("We watched a film.", "The train was late.", "I bought apples.", "It rained all day.")
+    ):
+        mem.observe("user", chat, session_id=f"x{number}")  # enough lines to calibrate the gate
+        mem.observe("assistant", "Sounds good.", session_id=f"x{number}")
+    mem.observe("user", "My home city is Bangalore.", session_id="a")
+    mem.observe("user", "Where is my home city?", session_id="b")
+    mem.observe("assistant", "I believe your home city is Paris.", session_id="b")
+    block = mem.recall("What is my home city?")
+    assert "Bangalore" in block and "Paris" not in block
+    mem.observe("assistant", "Your build runs every Monday at 09:00 via cron.", session_id="c")
+    assert "cron" in mem.recall("When does the cron build run?")  # alone, a reply still counts

@@ -494,7 +494,10 @@ def _gate_passages(
     its question matched; a reply that asks again holds none); the question right before one
     that a user said (it says what the reply answers; a model's answer is its guess, not
     evidence for the question); and the turn an admitted memory was consolidated from (the
-    fact leads, its line supports it). None of the last three when an assistant said it.
+    fact leads, its line supports it). None of the last three when an assistant said it, and
+    no assistant turn at all once a person's own turn passed: what the user said outranks what
+    a model replied about it ("I believe you live in Paris" beside "My home city is
+    Bangalore" would only mislead).
 
     A line's vector evidence is discounted by its ``_prior``, as its relevance is: an
     assistant's "Nice to meet you. What are you working on?" is close to any question about
@@ -528,10 +531,12 @@ def _gate_passages(
     cited = [line for hit in memories if hit.memory is not None for line in hit.memory.cited_lines]
     if cited:
         riders.update(row.episode_id for row in store.lines(cited))
+    said = {hit.episode_id for hit in hits if hit.role != "assistant"} & own
     return [
         hit
         for hit in hits
-        if hit.episode_id in own or (hit.role != "assistant" and hit.episode_id in riders)
+        if (hit.episode_id in own and not (said and hit.role == "assistant"))
+        or (hit.role != "assistant" and hit.episode_id in riders)
     ]
 
 
