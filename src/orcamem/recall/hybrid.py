@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -274,14 +275,15 @@ class _Evidence:
         if not self.gated or self.names(role):
             return True
         return (
-            self.coverage(text, role) >= config.recall.item_evidence
-            or vector >= config.recall.item_vector
+            vector >= config.recall.item_vector  # the cheap test first
+            or self.coverage(text, role) >= config.recall.item_evidence
             or (fact and not self.subjects.isdisjoint(topics.topics(topics.stems(text))))
         )
 
 
-def _name_stems(role: str | None) -> set[str]:
-    return {topics.stem(word) for word in terms(role)} if role else set()
+@lru_cache(maxsize=1024)
+def _name_stems(role: str | None) -> frozenset[str]:
+    return frozenset(topics.stem(word) for word in terms(role)) if role else frozenset()
 
 
 def _named(word: str, speakers: set[str], query: str) -> str | None:

@@ -12,6 +12,7 @@ compared by :func:`stem`, a light suffix fold, so "cooking" meets "cook" and "re
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .._kernel.text import content_words
 
@@ -39,6 +40,7 @@ RULE_FRAME = frozenset(
 dinner" must not hoist "never suggest PowerShell")."""
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """``word`` with one common English suffix folded (``cooking`` → ``cook``, ``recipes`` →
     ``recip``, ``explained`` → ``explain``): only ever compared with another stem."""
@@ -53,9 +55,11 @@ def stem(word: str) -> str:
     return word
 
 
-def stems(text: str) -> set[str]:
-    """The stems of ``text``'s content words (stop words and chatter left out)."""
-    return {stem(word) for word in content_words(text) if word not in CHATTER}
+@lru_cache(maxsize=8192)
+def stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s content words (stop words and chatter left out); cached, as
+    recall asks it of the same candidate lines query after query."""
+    return frozenset(stem(word) for word in content_words(text) if word not in CHATTER)
 
 
 def _family(words: str) -> frozenset[str]:
