@@ -76,7 +76,9 @@ def turn(
         transcript.complete(session, turn_id, status=status, verifier=verifier, kind=kind)
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+def wait_until(condition: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Poll until ``condition`` holds: it asserts that background work *happens*, never how
+    fast, so ``timeout`` only guards against a hang (5 s failed on a loaded 2-core machine)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
