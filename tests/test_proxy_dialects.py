@@ -9,7 +9,7 @@ formats as their documentation shows them (Responses: ``response.created`` …
 ``content_block_delta`` … ``message_stop``) and records every request it gets, so a test sees
 exactly what the proxy forwarded. Its ``model`` picks the answer: ``echo`` repeats the
 system text it received (a model echoing its memory block), ``say:<text>`` says the text,
-anything else says ``REPLY``.
+``status-<n>`` answers that error status, anything else says ``REPLY``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from openai import OpenAI
 
 from orcamem import Memory
 from orcamem.interfaces.http import ServerSettings, create_app
-from orcamem.interfaces.http.proxy import install
+from orcamem.interfaces.http.dialects import MESSAGES, RESPONSES
+from orcamem.interfaces.http.proxy import _Held, _Reply, install
 from servers import serve
 
 REPLY = "You are a nurse, and you live in Lyon ✓"
@@ -121,6 +122,16 @@ class Upstream:
                 upstream.requests.append((self.path, payload, headers))
                 pieces = PIECES
                 model = str(payload.get("model"))
+                if model.startswith("status-"):
+                    status = int(model.removeprefix("status-"))
+                    error = json.dumps({"type": "error", "error": {"type": "rate_limit_error",
+                                        "message": f"stub {status}"}}).encode()  # fmt: skip
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(error)))
+                    self.end_headers()
+                    self.wfile.write(error)
+                    return
                 if model.startswith("say:"):
                     pieces = [model.removeprefix("say:")]
                 if model == "echo":
@@ -351,6 +362,43 @@ def test_a_tool_loop_records_the_question_once_and_a_conversation_is_one_session
         ("user", "Weather in Lyon?"), ("assistant", REPLY), ("assistant", "Sunny, 24 degrees."),
     ]  # fmt: skip
     assert len({e.session_id for e in episodes}) == 1
+
+
+def test_an_upstream_error_passes_through_with_the_question_kept_and_no_reply(
+    mem: Memory, upstream: Upstream, proxy: str
+) -> None:
+    client = anthropic.Anthropic(
+        base_url=proxy, api_key="none", max_retries=0, default_headers={"x-orma-space": "e"}
+    )
+    with pytest.raises(anthropic.RateLimitError, match="stub 429"):
+        client.messages.create(
+            model="status-429", max_tokens=8, messages=[{"role": "user", "content": QUESTION}]
+        )
+    streamed = {"model": "status-429", "max_tokens": 8}
+    with (
+        pytest.raises(anthropic.RateLimitError),  # streaming: the same
+        client.messages.stream(
+            **streamed, messages=[{"role": "user", "content": "Again?"}]
+        ) as stream,  # type: ignore[arg-type]
+    ):
+        list(stream.text_stream)
+    assert _turns(mem, "e") == [("user", QUESTION), ("user", "Again?")]
+
+
+@pytest.mark.parametrize("dialect", [RESPONSES, MESSAGES])
+def test_a_streams_end_is_held_wherever_the_chunks_cut_its_marker(dialect: Any) -> None:
+    body = (_responses_stream if dialect is RESPONSES else _messages_stream)(PIECES)
+    at = body.index(dialect.end)
+    for size in (1, 3, 7, len(body)):
+        held, passed = _Held(sse=True, end=dialect.end), b""
+        for start in range(0, len(body), size):
+            passed += held.pass_on(body[start : start + size])
+        assert passed == body[:at] and passed + held.rest == body  # nothing lost, the end kept
+        reply = _Reply(dialect)
+        reply.start(httpx.Headers({"content-type": "text/event-stream"}))
+        for start in range(0, len(body), size):
+            reply.feed(body[start : start + size])
+        assert reply.text() == REPLY
 
 
 # -- chat completions: one system message ---------------------------------------------------
