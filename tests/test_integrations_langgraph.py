@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -259,6 +260,8 @@ def test_search_with_query_and_filters(store: OrcamemStore) -> None:
         ({"score": {"$gt": 3.0, "$lt": 4.5}}, ["doc3", "doc4"]),
         ({"color": "red"}, ["doc1", "doc2"]),
         ({"color": {"$gt": 5}}, []),  # no order between str and int: no match, no error
+        ({"color": {"$gt": "green"}}, ["doc1", "doc2"]),  # two strings: as strings
+        ({"score": {"$gte": "4"}}, ["doc1", "doc3"]),  # a numeric string: as a number
         ({"missing": {"$ne": 1}}, ["doc1", "doc2", "doc3", "doc4"]),
     ],
 )
@@ -344,6 +347,21 @@ def test_ttl_expires_and_a_read_refreshes(memory: Memory, clock: FrozenClock) ->
     assert store.get(("s",), "kept") is None
     assert store.sweep_ttl() == 2
     assert [r.key for r in store.search(("s",))] == ["forever"]
+
+
+def test_a_ttl_as_timedelta_or_datetime_and_a_bad_one(memory: Memory, clock: FrozenClock) -> None:
+    store = OrcamemStore(memory)
+    store.batch([PutOp(("s",), "td", {"v": 1}, ttl=timedelta(minutes=5))])  # type: ignore[arg-type]
+    store.batch([PutOp(("s",), "at", {"v": 2}, ttl=clock.now() + timedelta(minutes=20))])  # type: ignore[arg-type]
+    for bad in (0, -3, "10", True):
+        with pytest.raises(InvalidInputError, match="minutes"):
+            store.put(("s",), "bad", {"v": 3}, ttl=bad)  # type: ignore[arg-type]
+    clock.advance(minutes=6)
+    assert store.get(("s",), "td") is None
+    assert store.get(("s",), "at", refresh_ttl=False) is not None
+    clock.advance(minutes=15)
+    assert store.get(("s",), "at", refresh_ttl=False) is None
+    assert store.get(("s",), "bad") is None  # a refused put writes nothing
 
 
 def test_without_refresh_on_read_a_read_does_not_extend(memory: Memory, clock: FrozenClock) -> None:

@@ -23,7 +23,8 @@ store item is recalled by the same hybrid pipeline (BM25 + vectors + signals) as
   items that pass the filter follow, newest first, with ``score=None`` (recall abstains where
   nothing bears on the query; LangGraph's stores list every item, ranked). Keep only
   ``item.score is not None`` for what the query matched. ``filter`` applies LangGraph's operators (``$eq $ne $gt $gte $lt
-  $lte``, nested dicts, exact lists) to the value;
+  $lte``, nested dicts, exact lists) to the value (order operators compare numbers, numeric
+  strings too, as numbers);
 - TTL: ``ttl`` minutes from the last write (or read, when ``refresh_on_read``: the read writes
   a new version with the later expiry). An expired item is never returned; ``sweep_ttl``
   deletes them.
@@ -259,7 +260,7 @@ class OrcamemStore(BaseStore):
         alive = [v for v in versions if not v.expired(now)]
         created = alive[-1].data["created_at"] if alive else format_time(now)
         paths = self.fields if op.index is None else (op.index or [])
-        ttl = op.ttl
+        ttl = self._minutes(op.ttl, now)
         data = {
             "key": op.key,
             "value": op.value,
@@ -292,6 +293,22 @@ class OrcamemStore(BaseStore):
                 version = self._refresh(space_of(version.namespace, self.prefix), version)
             items.append(version.search_item(score))
         return items
+
+    @staticmethod
+    def _minutes(ttl: Any, now: datetime) -> float | None:
+        """A TTL in minutes: a number, a ``timedelta``, or a ``datetime`` to expire at."""
+        if isinstance(ttl, timedelta):
+            ttl = ttl.total_seconds() / 60
+        elif isinstance(ttl, datetime):
+            moment = ttl if ttl.tzinfo else ttl.astimezone()
+            ttl = (moment - now).total_seconds() / 60
+        if ttl is None:
+            return None
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+            raise InvalidInputError(
+                f"ttl={ttl!r}: use minutes (a number above 0), a timedelta, or None to keep it"
+            )
+        return float(ttl)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found: set[tuple[str, ...]] = set()
@@ -417,19 +434,18 @@ def _condition(namespace: tuple[str, ...], match_type: str, path: tuple[str, ...
     return all(want in ("*", have) for want, have in zip(path, part, strict=True))
 
 
-_OPERATORS = {
-    "$eq": lambda a, b: a == b,
-    "$ne": lambda a, b: a != b,
+_ORDER = {
     "$gt": lambda a, b: a > b,
     "$gte": lambda a, b: a >= b,
     "$lt": lambda a, b: a < b,
     "$lte": lambda a, b: a <= b,
 }
+_OPERATORS = ("$eq", "$ne", *_ORDER)
 
 
 def _matches(value: Any, wanted: Any) -> bool:
     """LangGraph's filter semantics: a dict of ``$`` operators, a nested dict, a list matched
-    item by item, else equality. An order operator on values that do not compare is False."""
+    item by item, else equality."""
     if isinstance(wanted, dict):
         if any(k.startswith("$") for k in wanted):
             return all(_operator(value, op, operand) for op, operand in wanted.items())
@@ -444,9 +460,27 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _operator(value: Any, op: str, operand: Any) -> bool:
-    if op not in _OPERATORS:
+    """``$eq``/``$ne`` compare as they are; an order operator compares numbers as numbers
+    (``"3"`` and ``3`` alike, as LangGraph's own stores do), else two strings as strings, and
+    anything else (a missing key, a string and a number) matches nothing."""
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if op not in _ORDER:
         raise InvalidInputError(f"filter operator {op!r}: use one of {', '.join(_OPERATORS)}")
+    numbers = _number(value), _number(operand)
+    if None not in numbers:
+        return bool(_ORDER[op](*numbers))
+    if isinstance(value, str) and isinstance(operand, str):
+        return bool(_ORDER[op](value, operand))
+    return False
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
     try:
-        return bool(_OPERATORS[op](value, operand))
-    except TypeError:
-        return False
+        return float(value)
+    except (TypeError, ValueError):
+        return None
