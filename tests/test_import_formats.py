@@ -87,9 +87,7 @@ def test_chatgpt_the_branch_the_user_saw_with_real_dates_and_idempotent(tmp_path
     export = _write(tmp_path / "conversations.json", chatgpt_export())
     db = tmp_path / "m.db"
     said = _cli("import", export, "--from", "chatgpt", "--db", db, "--space", "me")
-    assert (
-        "imported 4 episodes from 2 conversations of chatgpt into 'me' (0 already present)" in said
-    )
+    assert "imported 4 episodes in 2 sessions from chatgpt into 'me' (0 already present)" in said
     episodes = _episodes(db, "me")
     assert [(e.role, e.text) for e in episodes] == [
         ("user", "I just moved to Lisbon for a pharmacy job."),
@@ -162,7 +160,7 @@ def test_claude_code_transcripts_in_a_directory(tmp_path: Path) -> None:
     ])  # fmt: skip
     db = tmp_path / "m.db"
     said = _cli("import", tmp_path / "projects", "--from", "claude-code", "--db", db)
-    assert "imported 3 episodes from 2 conversations" in said
+    assert "imported 3 episodes in 2 sessions" in said
     assert [(e.role, e.text, e.session_id) for e in _episodes(db)] == [
         ("user", "The login form rejects emails with a plus sign.", "claude-code:s-1"),
         ("assistant", "The validator's regex forbids '+'; I'll relax it.", "claude-code:s-1"),

@@ -367,8 +367,8 @@ def import_(
         with _memory(db, space) as mem, progress("importing") as update:
             counts = mem.import_history(fmt, source, progress=update)
         out.print(
-            f"imported {counts['episodes']} episodes from {counts['sessions']} "
-            f"conversations of {fmt} into {space!r} ({counts['skipped']} already present)"
+            f"imported {counts['episodes']} episodes in {counts['sessions']} sessions "
+            f"from {fmt} into {space!r} ({counts['skipped']} already present)"
         )
         return
     with _memory(db, space) as mem:
