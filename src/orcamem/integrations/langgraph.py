@@ -275,20 +275,29 @@ class OrcamemStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         now = self.memory.clock.now()
         spaces = self._spaces(op.namespace_prefix)
-        current = sorted(
-            (v for space in spaces for v in self._current(space, now)),
-            key=lambda version: version.episode.id,
-            reverse=True,  # the newest first
-        )
+        wanted = op.offset + op.limit
         found: list[tuple[_Version, float | None]] = []
         if op.query:
-            found.extend(self._recalled(spaces, op.query, now))
-        seen = {version.episode.id for version, _ in found}
-        found.extend((v, None) for v in current if v.episode.id not in seen)
-        matched = [(v, s) for v, s in found if _matches(v.data["value"], op.filter or {})]
-        page = matched[op.offset : op.offset + op.limit]
+            recalled = self._recalled(
+                spaces, op.query, now, top_k=min(_RECALL_TOP_K, 4 * wanted + 20)
+            )
+            found = [
+                (v, score) for v, score in recalled if _matches(v.data["value"], op.filter or {})
+            ]
+        if not op.query or len(found) < wanted:  # the rest, newest first, only when needed
+            seen = {version.episode.id for version, _ in found}
+            rest = sorted(
+                (v for space in spaces for v in self._current(space, now)),
+                key=lambda version: version.episode.id,
+                reverse=True,
+            )
+            found.extend(
+                (v, None)
+                for v in rest
+                if v.episode.id not in seen and _matches(v.data["value"], op.filter or {})
+            )
         items = []
-        for version, score in page:
+        for version, score in found[op.offset : wanted]:
             if op.refresh_ttl:
                 version = self._refresh(space_of(version.namespace, self.prefix), version)
             items.append(version.search_item(score))
@@ -399,12 +408,12 @@ class OrcamemStore(BaseStore):
         return spaces
 
     def _recalled(
-        self, spaces: list[str], query: str, now: datetime
+        self, spaces: list[str], query: str, now: datetime, *, top_k: int
     ) -> list[tuple[_Version, float | None]]:
         """The current items recall finds for ``query`` in ``spaces``, best first."""
         best: dict[tuple[str, int], float] = {}
         for space in spaces:
-            result = self.memory.search(query, space=space, top_k=_RECALL_TOP_K)
+            result = self.memory.search(query, space=space, top_k=top_k)
             for hit in result.hits:
                 if hit.kind == "passage" and hit.episode_id is not None:
                     at = (space, hit.episode_id)
