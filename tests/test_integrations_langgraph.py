@@ -76,6 +76,15 @@ def test_the_mapping_is_reversible_for_any_labels(labels: list[str]) -> None:
     assert namespace_of(space) == namespace
 
 
+def test_a_lone_surrogate_in_a_label_or_key_is_refused_not_a_crash(store: OrcamemStore) -> None:
+    for bad in [(("a\ud800",), "k"), (("a",), "k\udfff")]:
+        with pytest.raises(InvalidInputError, match="lone surrogate"):
+            store.put(*bad, {"v": 1})
+        with pytest.raises(InvalidInputError, match="lone surrogate"):
+            store.get(*bad)
+    assert store.list_namespaces() == []
+
+
 def test_a_namespace_too_long_for_a_space_is_refused_with_what_to_do(
     store: OrcamemStore,
 ) -> None:

@@ -385,6 +385,24 @@ def test_an_upstream_error_passes_through_with_the_question_kept_and_no_reply(
     assert _turns(mem, "e") == [("user", QUESTION), ("user", "Again?")]
 
 
+def test_a_lone_surrogate_escape_in_the_system_text_is_forwarded_not_a_500(
+    mem: Memory, upstream: Upstream, proxy: str
+) -> None:
+    mem.add(FACT, space="alice")
+    body = json.dumps(
+        {"model": "stub-model", "max_tokens": 8, "system": "Be brief \ud800",
+         "messages": [{"role": "user", "content": QUESTION}]}
+    )  # fmt: skip
+    assert "\\ud800" in body  # json.dumps escapes it: valid JSON, not valid UTF-8 once decoded
+    reply = httpx.post(
+        f"{proxy}/v1/messages", content=body,
+        headers={"content-type": "application/json", "x-orma-space": "alice"},
+    )  # fmt: skip
+    assert reply.status_code == 200 and reply.headers["x-orcamem-memory"] == "injected"
+    sent = upstream.last()["system"]
+    assert sent.startswith("Be brief \ud800\n\n") and "Lyon" in sent
+
+
 @pytest.mark.parametrize("dialect", [RESPONSES, MESSAGES])
 def test_a_streams_end_is_held_wherever_the_chunks_cut_its_marker(dialect: Any) -> None:
     body = (_responses_stream if dialect is RESPONSES else _messages_stream)(PIECES)

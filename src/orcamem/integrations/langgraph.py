@@ -86,6 +86,8 @@ def space_of(namespace: tuple[str, ...], prefix: str = PREFIX) -> str:
     """
     if not namespace:
         raise InvalidNamespaceError("a namespace needs at least one label")
+    for label in namespace:
+        _unicode(label, "namespace label")
     labels = ["".join(c if _KEEP.fullmatch(c) else _hex(c) for c in label) for label in namespace]
     space = f"{prefix}:{'.'.join(labels)}"
     if not SPACE.ok(space):
@@ -109,6 +111,17 @@ def namespace_of(space: str, prefix: str = PREFIX) -> tuple[str, ...] | None:
         _ESCAPE.sub(lambda m: bytes.fromhex(m.group().replace("@", "")).decode(), label)
         for label in space[len(head) :].split(".")
     )
+
+
+def _unicode(text: str, what: str) -> str:
+    """``text`` if it is valid Unicode (no lone surrogate, which no file or database holds)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{what} {text!r} holds a lone surrogate, not text: pass valid Unicode"
+        ) from None
+    return text
 
 
 def _hex(char: str) -> str:
@@ -227,7 +240,7 @@ class OrcamemStore(BaseStore):
 
     def _get(self, op: GetOp) -> Item | None:
         space = space_of(op.namespace, self.prefix)
-        versions = self._key_versions(space, op.key)
+        versions = self._key_versions(space, _unicode(op.key, "key"))
         if not versions:
             return None
         current = versions[-1]
@@ -241,6 +254,7 @@ class OrcamemStore(BaseStore):
         space = space_of(op.namespace, self.prefix)
         if not isinstance(op.key, str) or not op.key:
             raise InvalidInputError(f"key {op.key!r}: use a non-empty string")
+        _unicode(op.key, "key")
         versions = self._key_versions(space, op.key)
         if op.value is None:
             self._drop(space, versions)

@@ -233,7 +233,7 @@ async def _with_memory(
         payload["model"] = settings.model
         changed = True
     if changed:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = _json_bytes(payload)
     exchange = _Exchange(memory, space, session, turn_id, block)
     if user_text.strip():  # committed before the upstream hears of it
         await anyio.to_thread.run_sync(exchange.record, "user", user_text, False)
@@ -317,6 +317,15 @@ def _json_object(body: bytes, dialect: Dialect) -> dict[str, Any]:
             f"the request body must be a JSON object: send a {dialect.name} request object"
         )
     return payload
+
+
+def _json_bytes(payload: dict[str, Any]) -> bytes:
+    """The changed request as UTF-8 JSON; a lone surrogate the client sent as a ``\\ud800``
+    escape (valid JSON, not valid UTF-8) is sent on as that escape, not a server error."""
+    try:
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload).encode("ascii")
 
 
 def _space(headers: Mapping[str, str], user: object, principal: Principal) -> str:
