@@ -41,6 +41,12 @@ RUN_ELSEWHERE = {
     "from openai import OpenAI": "test_proxy.py::test_the_docs_openai_snippets_run",
     "from langchain_openai import ChatOpenAI": "test_proxy.py::test_the_docs_langchain_snippet_runs",
     "curl http://localhost:8080/v1/chat/completions": "test_proxy.py::test_the_docs_curl_snippet_runs",
+    "import anthropic": "test_proxy_dialects.py::test_the_docs_responses_and_anthropic_snippets_run",
+    "from agents import Agent": "test_integrations_agents.py::"
+    "test_the_docs_runner_snippet_runs_against_a_chat_completions_server",
+    # the file clients/typescript's own tests run (npm test, in .ci/run)
+    'import { OrcamemClient } from "@orcamem/client";': "test_integrations_typescript.py::"
+    "test_the_docs_example_is_the_file_the_client_tests_run",
 }
 """A block that starts so is run by that test (proxy.md's clients, against a stubbed model)."""
 NOT_CODE = {"", "text", "json", "toml", "markdown"}  # outputs, formats and file contents

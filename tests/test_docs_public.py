@@ -18,6 +18,10 @@ PUBLIC = {
     "orcamem.local",
     "orcamem.interfaces.http",
     "orcamem.interfaces.http.api",
+    # each integration is its own public face (importing it needs its framework)
+    "orcamem.integrations.langgraph",
+    "orcamem.integrations.langchain",
+    "orcamem.integrations.agents",
 }
 IMPORT = re.compile(r"^\s*from (orcamem[\w.]*) import (?:\(([^)]*)\)|([^\n(]+))", re.M)
 

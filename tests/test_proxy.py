@@ -42,6 +42,7 @@ from orcamem._kernel.names import SPACE
 from orcamem.engine import StorageConfig
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http import proxy as proxy_module
+from orcamem.interfaces.http.dialects import CHAT
 from orcamem.interfaces.http.proxy import (
     _Held,
     _Reply,
@@ -308,7 +309,9 @@ def test_the_injected_block_is_the_spaces_recall_and_other_fields_pass_untouched
     assert reply.headers["x-orcamem-memory"] == "injected"
     [sent] = stub.chats()
     assert "Pune" in block and "Dr. Rao" not in block
-    assert sent["messages"] == [{"role": "system", "content": block}, *request["messages"]]
+    own = request["messages"][0]["content"]  # the block joins the client's system message
+    merged = {"role": "system", "content": f"{own}\n\n{block}"}
+    assert sent["messages"] == [merged, *request["messages"][1:]]
     assert sent["model"] == "stub-model"  # filled from the settings: the request named none
     assert {k: v for k, v in sent.items() if k not in ("messages", "model")} == {
         k: v for k, v in request.items() if k != "messages"
@@ -422,7 +425,7 @@ def test_a_recall_failure_forwards_without_memory_and_warns(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("index exploded")
 
-    monkeypatch.setattr(mem, "build_context", broken)
+    monkeypatch.setattr(mem, "context", broken)
     messages = [{"role": "user", "content": "Where do I live?"}]
     with caplog.at_level(logging.WARNING, logger="orcamem.proxy"):
         reply = httpx.post(f"{proxy}/v1/chat/completions", json={"messages": messages})
@@ -871,16 +874,16 @@ def test_without_keys_the_clients_authorization_reaches_the_upstream(
 
 def test_the_reply_reader_survives_any_cut_of_the_stream() -> None:
     for size in (1, 2, 5, 64, len(SSE_BODY)):
-        reply = _Reply()
+        reply = _Reply(CHAT)
         reply.start(httpx.Headers({"content-type": "text/event-stream; charset=utf-8"}))
         for start in range(0, len(SSE_BODY), size):
             reply.feed(SSE_BODY[start : start + size])
         assert reply.text() == SSE_REPLY
-    crlf = _Reply()
+    crlf = _Reply(CHAT)
     crlf.start(httpx.Headers({"content-type": "text/event-stream"}))
     crlf.feed(SSE_BODY.replace(b"\n", b"\r\n"))
     assert crlf.text() == SSE_REPLY
-    json_reply = _Reply()
+    json_reply = _Reply(CHAT)
     json_reply.start(httpx.Headers({"content-type": "application/json"}))
     json_reply.feed(COMPLETION_BODY)
     assert json_reply.text() == "You are a backend engineer in Pune."
@@ -1088,7 +1091,7 @@ def run_snippet(code: str, proxy: str) -> str:
 
 
 def test_the_docs_openai_snippets_run(mem: Memory, stub: Stub, proxy: str) -> None:
-    snippets = [code for code in doc_blocks("py") if "from openai import OpenAI" in code]
+    snippets = [code for code in doc_blocks("py") if "client.chat.completions" in code]
     assert len(snippets) == 2
     assert run_snippet(snippets[0], proxy).strip() == "You are a backend engineer in Pune."
     assert stub.requests[-1]["headers"].get("authorization") == "Bearer none"

@@ -40,6 +40,14 @@ __all__ = ["proxy_loop"]
 
 _ID = "x-bench-id"
 _SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
+
+
+def _block_of(messages: list[dict[str, Any]]) -> str:
+    """The memory block the proxy merged into the client's system message ("" if none)."""
+    system = next((m for m in messages if m.get("role") == "system"), _SYSTEM)
+    return str(system.get("content", "")).removeprefix(_SYSTEM["content"]).strip()
+
+
 _HALLUCINATIONS = (
     "As an AI assistant I do not have a home city, but I believe you live in Paris.",
     "The job: I am an AI assistant, and you told me you work as a pilot in Dubai.",
@@ -68,9 +76,8 @@ class _Parrot:
                 messages = body.get("messages", [])
                 received[self.headers.get(_ID, "")] = messages
                 number = next(turn)
-                systems = [m["content"] for m in messages if m["role"] == "system"]
-                if number % 2 and len(systems) > 1:  # the proxy's block came before the client's
-                    block = systems[0]
+                block = _block_of(messages)
+                if number % 2 and block:
                     answer = f"Based on what I remember: {block[-400:]} Anything else?"
                 else:
                     answer = _HALLUCINATIONS[number // 2 % len(_HALLUCINATIONS)]
@@ -150,7 +157,7 @@ def proxy_loop(
             http_client(timeout=60, headers={"x-orma-space": space}) as client,
         ):
 
-            def ask(history: list[dict[str, Any]], tag: str) -> list[dict[str, Any]]:
+            def ask(history: list[dict[str, Any]], tag: str) -> str:
                 reply = client.post(
                     f"{url}/v1/chat/completions",
                     json={"messages": history},
@@ -159,8 +166,7 @@ def proxy_loop(
                 if reply.status_code != 200:
                     raise RuntimeError(f"the proxy answered {reply.status_code}: {reply.text}")
                 history.append(reply.json()["choices"][0]["message"])
-                forwarded = parrot.received.pop(tag)
-                return forwarded[: len(forwarded) - len(history) + 1]
+                return _block_of(parrot.received.pop(tag))
 
             total = sum(map(len, plan))
             for number, turns in enumerate(plan):
@@ -174,7 +180,7 @@ def proxy_loop(
             probes = []
             for number, (fact, question) in enumerate(FACTS):
                 history = [_SYSTEM, {"role": "user", "content": question}]
-                block = "\n".join(str(m.get("content", "")) for m in ask(history, f"p{number}"))
+                block = ask(history, f"p{number}")
                 probes.append((fact, question, block))
         episodes = list(mem.iter_episodes(space=space))
     stored = sorted({(e.role or "", e.text) for e in episodes})  # a repeated text counts once

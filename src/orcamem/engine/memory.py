@@ -788,6 +788,28 @@ class Memory:
             raise
         return counts
 
+    def import_history(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        space: str | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, int]:
+        """Bring another tool's history in with its real dates (``engine.importers``):
+        ``chatgpt``, ``claude``, ``claude-code``, ``mcp-memory`` or ``mem0``.
+
+        The whole file is parsed and checked before anything is written; what the space
+        already holds is skipped, so importing again adds only what is new.
+
+        Returns:
+            ``{"episodes": added, "skipped": n, "sessions": conversations in the file}``.
+        """
+        from . import importers  # the parsers load only when an import runs
+
+        space = self._space(space)
+        return importers.run(self, importers.parse(source, path), space=space, progress=progress)
+
     def _write_import(
         self,
         target: str,

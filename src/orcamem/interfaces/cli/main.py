@@ -336,15 +336,41 @@ def export_(
     err.print(f"exported {count} records from space {space!r}")
 
 
+IMPORT_FORMATS = ("orcamem", "chatgpt", "claude", "claude-code", "mcp-memory", "mem0")
+
+
 @app.command("import")
 def import_(
     source: Annotated[
-        Path, typer.Argument(help="A file written by `orcamem export` (- for stdin).")
+        Path,
+        typer.Argument(
+            help="A file written by `orcamem export` (- for stdin), or with --from another "
+            "tool's export (a directory of transcripts for claude-code)."
+        ),
     ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="What the file is: orcamem (an export), chatgpt (conversations.json), claude "
+            "(Claude.ai's conversations.json), claude-code (session JSONL), mcp-memory "
+            "(memory.jsonl), mem0 (get_all JSON).",
+        ),
+    ] = "orcamem",
     db: DbOption = None,
     space: SpaceOption = "default",
 ) -> None:
     """Import an export file into a space (records already present are skipped)."""
+    if fmt not in IMPORT_FORMATS:
+        raise fail(f"--from {fmt!r} is not a format: use one of {', '.join(IMPORT_FORMATS)}", 2)
+    if fmt != "orcamem":
+        with _memory(db, space) as mem, progress("importing") as update:
+            counts = mem.import_history(fmt, source, progress=update)
+        out.print(
+            f"imported {counts['episodes']} episodes in {counts['sessions']} sessions "
+            f"from {fmt} into {space!r} ({counts['skipped']} already present)"
+        )
+        return
     with _memory(db, space) as mem:
         if str(source) == "-":
             lines = sys.stdin.read().split("\n")

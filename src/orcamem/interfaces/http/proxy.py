@@ -1,22 +1,28 @@
-"""The memory proxy: an OpenAI-compatible ``/v1`` that recalls, records the question, forwards,
-and records the answer before the client has all of it.
+"""The memory proxy: an OpenAI- and Anthropic-compatible ``/v1`` that recalls, records the
+question, forwards, and records the answer before the client has all of it.
 
-Point any OpenAI client at ``http://127.0.0.1:8080/v1`` and every chat completion goes:
+Point any OpenAI client at ``http://127.0.0.1:8080/v1`` (an Anthropic client at
+``http://127.0.0.1:8080``) and every chat completion (``/v1/chat/completions``), response
+(``/v1/responses``) and message (``/v1/messages``) goes, in the request's own wire format
+(``dialects``: one module each):
 
 1. **space** from the ``x-orma-space`` header (or ``x-orcamem-space``), else the request's
-   ``user`` field, else ``default``, resolved through the caller's key (``Principal.space``:
-   a key for space A gets 403 for space B);
-2. **recall**: ``Memory.build_context`` (the core engine's packing) for the latest user message,
-   run in the threadpool, prepended as one system message; a failure inside recall is logged and
-   the request goes on without memory (answer header ``x-orcamem-memory: failed``);
+   end-user id (``user``; Anthropic's ``metadata.user_id``), else ``default``, resolved
+   through the caller's key (``Principal.space``: a key for space A gets 403 for space B);
+2. **recall**: ``Memory.context`` (the core engine's packing) for the latest user message,
+   run in the threadpool, its block merged into the client's own system text (the first
+   system/developer message, ``instructions``, ``system``), or added as that text when there
+   is none: never a second system message. A failure inside recall is logged and the request
+   goes on without memory (answer header ``x-orcamem-memory: failed``);
 3. **record the question**: the latest user message is committed as a ``user`` turn before
    anything is forwarded (a store failure is the client's error; nothing is forwarded);
-4. **forward** to ``<upstream>/chat/completions`` with every other field untouched (``model`` is
-   filled from the settings only when the request names none);
+4. **forward** to ``<upstream>/<the same path>`` with every other field untouched (``model``
+   is filled from the settings only when the request names none);
 5. **relay** the upstream's status, headers (less hop-by-hop ones) and body byte for byte,
-   SSE chunks, ``[DONE]`` and usage chunks included, **holding back the end**: a JSON answer is
-   held whole, a stream from its ``[DONE]`` on, until the reply is committed as an
-   ``assistant`` turn. So a client that has the whole answer has it recorded.
+   SSE events included, **holding back the end**: a JSON answer is held whole, a stream from
+   its last event on (``[DONE]``, ``response.completed``, ``message_stop``), until the reply
+   is committed as an ``assistant`` turn. So a client that has the whole answer has it
+   recorded.
 
 The two turns are one exchange: same space, session and ``turn_id``, both written with
 ``observe(once=True)``. The session is the ``x-orcamem-session`` header, else the conversation's
@@ -81,6 +87,7 @@ from ...errors import (
 )
 from ...recall.blocks.strip import strip
 from .deps import get_principal
+from .dialects import CHAT, MESSAGES, RESPONSES, Dialect
 from .errors import error_body
 from .settings import ServerSettings
 from .upstream import borrow, hold
@@ -170,47 +177,70 @@ ProxySettingsDep = Annotated[ServerSettings, Depends(_settings)]
 async def chat_completions(
     request: Request, principal: CallerDep, memory: ProxyMemoryDep, settings: ProxySettingsDep
 ) -> Response:
+    return await _with_memory(CHAT, request, principal, memory, settings)
+
+
+@router.post("/v1/responses", summary="OpenAI Responses with memory")
+async def responses(
+    request: Request, principal: CallerDep, memory: ProxyMemoryDep, settings: ProxySettingsDep
+) -> Response:
+    return await _with_memory(RESPONSES, request, principal, memory, settings)
+
+
+@router.post("/v1/messages", summary="Anthropic Messages with memory")
+async def messages(
+    request: Request, principal: CallerDep, memory: ProxyMemoryDep, settings: ProxySettingsDep
+) -> Response:
+    return await _with_memory(MESSAGES, request, principal, memory, settings)
+
+
+async def _with_memory(
+    dialect: Dialect,
+    request: Request,
+    principal: Principal,
+    memory: Memory,
+    settings: ServerSettings,
+) -> Response:
+    """One exchange in any dialect: recall, merge the block, record the question, forward,
+    relay with the end held until the reply is recorded."""
     body = await _read_body(request, settings.max_body_bytes)
     if body is None:
         return _too_large(settings.max_body_bytes)
-    payload = _json_object(body)
-    space = _space(request.headers, payload, principal)  # 400/403 before anything else
-    messages = payload.get("messages")
-    usable = isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
-    session = _session(request.headers, messages if usable else [])
-    user_text = _unanswered_user_text(messages) if usable else ""
+    payload = _json_object(body, dialect)
+    space = _space(request.headers, dialect.user(payload), principal)  # 400/403 first
+    conversation = dialect.conversation(payload)
+    session = _session(request.headers, conversation or [])
+    user_text = _unanswered_user_text(conversation) if conversation else ""
     turn_id = _turn_id(request.headers, session, user_text)
     base = _upstream_base(settings)
     changed = False
     recalled = "none"
     block = ""
-    if usable:
+    if conversation is not None:
         try:
-            packed = await anyio.to_thread.run_sync(
-                partial(memory.build_context, messages, space=space)
+            built = await anyio.to_thread.run_sync(
+                partial(memory.context, conversation, space=space)
             )
         except Exception as exc:  # recall must never break chat: forward without memory
             log.warning("recall failed for space %r, forwarding without memory: %s", space, exc)
             recalled = "failed"
         else:
-            if len(packed) > len(messages):
-                payload["messages"] = packed
+            if built.block:
+                block = built.block
+                dialect.inject(payload, block)
                 changed, recalled = True, "injected"
-                block = message_text(packed[0].get("content"))
     if not payload.get("model") and settings.model:
         payload["model"] = settings.model
         changed = True
     if changed:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = _json_bytes(payload)
     exchange = _Exchange(memory, space, session, turn_id, block)
     if user_text.strip():  # committed before the upstream hears of it
         await anyio.to_thread.run_sync(exchange.record, "user", user_text, False)
     return _Relay(
         request.app,
-        _upstream_request(
-            request, settings, "POST", f"{base}/chat/completions", body, decoded=True
-        ),
-        reply=_Reply(),
+        _upstream_request(request, settings, "POST", f"{base}/{dialect.path}", body, decoded=True),
+        reply=_Reply(dialect),
         on_reply=exchange.reply,
         extra_headers=[
             ("x-orcamem-space", space),
@@ -275,27 +305,36 @@ def _too_large(limit: int) -> JSONResponse:
     return JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
 
 
-def _json_object(body: bytes) -> dict[str, Any]:
+def _json_object(body: bytes, dialect: Dialect) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except ValueError as exc:
         raise InvalidInputError(
-            f"the request body is not JSON ({exc}): send a chat completion request object"
+            f"the request body is not JSON ({exc}): send a {dialect.name} request object"
         ) from None
     if not isinstance(payload, dict):
         raise InvalidInputError(
-            'the request body must be a JSON object such as {"messages": [...]}'
+            f"the request body must be a JSON object: send a {dialect.name} request object"
         )
     return payload
 
 
-def _space(headers: Mapping[str, str], payload: dict[str, Any], principal: Principal) -> str:
-    """The space named by header, else by the ``user`` field, else ``default``; authorized."""
+def _json_bytes(payload: dict[str, Any]) -> bytes:
+    """The changed request as UTF-8 JSON; a lone surrogate the client sent as a ``\\ud800``
+    escape (valid JSON, not valid UTF-8) is sent on as that escape, not a server error."""
+    try:
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload).encode("ascii")
+
+
+def _space(headers: Mapping[str, str], user: object, principal: Principal) -> str:
+    """The space named by header, else by the end-user id field, else ``default``;
+    authorized."""
     for name in SPACE_HEADERS:
         value = headers.get(name)
         if value is not None:
             return principal.space(value.strip())
-    user = payload.get("user")
     if isinstance(user, str) and user.strip():
         return principal.space(user_space(user))
     return principal.space(DEFAULT_SPACE)
@@ -417,9 +456,11 @@ def _unanswered_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 class _Reply:
-    """Collects the assistant's text from the upstream's bytes as they pass (SSE or JSON)."""
+    """Collects the assistant's text from the upstream's bytes as they pass (SSE or JSON),
+    reading each event or the whole answer as its ``dialect`` says."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
         self.sse = False
         self._buffer = bytearray()
         self._data: list[str] = []
@@ -453,13 +494,11 @@ class _Reply:
             event = json.loads(data)
         except ValueError:
             return
-        choice = _first_choice(event)
-        delta = choice.get("delta")
-        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-            self._parts.append(delta["content"])
+        if isinstance(event, dict):
+            self._parts.append(self.dialect.event_text(event))
 
     def text(self) -> str:
-        """The reply so far: the joined deltas of choice 0, or the JSON message's content."""
+        """The reply so far: the joined text of the stream's events, or the JSON answer's."""
         if self.sse:
             if self._buffer.strip():  # a last event without its blank line
                 self._line(self._buffer.rstrip(b"\r").decode("utf-8", "replace"))
@@ -467,34 +506,26 @@ class _Reply:
             self._dispatch()
             return "".join(self._parts)
         try:
-            message = _first_choice(json.loads(self._buffer)).get("message")
+            return self.dialect.answer_text(json.loads(self._buffer))
         except ValueError:
             return ""
-        return message_text(message.get("content")) if isinstance(message, dict) else ""
-
-
-def _first_choice(event: Any) -> dict[str, Any]:
-    """Choice 0 of a completion or chunk; ``{}`` for usage chunks (``choices`` empty or null)."""
-    choices = event.get("choices") if isinstance(event, dict) else None
-    for choice in choices if isinstance(choices, list) else ():
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            return choice
-    return {}
 
 
 class _Held:
     """The end of a 2xx answer, kept from the client until its reply is on disk.
 
-    A JSON answer is kept whole (its headers too). A stream passes at once up to its
-    ``[DONE]``, which is kept with all that follows (a chunk ending in what may begin
-    ``[DONE]``, such as ``[D``, waits for the next one to tell). A stream without ``[DONE]``
-    is held at its very end: the client sees the body finish only after the write.
+    A JSON answer is kept whole (its headers too). A stream passes at once up to ``end``, the
+    bytes that begin its last event (``[DONE]`` in chat completions), which are kept with all
+    that follows (a chunk ending in what may begin ``end``, such as ``[D``, waits for the next
+    one to tell). A stream without ``end`` is held at its very end: the client sees the body
+    finish only after the write.
     """
 
-    def __init__(self, sse: bool) -> None:
+    def __init__(self, sse: bool, end: bytes = _DONE) -> None:
         self.sse = sse
+        self.end = end
         self._kept = bytearray()
-        self._maybe = b""  # a tail that may begin [DONE]
+        self._maybe = b""  # a tail that may begin ``end``
 
     @property
     def rest(self) -> bytes:
@@ -507,12 +538,12 @@ class _Held:
             self._kept += chunk
             return b""
         window, self._maybe = self._maybe + chunk, b""
-        at = window.find(_DONE)
+        at = window.find(self.end)
         if at >= 0:
             self._kept += window[at:]
             return window[:at]
-        for size in range(min(len(_DONE) - 1, len(window)), 0, -1):
-            if window.endswith(_DONE[:size]):
+        for size in range(min(len(self.end) - 1, len(window)), 0, -1):
+            if window.endswith(self.end[:size]):
                 window, self._maybe = window[:-size], window[-size:]
                 break
         return window
@@ -671,7 +702,7 @@ class _Relay(Response):
         held = None
         if reply is not None:
             reply.start(upstream.headers)
-            held = _Held(reply.sse)
+            held = _Held(reply.sse, reply.dialect.end)
         if held is None or held.sse:
             await send(start)
         try:
