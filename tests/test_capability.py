@@ -508,3 +508,33 @@ def test_module_doctests() -> None:
     for module in (capability, capability_settings, base, mcp):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+# -- no model: the rule-based extractor (issue 18, items 3 and 6) ------------------------------
+
+
+def test_without_a_model_the_rules_save_what_the_user_said_tagged_with_their_name(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    with Capability(on, instance_config=base, clock=clock) as capability:
+        assert capability.extractor == "rules"
+        outcome = capability.after_turn(
+            "I prefer pytest over unittest. Never force-push to main.",
+            "Sure. I prefer tabs, and never use eval.",  # the assistant's words set nothing
+        ).result(10)  # type: ignore[union-attr]
+        assert outcome.extractor == "rules" and outcome.error is None
+        assert outcome.facts == ("The user prefers pytest.", "Never force-push to main.")
+        texts = [p.read_text(encoding="utf-8") for p in (on / "memory" / "entries").glob("*.md")]
+        assert len(texts) == 2 and all("rules" in t.split("---")[1] for t in texts)
+        assert "prefers pytest" in capability.before_turn("pytest or unittest?").block
+
+
+def test_a_fact_already_in_memory_is_not_saved_again(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    with Capability(on, instance_config=base, clock=clock) as capability:
+        first = capability.after_turn("I prefer dark mode.", "Noted.").result(10)  # type: ignore[union-attr]
+        again = capability.after_turn("As I said, I prefer dark mode.", "Yes.").result(10)  # type: ignore[union-attr]
+        assert first.facts == ("The user prefers dark mode.",) and again.facts == ()
+        assert again.dropped == ("The user prefers dark mode.",)
+        assert capability.before_turn("dark mode").block.count("prefers dark mode") == 1
