@@ -41,6 +41,8 @@ RUN_ELSEWHERE = {
     "from openai import OpenAI": "test_proxy.py::test_the_docs_openai_snippets_run",
     "from langchain_openai import ChatOpenAI": "test_proxy.py::test_the_docs_langchain_snippet_runs",
     "curl http://localhost:8080/v1/chat/completions": "test_proxy.py::test_the_docs_curl_snippet_runs",
+    "$ orcamem hooks install": "test_hooks_docs.py::test_the_hooks_docs_blocks_run",
+    '$ echo \'{"session_id"': "test_hooks_docs.py::test_the_hooks_docs_blocks_run",
 }
 """A block that starts so is run by that test (proxy.md's clients, against a stubbed model)."""
 NOT_CODE = {"", "text", "json", "toml", "markdown"}  # outputs, formats and file contents
