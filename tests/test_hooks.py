@@ -104,7 +104,7 @@ def test_install_is_idempotent_keeps_other_settings_and_backs_up(
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         (hook,) = data["hooks"][event][-1]["hooks"]
         assert hook["type"] == "command" and hook["command"].endswith(
-            f"-m orcamem hooks run claude-code {event}"
+            f"-m orcamem.interfaces.cli.hooks run claude-code {event}"
         )
     status = orcamem(env, "hooks", "status", "claude-code", "--project", "--cwd", str(project))
     assert status.stdout.count(": installed") == 3

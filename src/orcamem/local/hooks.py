@@ -2,7 +2,8 @@
 payloads those hooks receive, turned into :mod:`orcamem.local.host` turns.
 
 **Claude Code** (``settings.json``, user ``~/.claude/`` or project ``.claude/``): three
-command hooks, each ``<python> -m orcamem hooks run claude-code <Event>``.
+command hooks, each ``<python> -m orcamem.interfaces.cli.hooks run claude-code <Event>`` (the
+light entry point: ``hooks`` and ``turn`` only, without the rest of the CLI and the engine).
 
 - ``SessionStart`` → the explicit facts, as ``hookSpecificOutput.additionalContext``;
 - ``UserPromptSubmit`` → the recalled block for ``prompt``, the same way;
@@ -59,17 +60,21 @@ _TRANSCRIPT_TAIL = 4 * 1024 * 1024
 BACKUP_SUFFIX = ".orcamem-backup"
 
 
+ENTRY = "orcamem.interfaces.cli.hooks"
+"""The module the hooks run: ``orcamem hooks`` without the rest of the CLI (it loads faster)."""
+
+
 def hook_command(*args: str) -> list[str]:
-    """The argv a host runs: this Python and ``-m orcamem`` (no PATH lookup to go wrong)."""
-    return [sys.executable, "-m", "orcamem", "hooks", "run", *args]
+    """The argv a host runs: this Python and the entry module (no PATH lookup to go wrong)."""
+    return [sys.executable, "-m", ENTRY, "run", *args]
 
 
 def _shell(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-_CLAUDE_MARK = "-m orcamem hooks run claude-code"
-_CODEX_MARK = '"-m", "orcamem", "hooks", "run", "codex"'
+_CLAUDE_MARK = f"-m {ENTRY} run claude-code"
+_CODEX_MARK = f'"-m", "{ENTRY}", "run", "codex"'
 
 
 @dataclass(frozen=True)

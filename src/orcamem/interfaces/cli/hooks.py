@@ -1,6 +1,10 @@
 """``orcamem hooks install|uninstall|status claude-code|codex`` and ``orcamem hooks run …``,
 the commands those hooks run. A skin over ``orcamem.local.hooks``; what it writes is shown
-in docs/hooks.md."""
+in docs/hooks.md.
+
+``python -m orcamem.interfaces.cli.hooks run …`` is what the installed hooks run: this group
+alone, so a hook does not load the rest of the CLI (the engine, the servers) on every turn.
+"""
 
 from __future__ import annotations
 
@@ -204,3 +208,7 @@ def run_codex(
 def register(app: typer.Typer) -> None:
     """Add ``orcamem hooks …`` to the app."""
     app.add_typer(hooks_app, name="hooks")
+
+
+if __name__ == "__main__":
+    hooks_app()
