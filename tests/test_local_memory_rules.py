@@ -158,3 +158,15 @@ def test_three_closes_mid_answer_never_fail_the_job(
     with local(project, transcript, clock, model=model) as last:
         assert [r.outcome for r in last.run_jobs()] == ["done"]
         assert [c.text for c in last.candidates().candidates] == ["Node is pinned to 22."]
+
+
+def test_the_memory_folders_are_private(
+    project: Path, transcript: JsonlTranscript, clock: FrozenClock, home: Path
+) -> None:
+    """Issue 18 item 6: ``projects/`` was created 0755 (only the last folder of a path got
+    the private mode)."""
+    turn(transcript, "t1", "I prefer tea.", "Noted.")
+    with local(project, transcript, clock) as memory:
+        memory.finish_turn("t1")
+        folders = [memory.layout.root, memory.files.dir.parent, memory.files.dir, memory.files.jobs]
+    assert [oct(f.stat().st_mode & 0o777) for f in folders] == ["0o700"] * 4
