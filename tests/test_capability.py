@@ -538,3 +538,18 @@ def test_a_fact_already_in_memory_is_not_saved_again(
         assert first.facts == ("The user prefers dark mode.",) and again.facts == ()
         assert again.dropped == ("The user prefers dark mode.",)
         assert capability.before_turn("dark mode").block.count("prefers dark mode") == 1
+
+
+def test_a_turn_pinned_memory_is_found_by_that_turns_automatic_search(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    """Issue 18 item 6: the automatic search had no turn, so a memory pinned to a turn was
+    never found by it."""
+    with Capability(on, instance_config=base, clock=clock, session_id="a") as capability:
+        capability.remember(
+            "Ugli turn fact: use the staging bucket.", scope=Scope(session="a", turn="t1")
+        )
+        assert "staging bucket" in capability.before_turn("ugli bucket", turn_id="t1").block
+        assert "staging bucket" not in capability.before_turn("ugli bucket", turn_id="t2").block
+        messages = [{"role": "user", "content": "ugli bucket"}]
+        assert "staging bucket" in str(capability.prepare_messages(messages, turn_id="t1"))

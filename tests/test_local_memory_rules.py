@@ -170,3 +170,50 @@ def test_the_memory_folders_are_private(
         memory.finish_turn("t1")
         folders = [memory.layout.root, memory.files.dir.parent, memory.files.dir, memory.files.jobs]
     assert [oct(f.stat().st_mode & 0o777) for f in folders] == ["0o700"] * 4
+
+
+def test_a_worker_process_terminated_while_the_model_answers_uses_no_attempt(
+    project: Path, transcript: JsonlTranscript, clock: FrozenClock, home: Path
+) -> None:
+    """``orcamem memory work`` is a short-lived process too: SIGTERM while its model answers
+    gives the job's lease back without using an attempt (three such exits used to fail the
+    job for good)."""
+    import asyncio
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from servers import serve
+
+    asked = threading.Event()
+
+    async def hang(request) -> JSONResponse:
+        asked.set()
+        await asyncio.sleep(3600)
+        return JSONResponse({})
+
+    app = Starlette(routes=[Route("/v1/chat/completions", hang, methods=["POST"])])
+    turn(transcript, "t1", "We pin Node to 22.", "Noted.")
+    with local(project, transcript, clock) as queue_it:
+        job = queue_it.finish_turn("t1").job
+    env = {**os.environ, "ORCA_HOME": str(home), "PYTHONPATH": os.pathsep.join(sys.path)}
+    with serve(app, lifespan="off") as url:
+        for _ in range(3):
+            asked.clear()
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "orcamem", "memory", "work", "--upstream", f"{url}/v1",
+                 "--model", "m", "--cwd", str(project)],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            wait_until(lambda worker=worker: asked.is_set() or worker.poll() is not None)
+            assert asked.is_set(), worker.communicate()
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+            with local(project, transcript, clock) as look:
+                after = look.jobs.get(job.id)
+            assert (after.status, after.attempts, after.lease_owner) == ("pending", 0, None)

@@ -202,10 +202,17 @@ class Capability:
 
     # -- before the turn --------------------------------------------------------------------
 
-    def before_turn(self, user_message: str) -> TurnMemory:
+    def _turn_scope(self, turn_id: str | None) -> Scope:
+        if turn_id is None:
+            return self.scope
+        return Scope(self.scope.session, self.scope.agent, validate_id(turn_id, what="turn_id"))
+
+    def before_turn(self, user_message: str, *, turn_id: str | None = None) -> TurnMemory:
         """Search with ``user_message`` verbatim and build the block (``""`` when memory is off,
-        ``autoLoad`` is off, nothing matched, or the provider failed)."""
+        ``autoLoad`` is off, nothing matched, or the provider failed). With ``turn_id``, a
+        memory pinned to that turn (of this session) is found too."""
         validate_prompt(user_message, what="user_message")
+        scope = self._turn_scope(turn_id)
         if not self.enabled or not self.settings.auto_load or not user_message.strip():
             return TurnMemory(user_message, "")
         try:
@@ -213,7 +220,7 @@ class Capability:
                 user_message,
                 top_k=self.settings.top_k,
                 include_archived=self.settings.include_archived,
-                scope=self.scope,
+                scope=scope,
                 destination="main-context",
             )
         except (ProviderError, OrcamemError) as exc:
@@ -221,9 +228,12 @@ class Capability:
             return TurnMemory(user_message, "", error=str(exc))
         return TurnMemory(user_message, render_block(found), tuple(found))
 
-    def prepare_messages(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prepare_messages(
+        self, messages: Sequence[dict[str, Any]], *, turn_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """``messages`` with the memory block spliced in as a system message just before the
-        last user message. Off, or nothing found: the same messages, unchanged."""
+        last user message (``turn_id``: as in :meth:`before_turn`). Off, or nothing found: the
+        same messages, unchanged."""
         messages = validate_messages(messages)
         index = next(
             (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"),
@@ -231,7 +241,7 @@ class Capability:
         )
         if index is None or not self.enabled:
             return list(messages)
-        turn = self.before_turn(message_text(messages[index].get("content")))
+        turn = self.before_turn(message_text(messages[index].get("content")), turn_id=turn_id)
         if not turn.block:
             return list(messages)
         return [*messages[:index], {"role": "system", "content": turn.block}, *messages[index:]]
