@@ -24,6 +24,7 @@ from orcamem.capability.capability import EXTRACTION_PROMPT, Capability, MemoryO
 from orcamem.capability.markdown.store import BANNER_HEADLINE
 from orcamem.capability.providers import (
     HEADROOM,
+    READY,
     MarkdownProvider,
     McpProvider,
     ProviderError,
@@ -553,3 +554,23 @@ def test_a_turn_pinned_memory_is_found_by_that_turns_automatic_search(
         assert "staging bucket" not in capability.before_turn("ugli bucket", turn_id="t2").block
         messages = [{"role": "user", "content": "ugli bucket"}]
         assert "staging bucket" in str(capability.prepare_messages(messages, turn_id="t1"))
+
+
+def test_the_engine_provider_the_host_brings(on: Path, base: Path) -> None:
+    """Issue 18 item 2: orcamem's own engine as the capability's third provider (in-process,
+    offline), with its state and notes; the capability may not import the engine, so the host
+    passes it, and without it the turn goes on with a message saying how."""
+    from orcamem.interfaces.engine_provider import ENGINE
+
+    set_workspace_override(on, "provider", "orcamem-engine")
+    with Capability(on, instance_config=base, providers=ENGINE) as capability:
+        status = capability.status()
+        assert (status.provider, status.state) == ("orcamem-engine", READY)
+        assert any("offline" in note for note in status.notes)
+        capability.remember("Kumquat releases are signed with the hardware key.")
+        block = capability.before_turn("how are kumquat releases signed?").block
+        assert "hardware key" in block and block.startswith("<memory>")
+    assert (on / "memory" / "engine.db").is_file()
+    with Capability(on, instance_config=base) as without:
+        turn = without.before_turn("kumquat releases")
+        assert turn.block == "" and "the host passes it" in (turn.error or "")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +140,9 @@ class Capability:
             is not found. Automatic saves stay unscoped.
         provider: a ready provider instead of the one the settings name (hosts and tests);
             the caller keeps it and closes it.
+        providers: ``name → factory(workspace, clock=...)`` for providers a host brings (the
+            engine provider, ``orcamem.interfaces.engine_provider.ENGINE``); the settings pick
+            one by name, and the capability closes what it made.
         clock: where "now" comes from (the built-in provider's decay and stamps).
         extraction_deadline_s: the wall-clock limit of one extraction call.
 
@@ -155,6 +158,7 @@ class Capability:
         session_id: str | None = None,
         agent_id: str | None = None,
         provider: MemoryProvider | None = None,
+        providers: Mapping[str, Callable[..., MemoryProvider]] | None = None,
         clock: Clock | None = None,
         extraction_deadline_s: float = EXTRACTION_DEADLINE_S,
     ) -> None:
@@ -169,6 +173,7 @@ class Capability:
         self.extraction_deadline_s = extraction_deadline_s
         self._provider = provider
         self._owns_provider = provider is None
+        self._factories = dict(providers or {})
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[Future[SaveOutcome]] = []
@@ -184,6 +189,9 @@ class Capability:
     def provider(self) -> MemoryProvider:
         """The selected provider, made on first use (nothing starts before memory is used)."""
         with self._lock:
+            factory = self._factories.get(self.settings.provider)
+            if self._provider is None and factory is not None:
+                self._provider = factory(self.workspace, clock=self.clock)
             if self._provider is None:
                 self._provider = make_provider(
                     self.settings.provider,

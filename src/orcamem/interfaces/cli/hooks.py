@@ -18,7 +18,7 @@ import typer
 
 from ...errors import OrcamemError
 from .console import JsonOption, command_group, fail, print_json
-from .turn import MemoryKind, after_turn, degrade, problems, read_payload
+from .turn import MemoryKind, after_turn, capability_for, degrade, problems, read_payload
 
 __all__ = ["hooks_app", "register"]
 
@@ -174,9 +174,7 @@ def run_claude(
             return
         turn = host.parse_turn(payload, finished=False)
         if memory is MemoryKind.capability:
-            from ...capability import Capability
-
-            with Capability(turn.cwd, session_id=turn.session_id) as capability:
+            with capability_for(turn) as capability:
                 _context(event.value, capability.before_turn(turn.prompt).block)
             return
         snapshot = host.turn_before(turn)

@@ -78,6 +78,14 @@ def read_payload(text: str | None = None) -> Any:
         raise InvalidInputError(f"the payload is not JSON ({exc}): send one JSON object") from None
 
 
+def capability_for(turn: Any) -> Any:
+    """The workspace's capability (``cwd``), offered every provider, the engine's included."""
+    from ...capability import Capability
+    from ..engine_provider import ENGINE
+
+    return Capability(turn.cwd, session_id=turn.session_id, providers=ENGINE)
+
+
 def emit(data: Any, as_json: bool, text: str) -> None:
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
@@ -108,9 +116,7 @@ def before(as_json: JsonOption = False, memory: MemoryOption = MemoryKind.local)
 
         turn = parse_turn(read_payload(), finished=False)
         if memory is MemoryKind.capability:
-            from ...capability import Capability
-
-            with Capability(turn.cwd, session_id=turn.session_id) as capability:
+            with capability_for(turn) as capability:
                 found = capability.before_turn(turn.prompt)
             data = {
                 "memory": "capability",
@@ -140,11 +146,9 @@ def after_turn(data: Any, memory: MemoryKind, as_json: bool) -> None:
 
     turn = data if isinstance(data, HostTurn) else parse_turn(data, finished=True)
     if memory is MemoryKind.capability:
-        from ...capability import Capability
-
         user = "\n".join(text for role, text in turn.messages if role == "user")
         reply = "\n".join(text for role, text in turn.messages if role == "assistant")
-        with Capability(turn.cwd, session_id=turn.session_id) as capability:
+        with capability_for(turn) as capability:
             future = capability.after_turn(user, reply)
             outcome = future.result() if future is not None else None
             extractor = capability.extractor
