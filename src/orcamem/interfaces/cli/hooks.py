@@ -151,7 +151,10 @@ def _context(event: str, text: str) -> None:
 @run_app.command("claude-code")
 def run_claude(
     event: Annotated[ClaudeEvent, typer.Argument(help="The hook event.")],
-    memory: Annotated[MemoryKind, typer.Option("--memory")] = MemoryKind.local,
+    memory: Annotated[
+        MemoryKind,
+        typer.Option("--memory", help="local (default) or capability: see `orcamem turn`."),
+    ] = MemoryKind.local,
 ) -> None:
     """Read a Claude Code hook payload on stdin and answer it (always exit 0 but for a bad
     payload; errors are one line on stderr)."""
