@@ -137,7 +137,7 @@ def test_occurred_at_outside_years_0001_to_9999_is_refused(mem: Memory, value: s
 def test_the_local_day_of_a_time_at_the_ends_of_the_calendar(
     said_at: str, zone_name: str, day: str
 ) -> None:
-    from orcamem.engine.consolidate.anchor import local_day, zone
+    from orcamem._kernel.claims.anchor import local_day, zone
 
     assert local_day(said_at, zone(zone_name)).isoformat() == day
 

@@ -24,6 +24,7 @@ from orcamem.capability.capability import EXTRACTION_PROMPT, Capability, MemoryO
 from orcamem.capability.markdown.store import BANNER_HEADLINE
 from orcamem.capability.providers import (
     HEADROOM,
+    READY,
     MarkdownProvider,
     McpProvider,
     ProviderError,
@@ -508,3 +509,68 @@ def test_module_doctests() -> None:
     for module in (capability, capability_settings, base, mcp):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+# -- no model: the rule-based extractor (issue 18, items 3 and 6) ------------------------------
+
+
+def test_without_a_model_the_rules_save_what_the_user_said_tagged_with_their_name(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    with Capability(on, instance_config=base, clock=clock) as capability:
+        assert capability.extractor == "rules"
+        outcome = capability.after_turn(
+            "I prefer pytest over unittest. Never force-push to main.",
+            "Sure. I prefer tabs, and never use eval.",  # the assistant's words set nothing
+        ).result(10)  # type: ignore[union-attr]
+        assert outcome.extractor == "rules" and outcome.error is None
+        assert outcome.facts == ("The user prefers pytest.", "Never force-push to main.")
+        texts = [p.read_text(encoding="utf-8") for p in (on / "memory" / "entries").glob("*.md")]
+        assert len(texts) == 2 and all("rules" in t.split("---")[1] for t in texts)
+        assert "prefers pytest" in capability.before_turn("pytest or unittest?").block
+
+
+def test_a_fact_already_in_memory_is_not_saved_again(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    with Capability(on, instance_config=base, clock=clock) as capability:
+        first = capability.after_turn("I prefer dark mode.", "Noted.").result(10)  # type: ignore[union-attr]
+        again = capability.after_turn("As I said, I prefer dark mode.", "Yes.").result(10)  # type: ignore[union-attr]
+        assert first.facts == ("The user prefers dark mode.",) and again.facts == ()
+        assert again.dropped == ("The user prefers dark mode.",)
+        assert capability.before_turn("dark mode").block.count("prefers dark mode") == 1
+
+
+def test_a_turn_pinned_memory_is_found_by_that_turns_automatic_search(
+    on: Path, base: Path, clock: FrozenClock
+) -> None:
+    """Issue 18 item 6: the automatic search had no turn, so a memory pinned to a turn was
+    never found by it."""
+    with Capability(on, instance_config=base, clock=clock, session_id="a") as capability:
+        capability.remember(
+            "Ugli turn fact: use the staging bucket.", scope=Scope(session="a", turn="t1")
+        )
+        assert "staging bucket" in capability.before_turn("ugli bucket", turn_id="t1").block
+        assert "staging bucket" not in capability.before_turn("ugli bucket", turn_id="t2").block
+        messages = [{"role": "user", "content": "ugli bucket"}]
+        assert "staging bucket" in str(capability.prepare_messages(messages, turn_id="t1"))
+
+
+def test_the_engine_provider_the_host_brings(on: Path, base: Path) -> None:
+    """Issue 18 item 2: orcamem's own engine as the capability's third provider (in-process,
+    offline), with its state and notes; the capability may not import the engine, so the host
+    passes it, and without it the turn goes on with a message saying how."""
+    from orcamem.interfaces.engine_provider import ENGINE
+
+    set_workspace_override(on, "provider", "orcamem-engine")
+    with Capability(on, instance_config=base, providers=ENGINE) as capability:
+        status = capability.status()
+        assert (status.provider, status.state) == ("orcamem-engine", READY)
+        assert any("offline" in note for note in status.notes)
+        capability.remember("Kumquat releases are signed with the hardware key.")
+        block = capability.before_turn("how are kumquat releases signed?").block
+        assert "hardware key" in block and block.startswith("<memory>")
+    assert (on / "memory" / "engine.db").is_file()
+    with Capability(on, instance_config=base) as without:
+        turn = without.before_turn("kumquat releases")
+        assert turn.block == "" and "the host passes it" in (turn.error or "")

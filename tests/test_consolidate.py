@@ -10,18 +10,19 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, InvalidInputError, Memory, NotFoundError
-from orcamem._kernel.clock import FrozenClock
-from orcamem._kernel.config import SleepConfig
-from orcamem.engine.consolidate.anchor import anchor, find_when, span, zone
-from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
-from orcamem.engine.consolidate.rules import rule_claims
-from orcamem.engine.consolidate.sleep import SleepReport, verify_claims
-from orcamem.engine.consolidate.verify import (
+from orcamem._kernel.claims.anchor import anchor, find_when, span, zone
+from orcamem._kernel.claims.claims import Claim, SourceLine, claim_from_json
+from orcamem._kernel.claims.rules import rule_claims
+from orcamem._kernel.claims.verify import (
     carry_pronouns,
     check_citations,
     check_grounding,
     resolve_pronoun_value,
+    verify_claims,
 )
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.config import SleepConfig
+from orcamem.engine.consolidate.sleep import SleepReport
 
 UTC = zone("UTC")
 

@@ -47,6 +47,8 @@ RUN_ELSEWHERE = {
     # the file clients/typescript's own tests run (npm test, in .ci/run)
     'import { OrcamemClient } from "@orcamem/client";': "test_integrations_typescript.py::"
     "test_the_docs_example_is_the_file_the_client_tests_run",
+    "$ orcamem hooks install": "test_hooks_docs.py::test_the_hooks_docs_blocks_run",
+    '$ echo \'{"session_id"': "test_hooks_docs.py::test_the_hooks_docs_blocks_run",
 }
 """A block that starts so is run by that test (proxy.md's clients, against a stubbed model)."""
 NOT_CODE = {"", "text", "json", "toml", "markdown"}  # outputs, formats and file contents

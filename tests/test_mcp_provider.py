@@ -282,3 +282,40 @@ def test_orcamem_block_items_are_read_as_text() -> None:
         "LOG: 2026-10-10 user: B [x]",
     ]
     assert parse_orcamem_block("Nothing in memory space 'default' matches this query yet.") == []
+
+
+def test_a_hanging_server_is_not_started_again_by_later_sessions(tmp_path: Path) -> None:
+    """Issue 18 item 5: each turn of each session (each hook process) used to relaunch a
+    server that hangs at its handshake and wait the whole limit again. The first one marks it
+    unavailable in the workspace; later providers fail at once without starting it, until the
+    mark expires or an explicit check finds it answering."""
+
+    from orcamem._kernel.clock import FrozenClock
+    from orcamem.capability.providers.mcp import DOWN_S
+
+    starts, down = tmp_path / "starts.log", tmp_path / "memory" / "headroom-unavailable.json"
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+
+    def provider(mode: str) -> McpProvider:  # a mute server hangs: a short limit will do
+        env = {"BROKEN_MCP_STARTS": str(starts)}
+        limit = 0.5 if mode == "mute" else 10.0
+        return McpProvider(
+            [sys.executable, BROKEN, mode], timeout_s=limit, env=env, down_file=down, clock=clock
+        )
+
+    with provider("mute") as first, pytest.raises(ProviderError):
+        first.search("anything", top_k=1)
+    assert starts_of(starts) == 1 and down.is_file()
+    for _ in range(3):  # three later turns, each in a new process
+        with provider("mute") as later, pytest.raises(ProviderError) as raised:
+            later.search("anything", top_k=1)
+        assert "marked by an earlier session" in str(raised.value)
+        assert "orcamem doctor" in str(raised.value)
+    assert starts_of(starts) == 1  # never started again
+    clock.advance(seconds=DOWN_S + 1)
+    with provider("mute") as expired, pytest.raises(ProviderError):
+        expired.search("anything", top_k=1)
+    assert starts_of(starts) == 2  # the mark expired: tried once more, and marked again
+    with provider("works") as fixed:
+        assert fixed.check().state == READY  # an explicit check tries it for real
+    assert not down.exists() and starts_of(starts) == 3

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from orcamem import Config, Memory
+from orcamem._kernel.claims.verify import normal_words
 from orcamem._kernel.clock import FrozenClock, parse_time
 from orcamem._kernel.jobs import JobWorker
 from orcamem._kernel.llm import OpenAIChat
 from orcamem._kernel.text import STOPWORDS
 from orcamem.engine import SleepConfig
 from orcamem.engine.consolidate.jobs import CONSOLIDATE, ConsolidationJobs
-from orcamem.engine.consolidate.verify import normal_words
 from orcamem.engine.sleeper import Sleeper
 from orcamem.errors import AttemptFailed, InvalidInputError, LeaseLostError
 

@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import pytest
 
+from orcamem._kernel.claims import verify
+from orcamem._kernel.claims.claims import Claim, SourceLine, claim_from_json
+from orcamem._kernel.claims.rules import rule_claims
 from orcamem._kernel.text import content_words, fts_query, slug, terms
-from orcamem.engine.consolidate import gate, verify
-from orcamem.engine.consolidate.claims import Claim, SourceLine, claim_from_json
-from orcamem.engine.consolidate.rules import rule_claims
+from orcamem.engine.consolidate import gate
 from orcamem.recall import bank, markdown
 
 SYSTEMS: dict[str, Callable[[str], object]] = {

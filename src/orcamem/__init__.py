@@ -18,19 +18,26 @@ from typing import TYPE_CHECKING
 from . import _deprecated, errors
 from ._kernel.config import Config
 from ._kernel.lazy import lazy_names as _lazy_names
-from .engine import AsyncMemory, Memory
 from .errors import *  # noqa: F403 - the whole family, as errors.__all__ lists it
 
 if TYPE_CHECKING:
     from .bank import MemoryBank
     from .capability import Capability
+    from .engine import AsyncMemory, Memory
     from .local import LocalMemory
 
 _deprecated.install()
 
-_LAZY = {"Capability": "capability", "LocalMemory": "local", "MemoryBank": "bank"}
-"""Systems loaded on first use: ``import orcamem`` stays light (no HTTP client, no S3 signer)
-for the engine's offline default path."""
+_LAZY = {
+    "AsyncMemory": "engine",
+    "Capability": "capability",
+    "LocalMemory": "local",
+    "Memory": "engine",
+    "MemoryBank": "bank",
+}
+"""Systems loaded on first use: ``import orcamem`` stays light (no HTTP client, no S3 signer,
+no engine for a hook that only needs local memory: ``orcamem.local`` alone loads in a fraction
+of the time)."""
 
 
 __getattr__ = _lazy_names(__name__, _LAZY)

@@ -64,18 +64,19 @@ def store_error(what: str, path: Path, exc: OSError) -> StoreError:
 
 
 def make_dirs(path: Path, *, mode: int = 0o700) -> None:
-    """Create ``path`` and its parents if missing (the last one with ``mode``: private by
-    default), each new directory fsynced into its parent."""
+    """Create ``path`` and its parents if missing, each new one with ``mode`` (private by
+    default: a parent made on the way, such as local memory's ``projects/``, is as private as
+    what it holds) and fsynced into its parent."""
     missing = []
     for folder in (path, *path.parents):
         if folder.exists():
             break
         missing.append(folder)
-    try:
-        path.mkdir(mode=mode, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise store_error("create the directory", path, exc) from exc
     for created in reversed(missing):
+        try:
+            created.mkdir(mode=mode, exist_ok=True)
+        except OSError as exc:
+            raise store_error("create the directory", created, exc) from exc
         fsync_dir(created.parent)
 
 

@@ -33,11 +33,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._kernel.claims.verify import normal_words
 from .._kernel.clock import FrozenClock, parse_time
 from .._kernel.model import MemoryRecord
 from .._kernel.text import STOPWORDS
 from ..engine.consolidate.gate import rule_words
-from ..engine.consolidate.verify import normal_words
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
 

@@ -355,7 +355,7 @@ def load_fixtures(path: str | Path | None = None) -> list[dict[str, Any]]:
 
 
 def _key(kind: str, attribute: str | None, value: str | None, condition: str | None) -> tuple:
-    from ..engine.consolidate.verify import normal_words
+    from .._kernel.claims.verify import normal_words
 
     return (
         kind,

@@ -10,7 +10,10 @@ read once, then:
   characters, the whole block at 8,000;
 - **after every turn** (:meth:`Capability.after_turn`), one small model call extracts at most
   three durable facts from the exchange, which are saved unscoped. The call is not waited on;
-  "nothing worth remembering" is a normal outcome, not a failure.
+  "nothing worth remembering" is a normal outcome, not a failure. With no model configured the
+  verified rule-based extractor consolidation uses (``_kernel.claims``) reads the user's words
+  instead; its facts are tagged ``rules`` and the outcome names the extractor that ran.
+  A fact already in memory is not saved again.
 
 There is no memory tool in the model's tool list: the host invokes both. With ``enabled`` off
 nothing is searched, saved, started or created, and the assembled prompt is byte-identical to
@@ -28,13 +31,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._kernel.clock import Clock
+from .._kernel.claims.turn import EXTRACTOR as RULES
+from .._kernel.claims.turn import turn_statements
+from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.llm import ChatModel, bounded, is_nothing
 from .._kernel.model import (
     validate_count,
@@ -117,7 +122,9 @@ class SaveOutcome:
     error: str | None = None
     """Why nothing (or not everything) was saved: the model or the provider failed."""
     dropped: tuple[str, ...] = field(default_factory=tuple)
-    """Facts refused: beyond the third, duplicates, or holding a secret."""
+    """Facts refused: beyond the third, duplicates, already in memory, or holding a secret."""
+    extractor: str = ""
+    """What extracted them: ``model:<id>``, or ``rules`` (no model configured)."""
 
 
 class Capability:
@@ -127,12 +134,15 @@ class Capability:
         workspace: the workspace folder (settings in its ``config.json``; the built-in
             provider's files in its ``memory/``).
         instance_config: the app's ``config.json`` (default ``$ORCA_HOME/config.json``).
-        model: the small chat model for after-turn extraction (``_kernel.llm``); none: no
-            automatic saves.
+        model: the small chat model for after-turn extraction (``_kernel.llm``); none: the
+            rule-based extractor saves what the user plainly said about themself.
         session_id, agent_id: who is searching; a memory pinned to another session or agent
             is not found. Automatic saves stay unscoped.
         provider: a ready provider instead of the one the settings name (hosts and tests);
             the caller keeps it and closes it.
+        providers: ``name → factory(workspace, clock=...)`` for providers a host brings (the
+            engine provider, ``orcamem.interfaces.engine_provider.ENGINE``); the settings pick
+            one by name, and the capability closes what it made.
         clock: where "now" comes from (the built-in provider's decay and stamps).
         extraction_deadline_s: the wall-clock limit of one extraction call.
 
@@ -148,6 +158,7 @@ class Capability:
         session_id: str | None = None,
         agent_id: str | None = None,
         provider: MemoryProvider | None = None,
+        providers: Mapping[str, Callable[..., MemoryProvider]] | None = None,
         clock: Clock | None = None,
         extraction_deadline_s: float = EXTRACTION_DEADLINE_S,
     ) -> None:
@@ -162,6 +173,7 @@ class Capability:
         self.extraction_deadline_s = extraction_deadline_s
         self._provider = provider
         self._owns_provider = provider is None
+        self._factories = dict(providers or {})
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[Future[SaveOutcome]] = []
@@ -177,6 +189,9 @@ class Capability:
     def provider(self) -> MemoryProvider:
         """The selected provider, made on first use (nothing starts before memory is used)."""
         with self._lock:
+            factory = self._factories.get(self.settings.provider)
+            if self._provider is None and factory is not None:
+                self._provider = factory(self.workspace, clock=self.clock)
             if self._provider is None:
                 self._provider = make_provider(
                     self.settings.provider,
@@ -195,10 +210,17 @@ class Capability:
 
     # -- before the turn --------------------------------------------------------------------
 
-    def before_turn(self, user_message: str) -> TurnMemory:
+    def _turn_scope(self, turn_id: str | None) -> Scope:
+        if turn_id is None:
+            return self.scope
+        return Scope(self.scope.session, self.scope.agent, validate_id(turn_id, what="turn_id"))
+
+    def before_turn(self, user_message: str, *, turn_id: str | None = None) -> TurnMemory:
         """Search with ``user_message`` verbatim and build the block (``""`` when memory is off,
-        ``autoLoad`` is off, nothing matched, or the provider failed)."""
+        ``autoLoad`` is off, nothing matched, or the provider failed). With ``turn_id``, a
+        memory pinned to that turn (of this session) is found too."""
         validate_prompt(user_message, what="user_message")
+        scope = self._turn_scope(turn_id)
         if not self.enabled or not self.settings.auto_load or not user_message.strip():
             return TurnMemory(user_message, "")
         try:
@@ -206,7 +228,7 @@ class Capability:
                 user_message,
                 top_k=self.settings.top_k,
                 include_archived=self.settings.include_archived,
-                scope=self.scope,
+                scope=scope,
                 destination="main-context",
             )
         except (ProviderError, OrcamemError) as exc:
@@ -214,9 +236,12 @@ class Capability:
             return TurnMemory(user_message, "", error=str(exc))
         return TurnMemory(user_message, render_block(found), tuple(found))
 
-    def prepare_messages(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prepare_messages(
+        self, messages: Sequence[dict[str, Any]], *, turn_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """``messages`` with the memory block spliced in as a system message just before the
-        last user message. Off, or nothing found: the same messages, unchanged."""
+        last user message (``turn_id``: as in :meth:`before_turn`). Off, or nothing found: the
+        same messages, unchanged."""
         messages = validate_messages(messages)
         index = next(
             (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"),
@@ -224,7 +249,7 @@ class Capability:
         )
         if index is None or not self.enabled:
             return list(messages)
-        turn = self.before_turn(message_text(messages[index].get("content")))
+        turn = self.before_turn(message_text(messages[index].get("content")), turn_id=turn_id)
         if not turn.block:
             return list(messages)
         return [*messages[:index], {"role": "system", "content": turn.block}, *messages[index:]]
@@ -245,11 +270,11 @@ class Capability:
         """Queue the extraction of at most three durable facts from the finished exchange and
         return at once (the future is for hosts and tests; nobody has to wait on it).
 
-        Returns None, doing nothing, when memory or ``autoSave`` is off or no model is set.
+        Returns None, doing nothing, when memory or ``autoSave`` is off.
         """
         validate_prompt(user_message, what="user_message")
         validate_prompt(reply, what="reply")
-        if not self.enabled or not self.settings.auto_save or self.model is None:
+        if not self.enabled or not self.settings.auto_save:
             return None
         with self._lock:
             if self._closed:
@@ -262,8 +287,24 @@ class Capability:
             self._pending = [f for f in self._pending if not f.done()] + [future]
         return future
 
+    @property
+    def extractor(self) -> str:
+        """What the after-turn save extracts with: ``model:<id>``, or ``rules``."""
+        return f"model:{getattr(self.model, 'id', 'chat')}" if self.model is not None else RULES
+
+    def _by_rules(self, user_message: str, reply: str) -> tuple[list[str], list[str], bool]:
+        """``(facts, dropped, nothing)`` from the rule-based extractor (the user's words only)."""
+        messages = [
+            {"role": "user", "text": redact(user_message).text},
+            {"role": "assistant", "text": redact(reply).text},
+        ]
+        found = [s.text for s in turn_statements(messages, stamp(self.clock or SystemClock()))]
+        return found[:MAX_FACTS], found[MAX_FACTS:], not found
+
     def _extract(self, user_message: str, reply: str) -> tuple[list[str], list[str], bool]:
-        """``(facts, dropped, nothing)`` from one model call."""
+        """``(facts, dropped, nothing)`` from one model call (or the rules without a model)."""
+        if self.model is None:
+            return self._by_rules(user_message, reply)
         exchange = (
             f"User: {clip(redact(user_message).text, _EXCHANGE_CHARS, collapse=False)}\n\n"
             f"Assistant: {clip(redact(reply).text, _EXCHANGE_CHARS, collapse=False)}"
@@ -293,19 +334,36 @@ class Capability:
             facts.append(text)
         return facts, dropped, not facts and not dropped
 
+    def _known(self, fact: str) -> bool:
+        """Whether ``fact`` is already in memory, word for word (case and spacing aside)."""
+        wanted = " ".join(fact.lower().split())
+        found = self.provider.search(
+            fact, top_k=5, include_archived=True, scope=Scope(), destination="after-turn-dedupe"
+        )
+        return any(" ".join(r.text.lower().split()) == wanted for r in found)
+
     def _extract_and_save(self, user_message: str, reply: str) -> SaveOutcome:
+        extractor = self.extractor
+        tags = (RULES,) if self.model is None else ()
         try:
             facts, dropped, nothing = self._extract(user_message, reply)
         except Exception as exc:  # the background path never raises into the host
             log.warning("memory extraction failed; nothing saved this turn: %s", exc)
-            return SaveOutcome(error=f"{type(exc).__name__}: {exc}")
+            return SaveOutcome(error=f"{type(exc).__name__}: {exc}", extractor=extractor)
         if nothing or not facts:
-            return SaveOutcome(nothing=nothing, dropped=tuple(dropped))
+            return SaveOutcome(nothing=nothing, dropped=tuple(dropped), extractor=extractor)
         ids: list[str | None] = []
         saved: list[str] = []
         for fact in facts:
             try:
-                ids.append(self.provider.save(fact, importance=AUTOMATIC_IMPORTANCE, scope=Scope()))
+                if self._known(fact):
+                    dropped.append(fact)
+                    continue
+                ids.append(
+                    self.provider.save(
+                        fact, importance=AUTOMATIC_IMPORTANCE, tags=tags, scope=Scope()
+                    )
+                )
                 saved.append(fact)
             except Exception as exc:
                 log.warning("memory save failed: %s", exc)
@@ -314,8 +372,9 @@ class Capability:
                     tuple(ids),
                     error=f"{type(exc).__name__}: {exc}",
                     dropped=tuple(dropped),
+                    extractor=extractor,
                 )
-        return SaveOutcome(tuple(saved), tuple(ids), dropped=tuple(dropped))
+        return SaveOutcome(tuple(saved), tuple(ids), dropped=tuple(dropped), extractor=extractor)
 
     def wait(self, timeout: float | None = None) -> list[SaveOutcome]:
         """Wait for queued saves (tests, or a host about to exit); their outcomes."""

@@ -46,7 +46,7 @@ __all__ = [
     "workspace_config_path",
 ]
 
-PROVIDERS = ("builtin-markdown", "headroom-mcp")
+PROVIDERS = ("builtin-markdown", "headroom-mcp", "orcamem-engine")
 """The provider names ``provider`` accepts."""
 
 Origin = Literal["workspace", "instance", "default"]
@@ -59,7 +59,8 @@ class MemorySettings:
     enabled: bool = False
     """``enabled`` — the master switch; nothing else has any effect while it is off."""
     provider: str = "builtin-markdown"
-    """``provider`` — ``builtin-markdown`` or ``headroom-mcp``."""
+    """``provider`` — ``builtin-markdown``, ``headroom-mcp`` or ``orcamem-engine`` (the engine,
+    in the host's process: the host passes it, ``Capability(providers=...)``)."""
     top_k: int = 5
     """``topK`` — how many memories a search may return, 1–50."""
     auto_load: bool = True

@@ -15,10 +15,10 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .._kernel.claims.anchor import zone
 from .._kernel.clock import parse_time, stamp
 from .._kernel.embed import embed_texts
 from .._kernel.jobs import Job, JobQueue, JobWorker
-from .consolidate.anchor import zone
 from .consolidate.extract import ModelExtractor
 from .consolidate.jobs import CONSOLIDATE, ConsolidationJobs
 from .consolidate.sleep import SleepReport

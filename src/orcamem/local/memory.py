@@ -7,10 +7,13 @@ Two paths with different owners (the local-memory spec):
   are loaded at session start, each bounded to 8 KiB (:meth:`LocalMemory.session_context`).
   Turning automatic memory off does not touch them.
 - **Automatic memory.** After a successful, durably recorded root turn
-  (:meth:`LocalMemory.finish_turn`), a durable extraction job is queued from exactly that
-  turn's user and assistant messages, read back from the transcript by ``turn_id``; a
-  session-owned worker runs it against the auxiliary model under a renewed, fenced lease and
-  publishes the candidates into the project's ledger. At the start of each turn
+  (:meth:`LocalMemory.finish_turn`), a durable extraction job is written — before the call
+  returns — from exactly that turn's user and assistant messages, read back from the
+  transcript by ``turn_id``; a session-owned worker runs it under a renewed, fenced lease and
+  publishes the candidates into the project's ledger. The extractor is the auxiliary model
+  when one is configured, else the verified rule-based one consolidation uses
+  (``_kernel.claims``: no model, no network); each candidate and job result names the one
+  that ran. At the start of each turn
   (:meth:`LocalMemory.begin_turn`) the turn waits at most five seconds behind the worker's
   queued commands, then recalls the candidates relevant to its prompt from the last committed
   ledger; a continuation of the turn keeps that snapshot.
@@ -34,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._kernel.claims.turn import EXTRACTOR as RULES
+from .._kernel.claims.turn import turn_statements
 from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.env import memory_dir
 from .._kernel.files import FileLock, remove_stale_temps
@@ -67,6 +72,7 @@ from . import index as ledger_index
 from .extract import (
     CANDIDATES_SCHEMA,
     EXTRACTION_PROMPT,
+    MAX_CANDIDATES_PER_TURN,
     build_source,
     parse_candidates,
     render_source,
@@ -182,7 +188,7 @@ class LocalMemory:
         cwd: the session's working directory (default: the process's); it decides the project.
         session_id: the session (default: a fresh id).
         model: the auxiliary chat model (``orcamem._kernel.llm``) that extracts candidates;
-            without one, captures still queue durable jobs for a later session with a model.
+            without one, the rule-based extractor does (``extractor == "rules"``).
         transcript: the session's durable history (``orcamem.local.transcript``); without
             one, history is not persistent and no turn is captured.
         history_persistent: ``False`` when the host keeps no durable history this session.
@@ -238,17 +244,15 @@ class LocalMemory:
         self._closing = threading.Event()
         self._closed = False
         self._touched = False
-        self._job_worker = (
-            JobWorker(
-                self.jobs,
-                {EXTRACT: self._extract},
-                self.clock,
-                lease_s=lease_s,
-                renew_every_s=renew_every_s,
-                spaces=[self.identity.space],
-            )
-            if model is not None
-            else None
+        self._running: Job | None = None
+        """The job whose handler is running now (``close()`` gives its lease back)."""
+        self._job_worker = JobWorker(
+            self.jobs,
+            {EXTRACT: self._extract},
+            self.clock,
+            lease_s=lease_s,
+            renew_every_s=renew_every_s,
+            spaces=[self.identity.space],
         )
         self._worker: SessionWorker | None = None
         remove_stale_temps(self.files.dir, clock=self.clock)  # the project's files and jobs/
@@ -257,7 +261,7 @@ class LocalMemory:
             self._touch(quiet=True)
         if self.enabled and start:
             self._worker = SessionWorker(
-                self._run_jobs if self._job_worker is not None else None,
+                self._run_jobs,
                 poll_s=poll_s,
                 retry_s=RETRY_S,
                 name=f"orcamem-local-{self.session_id}",
@@ -276,6 +280,11 @@ class LocalMemory:
     @property
     def space(self) -> str:
         return self.identity.space
+
+    @property
+    def extractor(self) -> str:
+        """What extracts this session's candidates: the model's id, or ``rules``."""
+        return str(getattr(self.model, "id", None) or "model") if self.model else RULES
 
     def _check_open(self) -> None:
         if self._closed:
@@ -410,9 +419,10 @@ class LocalMemory:
         1. automatic memory is enabled; 2. session history is persistent; 3. the root turn
         finished successfully, its verifier included; 4. its completion record is durable in
         the transcript. Failed, cancelled, verifier-failed, history-disabled, subagent and
-        intermediate tool turns are not captured. The foreground does not wait for the model:
-        with a session worker, even building the job is the worker's (a busy lock then delays
-        it by 30 s, not the turn).
+        intermediate tool turns are not captured. The durable job is written before this
+        returns (a process that ends next loses nothing); the foreground never waits for the
+        extractor. With a session worker, a busy project lock hands the capture to the worker,
+        which tries again after 30 s (``queued=True``).
 
         Raises:
             TransientError: only without a session worker (``start=False``): the project lock
@@ -424,22 +434,29 @@ class LocalMemory:
         reason, _ = self._ineligible(session, turn_id)
         if reason is not None:
             return Capture(False, reason)
-        if self._worker is not None:
-            self._worker.submit(lambda: self._capture_in_worker(session, turn_id))
+        try:
+            job, why = self.capture(session, turn_id)
+        except (TransientError, StoreError) as exc:
+            if self._worker is None:
+                raise
+            self._retry_capture(session, turn_id, exc)
+            return Capture(True, f"handed to the session worker: {exc}", queued=True)
+        if self._worker is not None and job is not None:
             self._worker.jobs()
-            return Capture(True, "queued for the session worker", queued=True)
-        job, why = self.capture(session, turn_id)
         return Capture(True, why, job)
+
+    def _retry_capture(self, session_id: str, turn_id: str, exc: Exception) -> None:
+        self._problem(f"capture of turn {turn_id} retried in 30 s: {exc}")
+        if self._worker is not None:
+            worker = self._worker
+            worker.later(RETRY_S, lambda: self._capture_in_worker(session_id, turn_id))
+            worker.later(RETRY_S, worker.jobs)
 
     def _capture_in_worker(self, session_id: str, turn_id: str) -> None:
         try:
             self.capture(session_id, turn_id)
         except (TransientError, StoreError) as exc:
-            self._problem(f"capture of turn {turn_id} retried in 30 s: {exc}")
-            if self._worker is not None:
-                worker = self._worker
-                worker.later(RETRY_S, lambda: self._capture_in_worker(session_id, turn_id))
-                worker.later(RETRY_S, worker.jobs)
+            self._retry_capture(session_id, turn_id, exc)
 
     def capture(self, session_id: str, turn_id: str) -> tuple[Job | None, str]:
         """Build the turn's extraction job from its durable transcript records (by
@@ -486,11 +503,7 @@ class LocalMemory:
                 source.digest,
                 source.payload(),
                 self.clock.now(),
-                provenance={
-                    "source": "turn",
-                    "extractor": getattr(self.model, "id", None),
-                    "redactions": source.redactions,
-                },
+                provenance={"source": "turn", "redactions": source.redactions},
             )
         except QueueFullError as exc:
             self._problem(str(exc))
@@ -523,11 +536,36 @@ class LocalMemory:
             # Published before the job's done mark landed (the worker was killed): finish it.
             ids = [c.id for c in state.candidates if c.job_id == job.id]
             return JobResult({"candidates": ids, "recovered": True}, self._repair_quietly)
-        if self.model is None:
-            raise JobCancelled("no extraction model in this session")
         messages = job.payload.get("messages")
         if not isinstance(messages, list) or not messages:
             raise AttemptFailed("malformed job payload: no messages")
+        with self._guard:
+            self._running = job
+        try:
+            found = self._ask_model(messages) if self.model is not None else self._rules(job)
+        finally:
+            with self._guard:
+                self._running = None
+        if self._closing.is_set():  # close() gave the lease back while the extractor ran
+            raise JobCancelled("the session closed while the extractor answered")
+        if is_nothing(found):
+            return JobResult(NOTHING, provenance={"extractor": self.extractor})
+        return self._publishing(job, found)
+
+    def _rules(self, job: Job) -> Any:
+        """The verified rule-based extractor (no model): a rule the user set is ``feedback``,
+        anything else they said about themself is ``user``."""
+        messages = [m for m in job.payload["messages"] if isinstance(m, dict)]
+        found = turn_statements(messages, job.created_at, session_id=job.session_id)
+        if not found:
+            return NOTHING
+        return [
+            {"category": "feedback" if s.claim.kind == "rule" else "user", "text": s.text}
+            for s in found[:MAX_CANDIDATES_PER_TURN]
+        ]
+
+    def _ask_model(self, messages: list) -> Any:
+        assert self.model is not None
         try:
             reply = self.model.complete_json(
                 EXTRACTION_PROMPT,
@@ -539,13 +577,15 @@ class LocalMemory:
         except ModelOutputError as exc:
             raise AttemptFailed(f"malformed output: {exc}") from None
         except ModelError as exc:
+            if self._closing.is_set():
+                raise JobCancelled("the session closed while the model answered") from None
             raise AttemptFailed(f"{type(exc).__name__}: {exc}") from None
-        parsed = parse_candidates(reply)
-        if is_nothing(parsed):
-            return NOTHING
+        return parse_candidates(reply)
+
+    def _publishing(self, job: Job, parsed: list[dict[str, str]]) -> JobResult:
         kept, rejected = screen(parsed)
         recorded = stamp(self.clock)
-        extractor = getattr(self.model, "id", None)
+        extractor = self.extractor
         candidates = [
             Candidate(
                 id=candidate_id(job.id, item["text"]),
@@ -571,7 +611,7 @@ class LocalMemory:
             "candidates": [c.id for c in candidates],
             "rejected": [r.to_json() for r in rejected],
         }
-        return JobResult(value, apply)
+        return JobResult(value, apply, {"extractor": extractor})
 
     def _repair_quietly(self) -> None:
         for problem in self.ledger.repair():
@@ -579,7 +619,6 @@ class LocalMemory:
 
     def _run_jobs(self, max_jobs: int = 64) -> str:
         """Run ready jobs until none is left; the last outcome (``store_error`` delays)."""
-        assert self._job_worker is not None
         if not self.files.jobs.is_dir():  # no job was ever queued: create nothing by looking
             return "idle"
         outcome = "idle"
@@ -593,11 +632,12 @@ class LocalMemory:
         return outcome
 
     def run_jobs(self, max_jobs: int = 64) -> list[Ran]:
-        """Run ready extraction jobs now, in the caller (tools, tests); needs a model."""
+        """Run ready extraction jobs now, in the caller (tools, hooks, tests), with this
+        session's extractor (the model, or the rules without one)."""
         self._check_open()
         validate_count(max_jobs, what="max_jobs", low=0)
-        if self._job_worker is None:
-            raise InvalidInputError("no extraction model: pass model= to run extraction jobs")
+        if not self.files.jobs.is_dir():  # no job was ever queued: create nothing by looking
+            return []
         done = []
         for _ in range(max_jobs):
             ran = self._job_worker.run_once()
@@ -775,14 +815,23 @@ class LocalMemory:
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the session worker (a job it is running is cancelled before its model call,
-        or finished if the model is already answering). Idempotent."""
+        """Stop the session worker. A job it has not started is left pending; a job whose
+        extractor is answering gets its lease back at once, without using an attempt, and the
+        answer is thrown away when it comes (the worker can no longer publish it). So closing
+        never waits on a model. Idempotent."""
         if self._closed:
             return
         self._closing.set()
         self._closed = True
+        with self._guard:
+            running = self._running
+        if running is not None:
+            try:
+                self.jobs.cancel(running, self.clock.now(), "the session closed mid-answer")
+            except OrcamemError as exc:  # its lease expires and a later session takes it
+                log.warning("local memory: job %s not released: %s", running.id, exc)
         if self._worker is not None:
-            self._worker.stop(timeout)
+            self._worker.stop(0.5 if running is not None else timeout)
 
     def __enter__(self) -> LocalMemory:
         return self

@@ -6,7 +6,9 @@ by ``turn_id``, never the whole session — after a restart.
 
 A host brings its own transcript by implementing :class:`Transcript`; :class:`JsonlTranscript`
 is a ready one: one JSON object per line, each ``fsync``'d before the call returns, so a
-completion record that was acknowledged is durable.
+completion record that was acknowledged is durable. :class:`FinishedTurn` is the one turn a
+host hands over after it finished (``orcamem turn after``, the agent-CLI hooks): the host's own
+history is the durable record, and the capture job written from it is orcamem's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "MESSAGE_KINDS",
     "TURN_KINDS",
     "TURN_STATUSES",
+    "FinishedTurn",
     "JsonlTranscript",
     "Transcript",
     "TranscriptRecord",
@@ -163,3 +166,44 @@ class JsonlTranscript:
 
     def completions(self, session_id: str) -> list[TranscriptRecord]:
         return [r for r in self._records() if r.session_id == session_id and r.type == "completion"]
+
+
+class FinishedTurn:
+    """One root turn a host reports as finished successfully and recorded in its own history.
+
+    ``messages`` are ``(role, text)`` pairs in order; a role other than ``user`` or
+    ``assistant`` (system context, tool output) is kept as a ``system`` or ``tool`` record, so
+    capture leaves it out exactly as it does from a :class:`JsonlTranscript`.
+    """
+
+    def __init__(
+        self, session_id: str, turn_id: str, messages: list[tuple[str, str]], *, at: str
+    ) -> None:
+        _check_id("session_id", session_id)
+        _check_id("turn_id", turn_id)
+        records = [
+            TranscriptRecord(
+                "message",
+                session_id,
+                turn_id,
+                "message" if role in ("user", "assistant") else _kind(role),
+                role,
+                text,
+                at=at,
+            )
+            for role, text in messages
+        ]
+        done = TranscriptRecord(
+            "completion", session_id, turn_id, "root", status="succeeded", at=at
+        )
+        self._records = [*records, done]
+
+    def turn_records(self, session_id: str, turn_id: str) -> list[TranscriptRecord]:
+        return [r for r in self._records if r.session_id == session_id and r.turn_id == turn_id]
+
+    def completions(self, session_id: str) -> list[TranscriptRecord]:
+        return [r for r in self._records if r.session_id == session_id and r.type == "completion"]
+
+
+def _kind(role: str) -> str:
+    return "tool" if role in ("tool", "function") else "system"

@@ -165,11 +165,13 @@ class JobResult:
 
     ``apply`` runs inside the publishing transaction, after the lease and fence are checked;
     its store writes (``store.writing()`` on the *same* store) join that transaction, so they
-    commit with the job's ``done`` mark or not at all.
+    commit with the job's ``done`` mark or not at all. ``provenance`` is merged into the job's
+    (e.g. the extractor that ran), with :data:`NOTHING` as well as with a value.
     """
 
     value: Any
     apply: Callable[[], object] | None = None
+    provenance: Mapping[str, Any] | None = None
 
 
 def job_id(

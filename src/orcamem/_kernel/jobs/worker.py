@@ -194,10 +194,12 @@ class JobWorker:
             return Ran("idle")
         try:
             with self._renewing(job) as lost:
-                value, apply = self._run_handler(job)
+                value, apply, provenance = self._run_handler(job)
             if lost.is_set():
                 raise LeaseLostError(f"job {job.id}: the lease was lost while the handler ran")
-            done = self.queue.publish(job, value, self.clock.now(), apply=apply)
+            done = self.queue.publish(
+                job, value, self.clock.now(), apply=apply, provenance=provenance
+            )
             return Ran("done", done)
         except LeaseLostError as exc:
             log.info("gave up job %s: %s", job.id, exc)
@@ -217,18 +219,20 @@ class JobWorker:
             log.warning("job %s attempt %d failed", job.id, job.attempts, exc_info=True)
             return self._settle(job, "fail", f"{type(exc).__name__}: {exc}")
 
-    def _run_handler(self, job: Job) -> tuple[Any, Callable[[], object] | None]:
+    def _run_handler(
+        self, job: Job
+    ) -> tuple[Any, Callable[[], object] | None, Mapping[str, Any] | None]:
         handler = self.handlers[job.kind]
         outcome = handler(job)
-        value, apply = (
-            (outcome.value, outcome.apply) if isinstance(outcome, JobResult) else (outcome, None)
-        )
+        if not isinstance(outcome, JobResult):
+            outcome = JobResult(outcome)
+        value, apply = outcome.value, outcome.apply
         if not is_nothing(value) and is_empty(value):
             raise AttemptFailed(
                 f"empty result ({value!r}) from the {job.kind!r} handler: return NOTHING for an "
                 "explicit empty result"
             )
-        return value, apply
+        return value, apply, outcome.provenance
 
     def _settle(self, job: Job, action: str, reason: str) -> Ran:
         now = self.clock.now()

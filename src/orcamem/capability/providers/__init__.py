@@ -53,8 +53,15 @@ def make_provider(
     """The provider a ``provider`` setting names (nothing is started until it is used)."""
     if name == "builtin-markdown":
         return MarkdownProvider(workspace, half_life_days=half_life_days, clock=clock)
-    if name == "headroom-mcp":
-        return headroom_provider()
+    if name == "headroom-mcp":  # a server that hangs is marked in the workspace for a while
+        down = Path(workspace) / "memory" / "headroom-unavailable.json"
+        return headroom_provider(down_file=down, clock=clock)
+    if name == "orcamem-engine":  # the capability may not import the engine: the host brings it
+        raise ProviderError(
+            "the orcamem-engine provider runs orcamem's engine in the host's process: the host "
+            "passes it (Capability(..., providers=orcamem.interfaces.engine_provider.ENGINE); "
+            "`orcamem turn --memory capability` does)"
+        )
     raise InvalidInputError(
-        f"unknown memory provider {name!r}: use builtin-markdown or headroom-mcp"
+        f"unknown memory provider {name!r}: use builtin-markdown, headroom-mcp or orcamem-engine"
     )

@@ -11,7 +11,10 @@ Limits of this surface, reported by the provider itself (:meth:`McpProvider.note
   content and a relevance number, no tags, timestamps or importance;
 - any single operation (start and handshake, tool listing, one tool call) that takes longer
   than :data:`OPERATION_TIMEOUT_S` (20 s) is treated as unavailable, for the rest of the
-  session.
+  session — and, with a ``down_file`` (the capability gives one in the workspace), for every
+  session of the next :data:`DOWN_S` (10 minutes): a server that hangs is not started again
+  on every turn, or by every short-lived hook process. An explicit ``check()`` (``orcamem
+  doctor``) tries it for real and clears the mark when it answers.
 
 State (:meth:`McpProvider.check`) is decided by one real tool call, not by whether the server
 launched: a server that starts, completes its handshake and lists both tools while every call
@@ -24,17 +27,21 @@ server without the memory tools, is reported the same way until the provider is 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
 from ..._kernel.env import HEADROOM_PYTHON_ENV, headroom_python
-from ...errors import InvalidInputError
+from ..._kernel.files import make_dirs, read_optional, remove, write_atomic
+from ...errors import InvalidInputError, OrcamemError
 from .base import (
     NOT_AVAILABLE,
     NOT_SET_UP,
@@ -61,11 +68,20 @@ __all__ = [
 
 OPERATION_TIMEOUT_S = 20.0
 """Any single operation that takes longer than this is treated as unavailable."""
+DOWN_S = 600.0
+"""How long a server marked unavailable in a ``down_file`` is not started again."""
 
 HEADROOM_SERVER_ARGS = ("-m", "headroom.memory.mcp_server")
-"""How Headroom's interpreter is asked to serve its memory tools over stdio. Not verified
-against a Headroom install from here (none can be fetched offline): override ``args`` of
-:func:`headroom_provider` if your Headroom names it differently."""
+"""How Headroom's interpreter is asked to serve its memory tools over stdio.
+
+Checked (issue 18) against headroom-ai's own tests of ``headroom.memory.mcp_server`` in a
+public copy of its source, not against an install (none can be fetched here): the module
+path; the tools ``memory_search`` (``{"query", "top_k"}``) and ``memory_save`` (``{"facts":
+[...], "importance"}``); "No memories found." for no hit and ``Related: …`` lines; the server
+sets ``HF_HUB_OFFLINE`` itself; ``--db`` and ``--user`` are optional (Headroom's defaults).
+Assumed, not checked: the exact ``N. [relevance=…] <content>`` line of a hit (its tests only
+check that the content is in the text). Override ``args`` of :func:`headroom_provider` if
+your Headroom differs."""
 
 HEADROOM_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 """Offline mode, set explicitly rather than inherited: which state the provider is in is a
@@ -199,6 +215,9 @@ class McpProvider:
             profile's ``env``); nothing else is inherited.
         cwd: the server's working directory.
         timeout_s: the per-operation limit (:data:`OPERATION_TIMEOUT_S`).
+        down_file: where a server that hung or failed to start is marked unavailable for
+            later sessions and processes (for :data:`DOWN_S`); none: this provider only.
+        clock: the time that mark is read and written with.
     """
 
     def __init__(
@@ -209,6 +228,8 @@ class McpProvider:
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
         timeout_s: float = OPERATION_TIMEOUT_S,
+        down_file: str | Path | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if not command or not all(isinstance(part, str) and part for part in command):
             raise InvalidInputError("command must be a non-empty list of strings")
@@ -220,6 +241,8 @@ class McpProvider:
         self.env = {**profile.env, **(env or {})}
         self.cwd = cwd
         self.timeout_s = float(timeout_s)
+        self.down_file = Path(down_file) if down_file is not None else None
+        self.clock = clock or SystemClock()
         self.capabilities = ProviderCapabilities(
             search="semantic" if profile is HEADROOM else "server-defined",
             scopes=("user",),
@@ -237,6 +260,10 @@ class McpProvider:
         self._tools: set[str] = set()
         self._failed: str | None = None
         """Why the provider is unavailable for the rest of its life (then nothing is retried)."""
+        self._marked = False
+        """``_failed`` was read from the ``down_file`` (an explicit check tries again)."""
+        self._checking = False
+        """An explicit check is under way: it starts the server whatever the mark says."""
         self._phase = "the server's start"
         """The start-up step under way, for the message of one that runs over the limit."""
         self._reaper: threading.Thread | None = None
@@ -331,12 +358,45 @@ class McpProvider:
             self._tools = {tool.name for tool in listed.tools}
             yield session
 
+    def _mark_down(self, why: str) -> None:
+        """Tell later sessions and processes not to start the server for a while."""
+        if self.down_file is None:
+            return
+        until = self.clock.now() + timedelta(seconds=DOWN_S)
+        record = {"provider": self.name, "why": why, "until": format_time(until)}
+        try:
+            make_dirs(self.down_file.parent)
+            write_atomic(self.down_file, json.dumps(record).encode("utf-8"))
+        except OrcamemError:  # best effort: this session already knows
+            pass
+
+    def _marked_down(self) -> str | None:
+        """The mark a recent session left, while it holds."""
+        if self.down_file is None:
+            return None
+        data, _ = read_optional(self.down_file)
+        try:
+            record = json.loads(data or b"")
+            until = parse_time(record["until"])
+            why = str(record["why"])
+        except (ValueError, KeyError, TypeError, OrcamemError):
+            return None
+        if until <= self.clock.now():
+            return None
+        return (
+            f"{why} (marked by an earlier session; not started again before "
+            f"{format_time(until)}: `orcamem doctor` checks it now)"
+        )
+
     def _open(self) -> Any:
         with self._lock:
             if self._closed:
                 raise ProviderError(f"the {self.name} provider was closed")
             if self._session is not None:
                 return self._session
+            if not self._failed and not self._checking:
+                self._failed = self._marked_down()
+                self._marked = self._failed is not None
             if self._failed:
                 raise ProviderError(self._failed)
             if self._executable() is None:
@@ -358,11 +418,14 @@ class McpProvider:
                     exc = exc.exceptions[0]
                 if isinstance(exc, TimeoutError):
                     self._failed = self._over_limit(self._phase)
+                    self._mark_down(self._failed)
                     raise ProviderError(self._failed) from None
-                raise ProviderError(
+                why = (
                     f"the {self.name} server could not be started ({type(exc).__name__}: {exc})"
                     + (f"; its stderr: {tail}" if tail else "")
-                ) from None
+                )
+                self._mark_down(why)
+                raise ProviderError(why) from None
             self._session_cm = session_cm
             missing = sorted({self.profile.search_tool, self.profile.save_tool} - self._tools)
             if missing:
@@ -404,6 +467,7 @@ class McpProvider:
         with self._lock:
             self._failed = why
             parts = self._detach()
+            self._mark_down(why)
             self._reaper = threading.Thread(
                 target=self._stop, args=parts, name="orcamem-mcp-reaper", daemon=True
             )
@@ -434,7 +498,12 @@ class McpProvider:
         return ProviderStatus(self.name, state, detail, action, self.notes(), self.capabilities)
 
     def check(self) -> ProviderStatus:
-        """Start the server if needed, then call its search tool once for real."""
+        """Start the server if needed, then call its search tool once for real (a mark an
+        earlier session left is tried again, and cleared when the server answers)."""
+        with self._lock:
+            if self._marked:
+                self._failed, self._marked = None, False
+            self._checking = True
         try:
             result = self._call(
                 self.profile.search_tool,
@@ -442,12 +511,16 @@ class McpProvider:
             )
         except ProviderError as exc:
             return self._status(NOT_AVAILABLE, str(exc), self.profile.install_action)
+        finally:
+            self._checking = False
         if result.is_error:
             return self._status(
                 NOT_SET_UP,
                 self._call_failed(self.profile.search_tool, result),
                 self.profile.setup_action,
             )
+        if self.down_file is not None:
+            remove(self.down_file)
         return self._status(READY, f"{self.profile.search_tool} answered", "")
 
     def search(
@@ -508,8 +581,16 @@ def headroom_provider(
     python: str | Path | None = None,
     args: Sequence[str] = HEADROOM_SERVER_ARGS,
     timeout_s: float = OPERATION_TIMEOUT_S,
+    down_file: str | Path | None = None,
+    clock: Clock | None = None,
 ) -> McpProvider:
     """The ``headroom-mcp`` provider: Headroom's memory MCP server under its own interpreter
     (``$ORCAMEM_HEADROOM_PYTHON``, else the uv tool install), offline mode set explicitly."""
     interpreter = Path(python) if python is not None else headroom_python()
-    return McpProvider([str(interpreter), *args], profile=HEADROOM, timeout_s=timeout_s)
+    return McpProvider(
+        [str(interpreter), *args],
+        profile=HEADROOM,
+        timeout_s=timeout_s,
+        down_file=down_file,
+        clock=clock,
+    )

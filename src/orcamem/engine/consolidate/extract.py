@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..._kernel.claims.claims import CLAIMS_SCHEMA, Claim, SourceLine, claim_from_json
+from ..._kernel.claims.rules import rule_claims
 from ..._kernel.redact import redact
 from ...errors import ExtractionFailed
-from .claims import CLAIMS_SCHEMA, Claim, SourceLine, claim_from_json
-from .rules import rule_claims
 
 __all__ = ["EXTRACTION_PROMPT", "ExtractionFailed", "Extractor", "ModelExtractor", "RuleExtractor"]
 

@@ -24,29 +24,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..._kernel.claims.claims import Claim, Verified, memory_content
+from ..._kernel.claims.verify import normal_words
 from ..._kernel.model import INHIBITORY, MemoryRecord, NewMemory
 from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
-from .claims import Claim
-from .verify import normal_words
 
-__all__ = ["GateResult", "Verified", "apply_claims", "held_rule", "memory_content", "rule_words"]
-
-
-@dataclass(frozen=True)
-class Verified:
-    """A claim that passed every check, with its citations resolved to line ids."""
-
-    claim: Claim
-    line_ids: tuple[int, ...]
-    date: str | None
-    """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
-    until: str | None = None
-    """The last day of a range ("last week": Monday to Sunday), when it is more than one day."""
-    said_on: str | None = None
-    """The day it was said (its first cited line's ``occurred_at``, local): what orders states."""
-    session_id: str | None = None
-    turn_id: str | None = None
+__all__ = ["GateResult", "apply_claims", "held_rule", "rule_words"]
 
 
 @dataclass
@@ -58,22 +42,6 @@ class GateResult:
 
 _CATEGORY = {"state": "state", "event": "event", "preference": "preference", "fact": "fact",
              "rule": "rule"}  # fmt: skip
-
-
-def memory_content(claim: Claim) -> str:
-    """The sentence a memory shows for a claim (what search matches and facts list). Whose it
-    is, when not the user's, is part of it: an event or a rule of a named speaker
-    ("caroline · went to: a support group") is not the user's."""
-    who = "" if claim.entity == "user" else f"{claim.entity} · "
-    if claim.kind == "rule" or claim.prohibited:
-        rule = claim.value if claim.prohibited else f"always {claim.value}"
-        return f"{rule} (for {claim.entity})" if who else rule
-    if claim.kind == "preference":
-        return f"{who}prefers {claim.value}"
-    if claim.kind == "fact":
-        return f"{who}{claim.attribute} {claim.value}"
-    when = f" when {claim.condition}" if claim.condition else ""
-    return f"{who}{claim.attribute}{when}: {claim.value}"
 
 
 def _same(a: str | None, b: str | None) -> bool:

@@ -20,13 +20,14 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from ..._kernel.claims.verify import verify_claims
 from ..._kernel.ids import tagged
 from ..._kernel.jobs import MAX_ATTEMPTS, Job, JobQueue, JobResult
 from ..._kernel.redact import redact
 from ...errors import AttemptFailed, ModelError, TransientError
 from ..store.base import Store
 from .extract import ExtractionFailed, Extractor, RuleExtractor
-from .sleep import SleepReport, apply_batch, source_lines, verify_claims
+from .sleep import SleepReport, apply_batch, source_lines
 
 __all__ = ["CONSOLIDATE", "ConsolidationJobs"]
 

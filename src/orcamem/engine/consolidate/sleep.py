@@ -1,7 +1,8 @@
 """Sleep: pending episodes → claims → verification → gate, one batch at a time.
 
-``verify_claims`` runs every deterministic check in order and splits claims into verified
-ones and rejections with reasons; ``apply_batch`` adds the gate and the space's watermark, all
+``verify_claims`` (``_kernel.claims.verify``, shared with local memory and the capability)
+runs every deterministic check in order and splits claims into verified ones and rejections
+with reasons; ``apply_batch`` adds the gate and the space's watermark, all
 in one store transaction, so a batch is applied whole or not at all. ``jobs`` runs batches as
 durable leased jobs.
 """
@@ -9,28 +10,16 @@ durable leased jobs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from zoneinfo import ZoneInfo
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._kernel.claims.claims import Claim, SourceLine, Verified
 from ..._kernel.model import Episode
 from ..store.base import Store
-from .anchor import local_day, span
-from .claims import Claim, SourceLine
-from .gate import GateResult, Verified, apply_claims
-from .verify import (
-    attribute_speaker,
-    carry_pronouns,
-    check_citations,
-    check_grounding,
-    check_secrets,
-    check_speaker,
-    inhibit,
-    resolve_pronoun_value,
-)
+from .gate import GateResult, apply_claims
 
-__all__ = ["SleepReport", "apply_batch", "source_lines", "verify_claims"]
+__all__ = ["SleepReport", "apply_batch", "source_lines"]
 
 
 @dataclass
@@ -121,48 +110,6 @@ def source_lines(store: Store, space: str, episodes: Sequence[Episode]) -> list[
         )
         for row in store.episode_lines(space, list(by_id))
     ]
-
-
-def verify_claims(
-    claims: Sequence[Claim], lines: Sequence[SourceLine], tz: ZoneInfo
-) -> tuple[list[Verified], list[tuple[Claim, str]]]:
-    """Citations, speaker, pronoun carry-over, grounding, secrets, then dates anchored in code."""
-    by_ref = {line.ref: line for line in lines}
-    carried = carry_pronouns(lines)
-    verified: list[Verified] = []
-    rejected: list[tuple[Claim, str]] = []
-    for claim in map(inhibit, claims):
-        reason = check_citations(claim, by_ref)
-        if reason is None:
-            claim = attribute_speaker(claim, by_ref)
-            reason = check_speaker(claim, by_ref)
-        if reason is None:
-            claim = resolve_pronoun_value(claim, carried)
-            reason = check_grounding(claim, by_ref, carried) or check_secrets(claim)
-        if reason is not None:
-            rejected.append((claim, reason))
-            continue
-        first = by_ref[claim.cites[0]]
-        days = span(claim.when, first.occurred_at, tz) if claim.when else None
-        if claim.when and days is None:
-            rejected.append((claim, f"date: cannot resolve {claim.when!r}"))
-            continue
-        day, last = days or (None, None)
-        if day is None and claim.kind in ("state", "event"):
-            day = local_day(first.occurred_at, tz)
-        turn = first.ref.split(":")[0]
-        verified.append(
-            Verified(
-                claim=replace(claim, cites=tuple(dict.fromkeys(claim.cites))),
-                line_ids=tuple(by_ref[ref].line_id for ref in dict.fromkeys(claim.cites)),
-                date=day.isoformat() if day else None,
-                until=last.isoformat() if last and last != day else None,
-                said_on=local_day(first.occurred_at, tz).isoformat(),
-                session_id=first.session_id,
-                turn_id=turn,
-            )
-        )
-    return verified, rejected
 
 
 def apply_batch(

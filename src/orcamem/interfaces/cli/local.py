@@ -8,6 +8,7 @@ errors become one red line on stderr and exit code 1 (2 for bad input).
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -207,6 +208,12 @@ def repair(cwd: CwdOption = None) -> None:
     out.print("derived files match the ledger")
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """A terminated ``memory work`` (an agent closing, a hook's timeout) ends like Ctrl-C: the
+    job whose model is answering gives its lease back without using an attempt."""
+    raise SystemExit(128 + signum)
+
+
 @memory_app.command("work")
 def work(
     upstream: Annotated[
@@ -226,10 +233,12 @@ def work(
         raise fail(exc) from None
     if chat is None:
         raise fail("no model: pass --upstream URL --model M", 2)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         with _local(cwd, model=chat) as memory:
             outcomes = memory.run_jobs(max_jobs)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         chat.close()
     for ran in outcomes:
         job = ran.job.id if ran.job else "-"

@@ -467,14 +467,18 @@ def version() -> None:
 from .bank import register as register_bank_commands  # noqa: E402
 from .bench import bench_app  # noqa: E402 - the sub-app needs the helpers above
 from .capability import register as register_capability_commands  # noqa: E402
+from .hooks import register as register_hooks_commands  # noqa: E402
 from .local import register as register_local_commands  # noqa: E402
 from .server import register as register_server_commands  # noqa: E402
+from .turn import register as register_turn_commands  # noqa: E402
 
 app.add_typer(bench_app, name="bench")
 register_server_commands(app)
 register_bank_commands(app)
 register_capability_commands(app)
 register_local_commands(app)  # `remember` (user.md / project memory.md) and `memory …`
+register_turn_commands(app)  # `turn start|before|after`: JSON on stdin, for any agent host
+register_hooks_commands(app)  # `hooks install|uninstall|status|run`: Claude Code, Codex
 
 
 def main() -> None:

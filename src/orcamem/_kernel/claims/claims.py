@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CLAIMS_SCHEMA", "HELPERS", "Claim", "SourceLine", "claim_from_json", "speaker_entity"]
+__all__ = [
+    "CLAIMS_SCHEMA",
+    "HELPERS",
+    "Claim",
+    "SourceLine",
+    "Verified",
+    "claim_from_json",
+    "memory_content",
+    "speaker_entity",
+]
 
 ClaimKind = Literal["state", "event", "preference", "fact", "rule"]
 KINDS: tuple[str, ...] = ("state", "event", "preference", "fact", "rule")
@@ -146,3 +155,35 @@ def claim_from_json(data: Any, extractor: str) -> Claim:
         cites=tuple(c.strip() for c in cites),
         extractor=extractor,
     )
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A claim that passed every check, with its citations resolved to line ids."""
+
+    claim: Claim
+    line_ids: tuple[int, ...]
+    date: str | None
+    """The day it refers to (``YYYY-MM-DD``): an event's date, or since when a state holds."""
+    until: str | None = None
+    """The last day of a range ("last week": Monday to Sunday), when it is more than one day."""
+    said_on: str | None = None
+    """The day it was said (its first cited line's ``occurred_at``, local): what orders states."""
+    session_id: str | None = None
+    turn_id: str | None = None
+
+
+def memory_content(claim: Claim) -> str:
+    """The sentence a memory shows for a claim (what search matches and facts list). Whose it
+    is, when not the user's, is part of it: an event or a rule of a named speaker
+    ("caroline · went to: a support group") is not the user's."""
+    who = "" if claim.entity == "user" else f"{claim.entity} · "
+    if claim.kind == "rule" or claim.prohibited:
+        rule = claim.value if claim.prohibited else f"always {claim.value}"
+        return f"{rule} (for {claim.entity})" if who else rule
+    if claim.kind == "preference":
+        return f"{who}prefers {claim.value}"
+    if claim.kind == "fact":
+        return f"{who}{claim.attribute} {claim.value}"
+    when = f" when {claim.condition}" if claim.condition else ""
+    return f"{who}{claim.attribute}{when}: {claim.value}"

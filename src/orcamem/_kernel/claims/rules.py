@@ -62,7 +62,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from ..._kernel.text import STOPWORDS, slug
+from ..text import STOPWORDS, slug
 from .anchor import find_when
 from .claims import HELPERS, Claim, SourceLine, speaker_entity
 from .verify import normal_words

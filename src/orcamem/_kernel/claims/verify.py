@@ -32,11 +32,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from zoneinfo import ZoneInfo
 
-from ..._kernel.model import inhibitory
-from ..._kernel.redact import find_secrets
-from ..._kernel.text import STOPWORDS, terms
-from .claims import Claim, SourceLine, speaker_entity
+from ..model import inhibitory
+from ..redact import find_secrets
+from ..text import STOPWORDS, terms
+from .anchor import local_day, span
+from .claims import Claim, SourceLine, Verified, speaker_entity
 
 __all__ = [
     "attribute_speaker",
@@ -48,6 +50,7 @@ __all__ = [
     "inhibit",
     "normal_words",
     "resolve_pronoun_value",
+    "verify_claims",
 ]
 
 _PRONOUNS = {"it", "there", "she", "he", "they", "her", "him", "them", "that", "this"}
@@ -169,3 +172,45 @@ def resolve_pronoun_value(claim: Claim, carried: Mapping[str, list[str]]) -> Cla
             if carried.get(ref):
                 return replace(claim, value=carried[ref][0])
     return claim
+
+
+def verify_claims(
+    claims: Sequence[Claim], lines: Sequence[SourceLine], tz: ZoneInfo
+) -> tuple[list[Verified], list[tuple[Claim, str]]]:
+    """Citations, speaker, pronoun carry-over, grounding, secrets, then dates anchored in code."""
+    by_ref = {line.ref: line for line in lines}
+    carried = carry_pronouns(lines)
+    verified: list[Verified] = []
+    rejected: list[tuple[Claim, str]] = []
+    for claim in map(inhibit, claims):
+        reason = check_citations(claim, by_ref)
+        if reason is None:
+            claim = attribute_speaker(claim, by_ref)
+            reason = check_speaker(claim, by_ref)
+        if reason is None:
+            claim = resolve_pronoun_value(claim, carried)
+            reason = check_grounding(claim, by_ref, carried) or check_secrets(claim)
+        if reason is not None:
+            rejected.append((claim, reason))
+            continue
+        first = by_ref[claim.cites[0]]
+        days = span(claim.when, first.occurred_at, tz) if claim.when else None
+        if claim.when and days is None:
+            rejected.append((claim, f"date: cannot resolve {claim.when!r}"))
+            continue
+        day, last = days or (None, None)
+        if day is None and claim.kind in ("state", "event"):
+            day = local_day(first.occurred_at, tz)
+        turn = first.ref.split(":")[0]
+        verified.append(
+            Verified(
+                claim=replace(claim, cites=tuple(dict.fromkeys(claim.cites))),
+                line_ids=tuple(by_ref[ref].line_id for ref in dict.fromkeys(claim.cites)),
+                date=day.isoformat() if day else None,
+                until=last.isoformat() if last and last != day else None,
+                said_on=local_day(first.occurred_at, tz).isoformat(),
+                session_id=first.session_id,
+                turn_id=turn,
+            )
+        )
+    return verified, rejected

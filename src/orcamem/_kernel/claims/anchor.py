@@ -12,8 +12,8 @@ import re
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..._kernel.clock import parse_time
 from ...errors import InvalidInputError
+from ..clock import parse_time
 
 __all__ = ["anchor", "find_when", "local_day", "span", "zone"]
 
