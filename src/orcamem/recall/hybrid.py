@@ -161,7 +161,8 @@ def _dates(query: str, rows: Iterable[LineRow], config: Config) -> when.Times:
         return when.Times()
     if not config.signals.enable_time_expressions:
         return when.Times(date_ranges(query))
-    return when.ranges(query, {int(row.occurred_at[:4]) for row in rows if row.occurred_at})
+    years = {row.occurred_at[:4] for row in rows if row.occurred_at}
+    return when.ranges(query, (int(year) for year in years if year.isdigit()))
 
 
 def _asks(text: str) -> bool:
