@@ -13,8 +13,8 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.text import date_ranges, fts_query
 from orcamem.engine import RecallConfig, SignalsConfig
 from orcamem.engine.demo import run_demo
-from orcamem.recall import signals
-from orcamem.recall.hybrid import _asks
+from orcamem.recall import signals, when
+from orcamem.recall.hybrid import _asks, _fuse
 
 # -- pure functions ------------------------------------------------------------------------
 
@@ -770,3 +770,122 @@ def test_a_session_with_several_matching_turns_is_the_strongest(tmp_path: Path) 
     assert bonus["s2"] == pytest.approx(SignalsConfig().session_weight)
     assert bonus["s1"] < bonus["s2"]
     assert hits[0].text == "Our kayak trip down the river was wild."  # the best line still leads
+
+
+# -- issue 15: the seed's fusion and base level, time-aware queries, facts as keys ---------
+
+
+def test_rrf_fusion_is_the_seeds_sum_and_the_floor_comes_before_rank() -> None:
+    """``1/(60 + rank_BM25) + 1/(60 + rank_vector)``, unweighted, scaled so first in both is
+    1; a vector hit at or under the noise floor (0 after ``above_floor``) gets no rank."""
+    fused = _fuse({1: 9.0, 2: 3.0}, {2: 0.4, 3: 0.0}, {"lexical": 0.6, "vector": 0.4}, "rrf")
+    assert set(fused) == {1, 2}  # 3 was under the floor: no credit for being ranked
+    assert fused[1] == (pytest.approx(61 / 2 / 61), 0.0)
+    assert fused[2] == (pytest.approx(61 / 2 / 62), pytest.approx(61 / 2 / 61))
+    lexical_only = _fuse({1: 9.0}, {}, {"lexical": 1.0, "vector": 0.0}, "rrf")
+    assert lexical_only == {1: (pytest.approx(1.0), 0.0)}
+
+
+@pytest.mark.parametrize(
+    ("query", "stated", "resolved"),
+    [
+        ("When did Melanie go camping in June?", [], [(date(2022, 6, 1), date(2022, 6, 30))]),
+        ("What did he do at the end of summer?", [], [(date(2022, 8, 2), date(2022, 8, 31))]),
+        ("Where in the second week of November?", [], [(date(2022, 11, 8), date(2022, 11, 14))]),
+        ("What happened in mid-June?", [], [(date(2022, 6, 11), date(2022, 6, 20))]),
+        ("Where was he during the winter?", [], [(date(2022, 12, 1), date(2023, 2, 28))]),
+        ("towards the end of summer 2021", [(date(2021, 8, 2), date(2021, 8, 31))], []),
+        ("What did Bob bake in July 2021?", [(date(2021, 7, 1), date(2021, 7, 31))], []),
+        ("What did we do last summer?", [], []),  # relative to when it was said: unknown
+        ("When did Evan's son fall off his bike?", [], []),
+        ("What did James enjoy on cold winter days?", [], []),
+    ],
+)
+def test_a_month_or_season_without_a_year_is_read_in_the_spaces_years(
+    query: str, stated: list[tuple[date, date]], resolved: list[tuple[date, date]]
+) -> None:
+    assert when.ranges(query, [2022]) == when.Times(stated, resolved)
+
+
+def test_a_month_named_without_a_year_favours_what_was_said_then(conversation: Memory) -> None:
+    conversation.config = Config(signals=SignalsConfig(recency_weight=0.0, hawkes_weight=0.0))
+    top = conversation.search("What did Bob bake in July?", top_k=3).hits[0]
+    assert top.session_id == "s2" and top.breakdown["date"] == pytest.approx(0.8)
+    conversation.config = Config(
+        signals=SignalsConfig(recency_weight=0.0, hawkes_weight=0.0, enable_time_expressions=False)
+    )
+    hits = conversation.search("What did Bob bake in July?", top_k=3).hits
+    assert all("date" not in hit.breakdown for hit in hits)
+
+
+def test_a_fact_is_an_extra_key_of_the_line_it_came_from(tmp_path: Path) -> None:
+    """ "Which city is my home?" matches the state ``home city: Bangalore`` but no word of the
+    line it was consolidated from; as a key of that line the fact lends it its relevance."""
+    with Memory(tmp_path / "keys.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as memory:
+        for text in (
+            "I moved from Pune to Bangalore last week.",
+            "We had a picnic by the lake on Sunday.",
+            "I baked bread with rosemary.",
+            "My sister adopted a grey cat.",
+            "I drive a blue Honda Civic.",
+            "I am training for a half marathon.",
+            "Our cat is called Pepper.",
+            "The train to work was late again.",
+        ):
+            memory.add(text, role="user")
+        memory.sleep()
+        line = "I moved from Pune to Bangalore last week."
+        query = "Which city is my home?"
+        memory.config = Config(signals=SignalsConfig(enable_fact_keys=True, fact_key_weight=0.5))
+        hits = memory.search(query).hits
+        state = next(hit for hit in hits if hit.kind == "memory")
+        moved = next(hit for hit in hits if hit.text == line)
+        assert state.memory is not None and state.memory.value == "Bangalore"
+        relevance = state.breakdown["lexical"] + state.breakdown["vector"]
+        assert moved.breakdown["fact"] == pytest.approx(0.5 * relevance)
+        memory.config = Config()  # off by default: no gain with rule-made facts on LoCoMo
+        assert all("fact" not in hit.breakdown for hit in memory.search(query).hits)
+
+
+def test_base_level_decays_a_passage_by_its_age_and_raises_a_used_memory(
+    tmp_path: Path,
+) -> None:
+    clock = FrozenClock("2026-11-04T10:00:00Z")
+    config = Config(signals=SignalsConfig(enable_base_level=True, base_level_weight=0.1))
+    with Memory(tmp_path / "base.db", clock=clock, config=config) as memory:
+        memory.add("I baked rosemary bread.", occurred_at="2026-11-01T10:00:00Z")
+        memory.remember("I bake rosemary bread on Sundays.")
+        passage, fact = (
+            next(hit for hit in memory.search("rosemary bread").hits if hit.kind == kind)
+            for kind in ("passage", "memory")
+        )
+        assert passage.breakdown["base_level"] == pytest.approx(0.1 * (3 + 1) ** -0.5)
+        assert fact.breakdown["base_level"] == pytest.approx(0.1)  # made now: e^B = 1
+        memory.config = Config()
+        assert all("base_level" not in hit.breakdown for hit in memory.search("bread").hits)
+
+
+def test_a_named_speaker_admits_only_their_best_turns_on_the_name_alone(
+    conversation: Memory,
+) -> None:
+    for text in ("I like jazz.", "The train was late.", "My sister visits in May."):
+        conversation.add(text, role="Ann", session_id="s4")  # calibrated: over 8 texts
+    query = "What did Ann say about the picnic games?"
+    everyone = {hit.text for hit in conversation.search(query).hits if hit.role == "Ann"}
+    assert {"I like jazz.", "The train was late."} <= everyone  # the name admits them all
+    conversation.config = Config(recall=RecallConfig(named_speaker_top=1))
+    hits = conversation.search(query).hits
+    ann = [hit.text for hit in hits if hit.role == "Ann"]
+    assert "We had a picnic by the lake on Sunday." in ann  # evidence of its own
+    assert len(ann) <= 2 and "I like jazz." not in ann
+
+
+def test_the_issue_15_switches_are_checked() -> None:
+    with pytest.raises(InvalidInputError, match="enable_time_expressions"):
+        SignalsConfig(enable_time_expressions="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="base_level_decay"):
+        SignalsConfig(base_level_decay=0.0)
+    with pytest.raises(InvalidInputError, match="fact_key_weight"):
+        SignalsConfig(fact_key_weight=-1.0)
+    with pytest.raises(InvalidInputError, match="named_speaker_top"):
+        RecallConfig(named_speaker_top=-1)

@@ -8,6 +8,7 @@ import pytest
 
 from orcamem.recall.signals import (
     above_floor,
+    base_level,
     ebbinghaus_retention,
     hawkes_intensity,
     idf,
@@ -25,13 +26,21 @@ def test_minmax() -> None:
     assert minmax({"a": -1.0, "b": 0.0, "c": 3.0}) == {"a": 0.0, "b": 0.25, "c": 1.0}
 
 
-def test_rrf_scales_rank_one_to_one() -> None:
+def test_rrf_is_the_seeds_reciprocal_rank_term() -> None:
     scores = rrf(["x", "y", "z"])
-    assert scores["x"] == 1.0
-    assert scores["y"] == pytest.approx(61 / 62)
-    assert scores["z"] == pytest.approx(61 / 63)
-    assert rrf(["x", "y"], k=1) == {"x": 1.0, "y": pytest.approx(2 / 3)}
+    assert scores == {"x": pytest.approx(1 / 61), "y": pytest.approx(1 / 62), "z": 1 / 63}
+    assert rrf(["x", "y"], k=1) == {"x": 0.5, "y": pytest.approx(1 / 3)}
     assert rrf([]) == {}
+
+
+def test_base_level_is_the_log_of_power_law_decayed_mentions() -> None:
+    assert base_level([0.0]) == 0.0  # one mention today: ln 1
+    assert base_level([3.0]) == pytest.approx(-math.log(2))  # (3 + 1) ** -0.5 = 1/2
+    assert base_level([0.0, 0.0]) == pytest.approx(math.log(2))  # frequency raises it
+    assert base_level([3.0, 8.0]) == pytest.approx(math.log(1 / 2 + 1 / 3))
+    assert base_level([3.0], decay=1.0) == pytest.approx(-math.log(4))
+    assert base_level([-5.0]) == 0.0  # the future counts as now
+    assert base_level([]) == -math.inf
 
 
 def test_above_floor() -> None:

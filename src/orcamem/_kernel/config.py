@@ -145,6 +145,10 @@ class RecallConfig(_Section):
     item_vector: float = 0.45
     """The per-item gate's vector evidence: ``signals.above_floor`` of the item's best cosine
     (its cosine rescaled so the space's noise floor is 0 and 1 is 1) at least this."""
+    named_speaker_top: int = 0
+    """A query that names a speaker admits only that speaker's this many best-scored turns on
+    the name alone (a turn with evidence of its own passes anyway); 0 admits every turn of
+    theirs."""
     relative_score: float = 0.0
     """The adaptive count: hits scoring under this share of the best hit are left out (0 keeps
     ``top_k``)."""
@@ -165,6 +169,7 @@ class RecallConfig(_Section):
         self._number("item_evidence", 0.0, 1.0)
         self._number("item_vector", 0.0, 1.0)
         self._number("relative_score", 0.0, 1.0)
+        self._int("named_speaker_top", 0, _MANY)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -198,6 +203,10 @@ class SignalsConfig(_Section):
     """Days before a named date that still count as said on it."""
     date_slack_after_days: float = 3.0
     """Days after a named date that still count as said on it (events are told later)."""
+    enable_time_expressions: bool = True
+    """Time-aware queries: a month or a season named without a year ("camping in June",
+    "the end of summer") counts as that time in each year the space's lines were said in,
+    and "early"/"mid"/"late"/"the second week of" narrow it (``recall.when``)."""
     enable_speaker_bonus: bool = True
     speaker_weight: float = 1.0
     """A turn by the person the query names gets this share of its relevance again."""
@@ -221,6 +230,20 @@ class SignalsConfig(_Section):
     ebbinghaus_s0_days: float = 2.0
     ebbinghaus_gain: float = 0.5
     ebbinghaus_weight: float = 0.05
+    enable_fact_keys: bool = False
+    """A consolidated fact is an extra key of the lines it came from ("key = value + fact",
+    LongMemEval): a fact the query matches lends ``fact_key_weight`` times its relevance to
+    the lines it cites, candidates or not, so the line that told it ranks with it."""
+    fact_key_weight: float = 0.5
+    enable_base_level: bool = False
+    """ACT-R base-level activation (seed 003): ``B_i = ln Σ (age_days + 1)^(-d)`` over an
+    item's mentions and retrievals adds ``base_level_weight · min(1, e^B_i)``: a passage's one
+    mention is when it was said; a memory's are when it was made, each further line it was
+    consolidated from, and its retrievals (``access_count`` of them, at its last access: the
+    store keeps no more). Off: no gain on LoCoMo (docs/recall.md)."""
+    base_level_weight: float = 0.05
+    base_level_decay: float = 0.5
+    """ACT-R's ``d`` (Anderson's 0.5)."""
     enable_spreading_activation: bool = True
     """ACT-R spreading activation over the space's entity graph (``recall.spreading``): turns
     that name an entity of the query, of its best turns or of its states are lifted by
@@ -273,15 +296,25 @@ _NON_NEGATIVE = (
     "ebbinghaus_gain",
     "ebbinghaus_weight",
     "activation_weight",
+    "base_level_weight",
+    "fact_key_weight",
 )
-_POSITIVE = ("recency_half_life_days", "hawkes_half_life_seconds", "ebbinghaus_s0_days")
+_POSITIVE = (
+    "base_level_decay",
+    "recency_half_life_days",
+    "hawkes_half_life_seconds",
+    "ebbinghaus_s0_days",
+)
 _SWITCHES = (
     "enable_speaker_bonus",
+    "enable_time_expressions",
     "enable_recency",
     "enable_usage",
     "enable_hawkes",
     "enable_ebbinghaus",
     "enable_spreading_activation",
+    "enable_base_level",
+    "enable_fact_keys",
 )
 
 

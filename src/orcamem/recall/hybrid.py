@@ -8,6 +8,7 @@ novelty gate → top-k. Every hit carries the breakdown of the signals that made
 from __future__ import annotations
 
 import calendar
+import math
 import re
 import time
 from collections.abc import Iterable
@@ -22,7 +23,7 @@ from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts
 from .._kernel.model import Hit, MemoryRecord
 from .._kernel.text import content_words, date_ranges, fts_query, split_sentences, terms
-from . import signals, topics
+from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
 from .presets import engine_preset
 from .spreading import activate
@@ -39,6 +40,9 @@ _MONTH_WORDS = frozenset(
 
 _KIND_RE = re.compile(r"\b(?:what|which|whose)\s+([^\W\d_]+)")
 """The word after "what"/"which": the kind of answer asked for ("What car …?")."""
+
+RRF_K = 60
+"""Seed 003's RRF constant (``fusion="rrf"``)."""
 
 CALIBRATION_TEXTS = 8
 """Texts a space needs before recall may abstain (the vector noise floor needs as many)."""
@@ -119,21 +123,46 @@ class RecallResult:
 
 
 def _fuse(lexical: dict, vector: dict, weights: dict[str, float], fusion: str) -> dict:
-    """Combine the two channels into one relevance per key, with each channel's share."""
+    """Combine the two channels into one relevance per key, with each channel's share.
+
+    ``rrf`` is seed 003's ``1/(60 + rank_BM25) + 1/(60 + rank_vector)``, unweighted, over the
+    channels the preset runs, with the noise floor applied first (a vector hit at or under it
+    gets no rank, so no credit); it is scaled by a constant so a key first in every channel
+    scores 1 (the bounded signals add to it), which leaves its order as the seed's. ``minmax``
+    normalises each channel to [0, 1] and weighs them by the preset."""
+    channels = {"lexical": lexical, "vector": {k: v for k, v in vector.items() if v > 0}}
     if fusion == "rrf":
-        lex = signals.rrf(sorted(lexical, key=lexical.__getitem__, reverse=True))
-        vec = signals.rrf(sorted(vector, key=vector.__getitem__, reverse=True))
+        running = [name for name in channels if weights.get(name, 0) > 0]
+        scale = (RRF_K + 1) / max(1, len(running))
+        shares = {
+            name: {key: scale * term for key, term in signals.rrf(_ranked(channel), RRF_K).items()}
+            if name in running
+            else {}
+            for name, channel in channels.items()
+        }
     else:
-        lex = signals.minmax(lexical)
-        vec = signals.minmax({k: v for k, v in vector.items() if v > 0})
-    keys = set(lex) | set(vec)
-    return {
-        key: (
-            weights.get("lexical", 0.5) * lex.get(key, 0.0),
-            weights.get("vector", 0.5) * vec.get(key, 0.0),
-        )
-        for key in keys
-    }
+        shares = {
+            name: {key: weights.get(name, 0.5) * v for key, v in signals.minmax(channel).items()}
+            for name, channel in channels.items()
+        }
+    lex, vec = shares["lexical"], shares["vector"]
+    return {key: (lex.get(key, 0.0), vec.get(key, 0.0)) for key in set(lex) | set(vec)}
+
+
+def _ranked(scores: dict) -> list:
+    return sorted(scores, key=scores.__getitem__, reverse=True)
+
+
+def _dates(query: str, rows: Iterable[LineRow], config: Config) -> when.Times:
+    """The day ranges the query names (``date_weight`` 0: none): its absolute dates, and with
+    ``enable_time_expressions`` also a month or season named without a year, in each year the
+    candidate lines were said in (``recall.when``)."""
+    if config.signals.date_weight <= 0:
+        return when.Times()
+    if not config.signals.enable_time_expressions:
+        return when.Times(date_ranges(query))
+    years = {row.occurred_at[:4] for row in rows if row.occurred_at}
+    return when.ranges(query, (int(year) for year in years if year.isdigit()))
 
 
 def _asks(text: str) -> bool:
@@ -211,10 +240,13 @@ def recall(
     rows = {row.id: row for row in store.lines(list(fused))}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
-    evidence = _evidence(store, space, query, rows.values(), config)
+    dates = _dates(query, rows.values(), config)
+    evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
-        hits, line_of = _episode_hits(store, space, fused, rows, config, query, now, limit * 3)
         memories = _memory_hits(store, space, match, vector, config, now, evidence)
+        hits, line_of = _episode_hits(
+            store, space, fused, rows, config, query, dates, now, limit * 3, _keys(memories, config)
+        )
         hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, memories)
         hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
@@ -265,14 +297,21 @@ class _Evidence:
         return bool(role) and not self.speakers.isdisjoint(_name_stems(role))
 
     def admits(
-        self, text: str, role: str | None, vector: float, config: Config, *, fact: bool = False
+        self,
+        text: str,
+        role: str | None,
+        vector: float,
+        config: Config,
+        *,
+        fact: bool = False,
+        by_name: bool = True,
     ) -> bool:
         """The per-item gate: the item's own words cover ``item_evidence`` of the query, or
         its cosine clears the space's noise floor by ``item_vector`` (``vector`` is
         ``signals.above_floor`` of it), or the query names its speaker; a ``fact`` (a short
         consolidated or explicit memory) also passes when it shares a topic with the query
         ("home city: Bangalore" for "Where do I live?")."""
-        if not self.gated or self.names(role):
+        if not self.gated or (by_name and self.names(role)):
             return True
         return (
             vector >= config.recall.item_vector  # the cheap test first
@@ -303,6 +342,7 @@ def _evidence(
     query: str,
     candidates: Iterable[LineRow],
     config: Config,
+    dates: when.Times,
 ) -> _Evidence | None:
     """The query's evidence words, or ``None`` when the space holds no real evidence for it
     (recall abstains: empty block, prompt untouched).
@@ -319,7 +359,7 @@ def _evidence(
     common words cannot be told apart, as its vector noise floor is 0): it never abstains.
     """
     words = [word for word in content_words(query) if word not in topics.CHATTER]
-    if date_ranges(query):  # a date is matched by the date signal, not by words
+    if dates:  # a date is matched by the date signal, not by words
         words = [word for word in words if not (word in _MONTH_WORDS or word[0].isdigit())]
     speakers = {name for row in candidates for name in _name_stems(row.role)}
     names = {word: _named(word, speakers, query) for word in words}
@@ -355,11 +395,13 @@ def _episode_hits(
     rows: dict[int, LineRow],
     config: Config,
     query: str,
+    dates: when.Times,
     now: datetime,
     keep: int,
+    keys: dict[int, float],
 ) -> tuple[list[Hit], dict[str, int]]:
-    """Lines to episode passages: best line wins (its relevance times ``_prior``); neighbours in
-    the session lend a share.
+    """Lines to episode passages: best line wins (its relevance times ``_prior``, and what a
+    fact made from it lends, ``keys``); neighbours in the session lend a share.
 
     Returns the hits and, per hit id, the line whose vector stands for it.
     """
@@ -368,10 +410,15 @@ def _episode_hits(
         row = rows.get(line_id)
         if row is None:
             continue
-        score = (lex + vec) * _prior(row, config)
+        score = (lex + vec + keys.get(line_id, 0.0)) * _prior(row, config)
         current = best.get(row.episode_id)
         if current is None or score > current[0]:
             best[row.episode_id] = (score, line_id, (lex, vec))
+    for row in store.lines([line for line in keys if line not in rows]):
+        rows[row.id] = row
+        score = keys[row.id] * _prior(row, config)
+        if score > best.get(row.episode_id, (0.0,))[0]:
+            best[row.episode_id] = (score, row.id, (0.0, 0.0))
 
     neighbour_of: dict[int, float] = {}
     before, after = config.signals.neighbour_weights_before, config.signals.neighbour_weights_after
@@ -403,13 +450,15 @@ def _episode_hits(
         )
 
     query_words = set(terms(query))
-    dates = date_ranges(query) if config.signals.date_weight > 0 else []
+    matched = max((sum(channels) for _, _, channels in best.values()), default=0.0) or 1.0
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
     scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
+        if line_id in keys:
+            breakdown["fact"] = keys[line_id]
         lent = neighbour_of.get(episode_id, 0.0)
         breakdown["neighbour"] = lent
         if episode_id in lift:
@@ -420,12 +469,14 @@ def _episode_hits(
         if moment is None and row.occurred_at:
             moment = moments[row.occurred_at] = parse_time(row.occurred_at)
         if dates and moment is not None:
-            breakdown["date"] = config.signals.date_weight * signals.date_match(
-                moment.date(),
-                dates,
-                config.signals.date_slack_before_days,
-                config.signals.date_slack_after_days,
+            slack = (config.signals.date_slack_before_days, config.signals.date_slack_after_days)
+            day = moment.date()
+            said = signals.date_match(day, dates.stated, *slack) or (
+                # a month without its year ("in June") favours a line by how well it matched
+                # the query: every line of a June would otherwise outrank the one asked about
+                signals.date_match(day, dates.resolved, *slack) * (lex + vec) / matched
             )
+            breakdown["date"] = config.signals.date_weight * said
         if config.signals.enable_speaker_bonus and row.role:
             named = speaks.get(row.role)
             if named is None:
@@ -439,10 +490,14 @@ def _episode_hits(
 
     # Recency and Hawkes are bounded: only hits that could still reach the top ``keep`` after
     # them get them (exact, and it spares building a Hit for every candidate).
-    bound = (config.signals.recency_weight if config.signals.enable_recency else 0.0) + (
-        config.signals.hawkes_weight * config.signals.hawkes_alpha
-        if config.signals.enable_hawkes
-        else 0.0
+    bound = (
+        (config.signals.recency_weight if config.signals.enable_recency else 0.0)
+        + (
+            config.signals.hawkes_weight * config.signals.hawkes_alpha
+            if config.signals.enable_hawkes
+            else 0.0
+        )
+        + (config.signals.base_level_weight if config.signals.enable_base_level else 0.0)
     )
     if len(scored) > keep:
         scored.sort(key=lambda item: item[0], reverse=True)
@@ -461,6 +516,8 @@ def _episode_hits(
             breakdown["hawkes"] = config.signals.hawkes_weight * signals.hawkes_intensity(
                 age * 86400, config.signals.hawkes_alpha, config.signals.hawkes_half_life_seconds
             )
+        if config.signals.enable_base_level:
+            breakdown["base_level"] = _base_level([age], config)
         hits.append(
             Hit(
                 kind="passage",
@@ -479,6 +536,24 @@ def _episode_hits(
         )
         line_of[hits[-1].id] = line_id
     return hits, line_of
+
+
+def _keys(memories: list[Hit], config: Config) -> dict[int, float]:
+    """A consolidated fact as an extra key of the lines it came from ("key = value + fact"):
+    each cited line gets ``fact_key_weight`` times the relevance of the best fact that cites
+    it and matched the query (``enable_fact_keys``)."""
+    if not config.signals.enable_fact_keys:
+        return {}
+    keys: dict[int, float] = {}
+    for hit in memories:
+        if hit.memory is None:
+            continue
+        credit = config.signals.fact_key_weight * (
+            hit.breakdown.get("lexical", 0.0) + hit.breakdown.get("vector", 0.0)
+        )
+        for line in hit.memory.cited_lines:
+            keys[line] = max(keys.get(line, 0.0), credit)
+    return keys
 
 
 def _gate_passages(
@@ -518,8 +593,11 @@ def _gate_passages(
         hit.episode_id
         for hit in hits
         if hit.episode_id is not None
-        and evidence.admits(hit.text, hit.role, closest.get(hit.episode_id, 0.0), config)
+        and evidence.admits(
+            hit.text, hit.role, closest.get(hit.episode_id, 0.0), config, by_name=False
+        )
     }
+    own |= _named_best(hits, evidence, config)
     asks = {hit.episode_id for hit in hits if _asks(hit.text)}
     replies = {hit.episode_id for hit in hits if hit.role != "assistant"}
     riders: set[int] = set()
@@ -540,6 +618,17 @@ def _gate_passages(
         if (hit.episode_id in own and not (said and hit.role == "assistant"))
         or (hit.role != "assistant" and hit.episode_id in riders)
     ]
+
+
+def _named_best(hits: list[Hit], evidence: _Evidence, config: Config) -> set[int]:
+    """The turns admitted only because the query names their speaker: with
+    ``named_speaker_top`` N, the speaker's N best-scored turns (a name says whose lines to
+    look at, not that every one of them answers); 0 admits all of them."""
+    named = [hit for hit in hits if hit.episode_id is not None and evidence.names(hit.role)]
+    if config.recall.named_speaker_top:
+        named.sort(key=lambda hit: hit.score, reverse=True)
+        named = named[: config.recall.named_speaker_top]
+    return {hit.episode_id for hit in named if hit.episode_id is not None}
 
 
 def _adaptive(hits: list[Hit], config: Config) -> list[Hit]:
@@ -577,7 +666,18 @@ def _memory_score(
             config.signals.ebbinghaus_s0_days,
             config.signals.ebbinghaus_gain,
         )
+    if config.signals.enable_base_level:
+        made = _age_days(now, memory.created_at)
+        mentions = [made] * max(1, len(memory.cited_lines))
+        retrieved = [_age_days(now, touched)] * memory.access_count
+        breakdown["base_level"] = _base_level([*mentions, *retrieved], config)
     return breakdown
+
+
+def _base_level(ages: list[float], config: Config) -> float:
+    """The bounded ACT-R base level: ``base_level_weight · min(1, e^B)``."""
+    level = signals.base_level(ages, config.signals.base_level_decay)
+    return config.signals.base_level_weight * min(1.0, math.exp(level))
 
 
 def _memory_hits(

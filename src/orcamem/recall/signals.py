@@ -17,6 +17,7 @@ from .._kernel.clock import parse_time
 __all__ = [
     "above_floor",
     "age_days",
+    "base_level",
     "coverage",
     "date_match",
     "ebbinghaus_retention",
@@ -45,8 +46,9 @@ def minmax(scores: Mapping[K, float]) -> dict[K, float]:
 
 
 def rrf(ranked: Sequence[K], k: int = 60) -> dict[K, float]:
-    """Reciprocal rank fusion term ``1 / (k + rank)`` (rank from 1), scaled so rank 1 is 1."""
-    return {key: (k + 1) / (k + rank) for rank, key in enumerate(ranked, start=1)}
+    """Seed 003's reciprocal rank fusion term of one ranking: ``1 / (k + rank)``, rank from 1
+    (summed over the channels: ``1/(60 + rank_BM25) + 1/(60 + rank_vector)``)."""
+    return {key: 1.0 / (k + rank) for rank, key in enumerate(ranked, start=1)}
 
 
 def above_floor(cosine: float, floor: float) -> float:
@@ -92,6 +94,14 @@ def ebbinghaus_retention(
     n = max(1, rehearsals)
     stability = s0_days * (1 + gain * (n - 1))
     return math.exp(-max(0.0, dt_days) / stability)
+
+
+def base_level(ages_days: Iterable[float], decay: float = 0.5) -> float:
+    """ACT-R base-level activation ``B = ln Σ (age_days + 1)^(-d)`` over an item's mentions and
+    retrievals (``d`` = 0.5, Anderson's decay): recent and frequent use both raise it. A
+    future time counts as now; no mention at all is ``-inf``."""
+    total = sum((max(0.0, age) + 1.0) ** -decay for age in ages_days)
+    return math.log(total) if total > 0 else -math.inf
 
 
 def neighbour_shares(
