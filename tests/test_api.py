@@ -529,6 +529,13 @@ Request = tuple[str, str, dict[str, Any]]
 # every route × method, asked for space ``s``; ``ids`` are the keyed fixture's
 ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "GET /api/spaces/{space}": lambda s, ids: ("GET", f"/api/spaces/{s}", {}),
+    "DELETE /api/spaces/{space}": lambda s, ids: (
+        "DELETE", f"/api/spaces/{s}", {"params": {"confirm": s}}
+    ),
+    "GET /api/audit": lambda s, ids: ("GET", "/api/audit", {"params": {"space": s}}),
+    "GET /api/explain": lambda s, ids: (
+        "GET", "/api/explain", {"params": {"space": s, "q": "cats?"}}
+    ),
     "GET /api/stats": lambda s, ids: ("GET", "/api/stats", {"params": {"space": s}}),
     "POST /api/episodes": lambda s, ids: (
         "POST", "/api/episodes", {"params": {"space": s}, "json": {"text": "Sneaky write."}}

@@ -110,6 +110,10 @@ class EpisodeLog(Protocol):
         ...
 
     def delete_episode(self, space: str, episode_id: int) -> None: ...
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete the space and all it holds in one transaction; what went, by table."""
+        ...
+
     def find_episode(
         self,
         space: str,

@@ -373,6 +373,30 @@ class SQLiteStore:
             names = [r[0] for r in conn.execute("SELECT name FROM spaces ORDER BY name")]
         return [info for name in names if (info := self.space_info(name)) is not None]
 
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete the space and everything recorded under it, in one transaction.
+
+        Episodes (their lines, FTS rows and graph links go by cascade and triggers),
+        memories, the consolidation audit and progress, its jobs and the space row itself.
+        API keys naming the space are kept: a key is the host's, and a space written again
+        under that name is the same tenant. Returns what was deleted, by table.
+        """
+        with self.writing() as conn:
+            if conn.execute("SELECT 1 FROM spaces WHERE name = ?", (space,)).fetchone() is None:
+                raise NotFoundError(
+                    f"no space {space!r}: list them with `orcamem spaces` (nothing was deleted)"
+                )
+            gone = {
+                table: conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,)).rowcount
+                for table in ("episodes", "memories", "consolidation_audit", "jobs")
+            }
+            for table in ("consolidation_progress", "entities"):
+                conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,))
+            conn.execute("DELETE FROM spaces WHERE name = ?", (space,))
+        self._line_index.drop(space)
+        self._memory_index.drop(space)
+        return gone
+
     # -- episodes --------------------------------------------------------------------------
 
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:

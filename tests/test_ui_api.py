@@ -1,0 +1,301 @@
+"""What the dashboard stands on, without a browser: deleting a whole space (SDK, REST, CLI,
+MCP), the audit log and "why this block" routes, /docs served from the package, and the
+dashboard's public files that never open a way around the key check."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from typer.testing import CliRunner
+
+from orcamem import Memory, NotFoundError
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.text import wordpiece_tokens
+from orcamem.interfaces.cli.main import app as cli
+from orcamem.interfaces.http import ServerSettings
+from orcamem.interfaces.http.server import build_app
+from orcamem.interfaces.mcp.server import DELETE_SPACE_TOOL, TOOLS
+from servers import LOCAL_BASE, child_env, serve
+
+NOW = "2026-11-02T09:00:00Z"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def seed(mem: Memory) -> None:
+    """Alice moved (a superseded state after sleep), has a rule and an audit entry; Bob has
+    a memory of his own."""
+    mem.observe("user", "I live in Berlin.", session_id="s1", space="alice")
+    mem.observe("assistant", "Noted: Berlin.", session_id="s1", space="alice")
+    mem.observe("user", "I moved to Lisbon last month.", session_id="s2", space="alice")
+    mem.sleep(space="alice")
+    mem.forbid("Never suggest peanut recipes.", space="alice")
+    mem.observe("user", "Bob prefers tea over coffee.", session_id="b1", space="bob")
+    mem.remember("Bob's project codename is Heron.", space="bob")
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db", clock=FrozenClock(NOW)) as mem:
+        seed(mem)
+        yield mem
+
+
+def client_for(mem: Memory, **settings: Any) -> TestClient:
+    settings.setdefault("workspace", str(Path(mem.store.path).parent / "workspace"))
+    return TestClient(
+        build_app(mem, ServerSettings(**settings), ("api", "ui")), base_url=LOCAL_BASE
+    )
+
+
+def export_of(mem: Memory, space: str) -> str:
+    out = io.StringIO()
+    mem.export(out, space=space)
+    return out.getvalue()
+
+
+# -- Memory.delete_space ------------------------------------------------------------------------
+
+
+def test_delete_space_removes_everything_of_that_space_and_nothing_else(seeded: Memory) -> None:
+    bob_before = export_of(seeded, "bob")
+    gone = seeded.delete_space("alice")
+
+    assert gone["episodes"] == 3 and gone["memories"] >= 3
+    assert seeded.space_info("alice") is None
+    assert "alice" not in seeded.spaces()
+    assert seeded.search("Lisbon Berlin peanut", space="alice").hits == []
+    assert seeded.recall("where do I live?", space="alice") == ""
+    assert seeded.facts(space="alice", include_history=True) == []
+    assert seeded.audit_log(space="alice") == []
+    assert export_of(seeded, "bob") == bob_before  # the other space, byte for byte
+    assert seeded.check().ok, seeded.check().problems  # no orphan line, vector or entity
+
+
+def test_a_deleted_space_can_be_written_again_and_holds_only_the_new(seeded: Memory) -> None:
+    seeded.delete_space("alice")
+    seeded.observe("user", "I live in Porto.", session_id="s9", space="alice")
+    texts = [hit.text for hit in seeded.search("where do I live", space="alice").hits]
+    assert texts and all("Porto" in text for text in texts), texts
+    assert seeded.space_info("alice").episodes == 1
+
+
+def test_deleting_a_space_that_does_not_exist_says_so_and_deletes_nothing(seeded: Memory) -> None:
+    with pytest.raises(NotFoundError, match="orcamem spaces"):
+        seeded.delete_space("carol")
+    assert sorted(seeded.spaces()) == ["alice", "bob"]
+
+
+# -- REST ---------------------------------------------------------------------------------------
+
+
+def test_delete_space_needs_the_name_typed_again(seeded: Memory) -> None:
+    with client_for(seeded) as client:
+        refused = client.delete("/api/spaces/alice", params={"confirm": "alcie"})
+        assert refused.status_code == 400, refused.text
+        assert "nothing was deleted" in refused.json()["error"]["message"]
+        assert seeded.space_info("alice") is not None
+        assert client.delete("/api/spaces/alice").status_code == 422  # confirm is required
+
+        done = client.delete("/api/spaces/alice", params={"confirm": "alice"})
+        assert done.status_code == 200, done.text
+        assert done.json()["space"] == "alice" and done.json()["deleted"]["episodes"] == 3
+        assert [s["name"] for s in client.get("/api/spaces").json()["spaces"]] == ["bob"]
+        assert (
+            client.get("/api/search", params={"space": "alice", "q": "Lisbon"}).json()["hits"] == []
+        )
+
+
+def test_a_key_for_one_space_cannot_delete_another(seeded: Memory) -> None:
+    now = "2026-11-02T09:00:00.000000Z"
+    _, alice_key = seeded.keys.create(spaces=["alice"], admin=False, name="a", now=now)
+    with client_for(seeded, require_keys=True) as client:
+        auth = {"authorization": f"Bearer {alice_key}"}
+        refused = client.delete("/api/spaces/bob", params={"confirm": "bob"}, headers=auth)
+        assert refused.status_code == 403, refused.text
+        assert seeded.space_info("bob") is not None
+        assert client.delete("/api/spaces/alice", params={"confirm": "alice"}).status_code == 401
+        assert client.get("/api/audit", params={"space": "bob"}, headers=auth).status_code == 403
+        assert (
+            client.get(
+                "/api/explain", params={"space": "bob", "q": "tea"}, headers=auth
+            ).status_code
+            == 403
+        )
+        ok = client.delete("/api/spaces/alice", params={"confirm": "alice"}, headers=auth)
+        assert ok.status_code == 200, ok.text
+
+
+def test_the_audit_log_route_lists_what_consolidation_refused(seeded: Memory) -> None:
+    closed = seeded.facts(space="bob")[0]
+    seeded.close_memory(closed.id, space="bob", reason="the user says it is wrong")
+    with client_for(seeded) as client:
+        entries = client.get("/api/audit", params={"space": "bob"}).json()["entries"]
+    assert [(e["reason"], e["item"]["closed"]) for e in entries] == [
+        ("the user says it is wrong", closed.id)
+    ]
+
+
+def test_explain_shows_the_exact_block_its_items_and_its_tokens(seeded: Memory) -> None:
+    query = "where do I live now?"
+    with client_for(seeded) as client:
+        why = client.get("/api/explain", params={"space": "alice", "q": query}).json()
+        block = client.get("/api/context", params={"space": "alice", "q": query}).json()["block"]
+    assert why["block"] == block and block
+    assert why["tokens"] == wordpiece_tokens(block) and why["budget_tokens"] == 300
+    shown = [hit["text"] for hit in why["included"]]
+    assert "home city: Lisbon" in shown
+    assert all(hit["breakdown"] for hit in why["included"])  # each item says why
+    left_out = {hit["text"]: hit["reason"] for hit in why["cut"]}
+    assert left_out.get("I live in Berlin.") == "outdated", left_out  # Lisbon is current
+
+
+def test_explain_is_a_preview_that_marks_nothing_accessed(seeded: Memory) -> None:
+    before = {m.id: m.access_count for m in seeded.facts(space="alice")}
+    with client_for(seeded) as client:
+        assert client.get("/api/explain", params={"space": "alice", "q": "Lisbon"}).json()["block"]
+    seeded._background.submit(lambda: None).result(timeout=10)
+    assert {m.id: m.access_count for m in seeded.facts(space="alice")} == before
+
+
+# -- /docs and the dashboard's files ------------------------------------------------------------
+
+
+def test_docs_load_their_assets_from_the_package(mem: Memory) -> None:
+    with client_for(mem, require_keys=True) as client:  # before any key is typed
+        page = client.get("/docs")
+        assert page.status_code == 200
+        sources = [
+            src for src in _attrs(page.text, ("src", "href")) if not src.startswith(("/", "#"))
+        ]
+        assert sources == [], sources  # nothing from a CDN
+        assert "validatorUrl" in page.text and '"validatorUrl": null' in page.text
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png"):
+            got = client.get(f"/docs/assets/{asset}")
+            assert got.status_code == 200 and len(got.content) > 1000, asset
+        redoc = client.get("/redoc", follow_redirects=False)
+        assert (redoc.status_code, redoc.headers["location"]) == (307, "/docs")
+
+
+def test_the_dashboard_page_and_files_are_public_but_its_data_is_not(seeded: Memory) -> None:
+    with client_for(seeded, require_keys=True, upstream="http://127.0.0.1:9/v1") as client:
+        page = client.get("/ui")
+        assert page.status_code == 200 and "/ui/assets/app.js" in page.text
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "connect-src 'self'" in policy
+        assert client.get("/ui/assets/app.js").status_code == 200
+        assert client.get("/api/spaces").status_code == 401
+    with client_for(seeded, upstream="http://127.0.0.1:9/v1") as client:
+        other = client.get("/ui/settings")  # the upstream UI's pass-through never gets /ui
+        assert other.status_code == 404 and "open /ui" in other.json()["error"]["message"]
+
+
+def test_a_public_prefix_reaches_the_packaged_files_only(seeded: Memory) -> None:
+    """A path sent as it is (no client normalising ``..``) under a public prefix is served by
+    the static files, which refuse to leave their folder: never a route, never the upstream."""
+    app = build_app(
+        seeded,
+        ServerSettings(require_keys=True, upstream="http://127.0.0.1:9/v1"),
+        ("api", "proxy", "ui"),
+    )
+    with serve(app) as url:
+        host, port = url.removeprefix("http://").split(":")
+        for prefix in ("/ui/assets", "/docs/assets"):
+            for path in (f"{prefix}/../../api/spaces", f"{prefix}/%2e%2e/%2e%2e/api/spaces"):
+                conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                conn.request("GET", path, headers={"host": f"127.0.0.1:{port}"})
+                reply = conn.getresponse()
+                body = reply.read().decode()
+                conn.close()
+                assert reply.status == 404, (path, reply.status, body)
+                assert "bob" not in body and "alice" not in body
+
+
+def test_the_dashboard_writes_stored_text_as_text_never_as_markup() -> None:
+    script = (ROOT / "src/orcamem/interfaces/http/dashboard/static/app.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
+
+
+def test_the_wheel_carries_the_dashboard_files() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"interfaces/http/dashboard/static/*"' in pyproject
+    static = ROOT / "src/orcamem/interfaces/http/dashboard/static"
+    assert sorted(p.name for p in static.iterdir()) == ["app.js", "index.html", "style.css"]
+
+
+def _attrs(html: str, names: tuple[str, ...]) -> list[str]:
+    return [m.group(2) for m in re.finditer(rf"\b({'|'.join(names)})=\"([^\"]*)\"", html)]
+
+
+# -- CLI and MCP --------------------------------------------------------------------------------
+
+
+def test_cli_delete_space_asks_for_the_name_and_deletes_only_on_a_match(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, clock=FrozenClock(NOW)) as mem:
+        seed(mem)
+    runner = CliRunner()
+    wrong = runner.invoke(cli, ["delete-space", "alice", "--db", str(db)], input="bob\n")
+    assert wrong.exit_code == 2 and "nothing was deleted" in wrong.output
+    done = runner.invoke(cli, ["delete-space", "alice", "--db", str(db)], input="alice\n")
+    assert done.exit_code == 0, done.output
+    assert "deleted space 'alice': 3 episodes, 3 memories" in done.output
+    missing = runner.invoke(cli, ["delete-space", "carol", "--confirm", "carol", "--db", str(db)])
+    assert missing.exit_code != 0 and "no space 'carol'" in missing.output
+    with Memory(db) as mem:
+        assert mem.spaces() == ["bob"]
+
+
+@pytest.mark.anyio
+async def test_mcp_offers_delete_space_only_when_the_host_allows_it(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db, clock=FrozenClock(NOW)) as mem:
+        seed(mem)
+
+    async def tools(*extra: str) -> tuple[list[str], Any]:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "orcamem", "mcp", "--db", str(db), *extra],
+            env=child_env(),
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = sorted(t.name for t in (await session.list_tools()).tools)
+            if DELETE_SPACE_TOOL not in names:
+                return names, None
+            wrong = await session.call_tool(
+                DELETE_SPACE_TOOL, {"space": "alice", "confirm": "default"}
+            )
+            right = await session.call_tool(
+                DELETE_SPACE_TOOL, {"space": "alice", "confirm": "alice"}
+            )
+            return names, (wrong, right)
+
+    names, calls = await tools()
+    assert names == sorted(TOOLS) and calls is None  # seed 003: exactly the five
+    names, (wrong, right) = await tools("--allow-delete-space")
+    assert names == sorted([*TOOLS, DELETE_SPACE_TOOL])
+    assert wrong.is_error and "nothing was deleted" in wrong.content[0].text
+    assert not right.is_error and right.structured_content["deleted"]["episodes"] == 3
+    with Memory(db) as mem:
+        assert mem.spaces() == ["bob"]
+
+
+def test_mcp_over_http_refuses_the_stdio_only_flag(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orcamem", "mcp", "--http", "--allow-delete-space",
+         "--db", str(tmp_path / "m.db")],
+        capture_output=True, text=True, env={**child_env(), "PATH": "/usr/bin:/bin"}, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "DELETE /api/spaces/NAME?confirm=NAME" in done.stderr
