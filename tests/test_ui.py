@@ -44,6 +44,7 @@ class Server:
     admin: str
     alice: str
     db: Path
+    workspace: Path
 
 
 def _seed(db: Path) -> tuple[str, str]:
@@ -89,6 +90,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("ui")
     db = home / "memory.db"
     admin, alice = _seed(db)
+    (home / "profiles.json").write_text('[{"name": "researcher", "tools": ["@memory"]}]')
+    (home / "ws").mkdir()
     port = free_port()
     env = {
         **child_env(ORCA_HOME=str(home), HOME=str(home)),
@@ -103,7 +106,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for(url, process, home / "server.log")
-        yield Server(url, admin, alice, db)
+        for content, category in (
+            ("Cites sources with DOIs.", "preference"),
+            ("Works on protein folding.", "context"),
+        ):
+            saved = httpx.post(
+                f"{url}/api/profiles/researcher/memories",
+                json={"content": content, "category": category},
+                headers={"authorization": f"Bearer {admin}"},
+                timeout=30,
+            )
+            assert saved.status_code == 201, saved.text
+        yield Server(url, admin, alice, db, home / "ws")
     finally:
         process.terminate()
         process.wait(30)
@@ -238,8 +252,7 @@ def test_every_dashboard_page_loads_clean_and_keeps_to_loopback(
     shot(tab, "search")
 
     tab.click("text=Consolidation audit")
-    tab.wait_for_selector("#tab table")
-    assert "rules come only from a person's own turns" in tab.inner_text("#tab")
+    expect(tab.locator("#tab")).to_contain_text("rules come only from a person's own turns")
     shot(tab, "audit")
     assert watch.outside == [] and watch.errors == []
 
@@ -277,6 +290,70 @@ def test_export_downloads_the_space(page: tuple[Any, Watch], server: Server) -> 
     assert json.loads(lines[0])["space"] == "bob"
     assert any("Heron" in line for line in lines)
     assert watch.outside == [] and watch.errors == []
+
+
+def test_the_memory_bank_page_lists_searches_saves_and_deletes(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    use_key(tab, server, server.admin)
+    tab.click("nav >> text=Memory Bank")
+    tab.wait_for_selector("tr[data-profile='researcher']")
+    tab.click("a[href='#/bank/researcher']")
+    tab.wait_for_selector("tr[data-bank-memory]")
+    assert tab.locator("tr[data-bank-memory]").count() == 2
+    tab.fill("#bank-query", "which sources to cite")
+    tab.click("#bank form >> text=Search")
+    tab.wait_for_selector("#bank table >> nth=0")
+    hits = tab.locator("#bank table").first.inner_text()
+    assert "Cites sources with DOIs." in hits and "topic" in hits  # the relevance breakdown
+    tab.fill("#bank-content", "Prefers metric units.")
+    tab.select_option("#bank-category", "preference")
+    tab.click("#bank form >> text=Save")
+    tab.wait_for_selector("#status.info")
+    rows = tab.locator("#bank > table").last.locator("tr[data-bank-memory]")
+    expect(rows).to_have_count(3)
+    shot(tab, "bank")
+    saved = tab.inner_text("#status").split()[1]
+    tab.locator(f"#bank > table >> nth=-1 >> tr[data-bank-memory='{saved}'] >> text=Delete").click()
+    expect(tab.locator("#bank > table").last.locator("tr[data-bank-memory]")).to_have_count(2)
+
+    tab.click("nav >> text=Memory Bank")
+    tab.fill("#automation", "nightly")
+    tab.fill("#note", "Stopped at issue 41.")
+    tab.click("text=Save >> nth=-1")
+    tab.wait_for_selector("#note-block:not([hidden])")
+    assert "Stopped at issue 41." in tab.inner_text("#note-block")
+    tab.click("section.card >> text=Clear")
+    expect(tab.locator("#note")).to_have_value("")
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_set_a_setting_and_see_the_badge_change_then_clear_it(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    use_key(tab, server, server.admin)
+    tab.click("nav >> text=Settings")
+    row = tab.locator("tr[data-setting='topK']")
+    expect(row).to_contain_text("Instance default")
+    assert tab.inner_text("#provider-state") == "Ready"  # one real call to the provider
+    row.locator("input").fill("80")
+    row.locator("text=Set").click()
+    tab.wait_for_selector("#status.error")
+    assert "must be a whole number from 1 to 50" in tab.inner_text("#status")
+    row.locator("input").fill("8")
+    row.locator("text=Set").click()
+    expect(row).to_contain_text("Workspace override")
+    assert json.loads((server.workspace / "config.json").read_text()) == {
+        "defaults": {"memory": {"topK": 8}}
+    }
+    shot(tab, "settings")
+    row.locator("text=Clear").click()
+    expect(row).to_contain_text("Instance default")
+    assert row.locator("text=Clear").count() == 0
+    assert watch.outside == []
+    assert all("400" in error for error in watch.errors), watch.errors  # only the refusal
 
 
 # -- keys ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import json
 import re
 import subprocess
 import sys
@@ -299,3 +300,71 @@ def test_mcp_over_http_refuses_the_stdio_only_flag(tmp_path: Path) -> None:
         capture_output=True, text=True, env={**child_env(), "PATH": "/usr/bin:/bin"}, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "DELETE /api/spaces/NAME?confirm=NAME" in done.stderr
+
+
+# -- the memory settings panel's routes and `orcamem doctor --set` --------------------------------
+
+
+def _rows(report: dict) -> dict[str, tuple[Any, str]]:
+    return {f["key"]: (f["value"], f["badge"]) for f in report["settings"]["fields"]}
+
+
+def test_set_and_clear_a_setting_over_rest(seeded: Memory, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    config = workspace / "config.json"
+    now = "2026-11-02T09:00:00.000000Z"
+    _, alice_key = seeded.keys.create(spaces=["alice"], admin=False, name="a", now=now)
+    _, admin_key = seeded.keys.create(spaces=[], admin=True, name="ops", now=now)
+    with client_for(seeded, workspace=str(workspace), require_keys=True) as client:
+        client.app.state.capability_instance_config = tmp_path / "no-instance.json"
+        admin = {"authorization": f"Bearer {admin_key}"}
+        missing = client.put("/api/capability/settings/topK", json={"value": 8}, headers=admin)
+        assert missing.status_code == 503 and "create it" in missing.json()["error"]["message"]
+        workspace.mkdir()
+        assert _rows(client.get("/api/capability", headers=admin).json())["topK"] == (
+            5, "Instance default"
+        )  # fmt: skip
+        done = client.put("/api/capability/settings/topK", json={"value": 8}, headers=admin)
+        assert done.status_code == 200, done.text
+        assert _rows(done.json())["topK"] == (8, "Workspace override")
+        assert json.loads(config.read_text())["defaults"]["memory"] == {"topK": 8}
+
+        written = config.read_bytes()
+        bad = client.put("/api/capability/settings/topK", json={"value": 80}, headers=admin)
+        assert bad.status_code == 400
+        assert "topK=80: must be a whole number from 1 to 50" in bad.json()["error"]["message"]
+        wrong_type = client.put(
+            "/api/capability/settings/enabled", json={"value": "yes"}, headers=admin
+        )
+        assert wrong_type.status_code == 400 and "true or false" in wrong_type.text
+        assert config.read_bytes() == written  # a refused value writes nothing
+        unknown = client.put("/api/capability/settings/topk", json={"value": 8}, headers=admin)
+        assert unknown.status_code == 422
+
+        space_key = {"authorization": f"Bearer {alice_key}"}
+        refused = client.put("/api/capability/settings/topK", json={"value": 9}, headers=space_key)
+        assert refused.status_code == 403 and config.read_bytes() == written
+
+        cleared = client.delete("/api/capability/settings/topK", headers=admin)
+        assert cleared.status_code == 200
+        assert _rows(cleared.json())["topK"] == (5, "Instance default")
+        again = client.delete("/api/capability/settings/topK", headers=admin)
+        assert again.status_code == 200  # nothing to clear is no error
+
+
+def test_doctor_set_writes_the_override_and_refuses_a_bad_value(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["doctor", "--workspace", str(tmp_path), "--instance-config", str(tmp_path / "i.json")]
+    done = runner.invoke(cli, [*base, "--set", "topK=8", "--set", "provider=builtin-markdown"])
+    assert done.exit_code == 0, done.output
+    assert "set topK=8" in done.output
+    report = runner.invoke(cli, [*base, "--json"])
+    rows = _rows(json.loads(report.output))
+    assert rows["topK"] == (8, "Workspace override")
+    assert rows["provider"] == ("builtin-markdown", "Workspace override")
+    bad = runner.invoke(cli, [*base, "--set", "topK=eight"])
+    assert bad.exit_code == 2 and 'topK="eight": must be a whole number from 1 to 50' in bad.output
+    shapeless = runner.invoke(cli, [*base, "--set", "topK"])
+    assert shapeless.exit_code == 2 and "KEY=VALUE" in shapeless.output
+    cleared = runner.invoke(cli, [*base, "--clear", "topK", "--json"])
+    assert _rows(json.loads(cleared.output.split("\n", 1)[1]))["topK"][1] == "Instance default"

@@ -59,7 +59,7 @@ UpstreamOption = Annotated[
 ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
 WorkspaceOption = Annotated[
     Path | None,
-    typer.Option(help="Host workspace whose memory capability GET /api/capability reports."),
+    typer.Option(help="Host workspace whose memory capability /api/capability reports and sets."),
 ]
 KeysOption = Annotated[
     bool, typer.Option("--require-keys", help="Require API keys on every request.")

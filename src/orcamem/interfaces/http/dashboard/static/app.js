@@ -304,6 +304,157 @@ function showWhy(why, out) {
       : el("p", { class: "muted" }, "Nothing ranked was left out."));
 }
 
+// -- Memory Bank ------------------------------------------------------------------------------
+
+async function bankPage(profile) {
+  const chooser = el("input", { id: "profile", placeholder: "profile name", value: profile || "" });
+  main.replaceChildren(el("h1", {}, "Memory Bank"),
+    el("form", { class: "row", onsubmit: (event) => {
+      event.preventDefault();
+      location.hash = `#/bank/${encodeURIComponent(chooser.value.trim())}`;
+    } }, chooser, el("button", { type: "submit" }, "Open profile")));
+  const body = el("section", { id: "bank" });
+  main.append(body);
+  if (!profile) {
+    await guarded(async () => {
+      const stats = await get("/api/memory-bank/stats");
+      body.append(el("p", { class: "muted" },
+        `${stats.totalMemories} memories in ${stats.profilesWithMemory} profiles · storage ` +
+        `${stats.storage}${stats.durable ? "" : " (in memory only: lost at exit)"}`),
+      table(["Profile", "Memories"], Object.entries(stats.perProfile).map(([name, count]) =>
+        el("tr", { "data-profile": name },
+          el("td", {}, el("a", { href: `#/bank/${encodeURIComponent(name)}` }, name)),
+          el("td", { class: "num" }, count)))));
+    });
+    main.append(notesPanel());
+    return;
+  }
+  await bankProfile(profile, body);
+}
+
+function bankRows(profile, memories, scores) {
+  return memories.map((m, i) => el("tr", { "data-bank-memory": m.id },
+    el("td", { class: "text" }, m.processedContent,
+      el("div", { class: "muted" }, m.summary)),
+    el("td", {}, el("span", { class: "badge" }, m.category),
+      el("span", { class: "badge" }, `confidence ${Number(m.confidence).toFixed(2)}`)),
+    el("td", { class: "num" }, Number(m.stalenessScore).toFixed(2)),
+    el("td", { class: "num" }, m.accessCount),
+    el("td", {}, day(m.createdAt), el("div", { class: "muted" }, `last used ${day(m.lastAccessedAt)}`)),
+    scores ? el("td", {}, breakdown(scores[i])) : null,
+    el("td", {}, el("button", { type: "button", class: "danger", onclick: () => guarded(async () => {
+      await call("DELETE", `/api/profiles/${encodeURIComponent(profile)}/memories/${m.id}`);
+      say(`Deleted ${m.id} from ${profile}.`, "info");
+      await route();
+    }) }, "Delete"))));
+}
+
+const BANK_HEAD = ["Memory", "Category", "Staleness", "Used", "Created"];
+
+async function bankProfile(profile, body) {
+  const base = `/api/profiles/${encodeURIComponent(profile)}/memories`;
+  const page = await get(base, { limit: 50 });
+  const query = el("input", { id: "bank-query", placeholder: "search this profile", size: 40 });
+  const results = el("div", {});
+  const content = el("input", { id: "bank-content", placeholder: "a memory to save", size: 50 });
+  const category = el("select", { id: "bank-category" },
+    ["general", "preference", "fact", "behavior", "context"].map((c) => el("option", { value: c }, c)));
+  body.replaceChildren(
+    el("h2", {}, `Profile ${profile}`),
+    el("form", { class: "row", onsubmit: (event) => {
+      event.preventDefault();
+      guarded(async () => {
+        const found = await get(`${base}/search`, { q: query.value, minScore: 0 });
+        results.replaceChildren(found.hits.length
+          ? table([...BANK_HEAD, "Why (relevance)", ""], bankRows(profile,
+            found.hits.map((h) => h.memory),
+            found.hits.map((h) => ({ score: h.score, recency: h.relevance.recency,
+              usage: h.relevance.usage, topic: h.relevance.topic,
+              confidence: h.relevance.confidenceMultiplier }))))
+          : el("p", { class: "muted" }, "No memory shares a topic with that."));
+      });
+    } }, query, el("button", { type: "submit", class: "primary" }, "Search")),
+    results,
+    el("form", { class: "row", onsubmit: (event) => {
+      event.preventDefault();
+      guarded(async () => {
+        const saved = await call("POST", base, undefined,
+          { content: content.value, category: category.value });
+        say(`Saved ${saved.id} to ${profile}.`, "info");
+        await route();
+      });
+    } }, content, category, el("button", { type: "submit" }, "Save")),
+    el("p", { class: "muted" }, `${page.total} memories, newest first`),
+    page.memories.length ? table([...BANK_HEAD, ""], bankRows(profile, page.memories))
+      : el("p", { class: "muted" }, "No memories in this profile."));
+}
+
+function notesPanel() {
+  const id = el("input", { id: "automation", placeholder: "automation id" });
+  const note = el("textarea", { id: "note", placeholder: "what the last run found and where it stopped" });
+  const block = el("pre", { class: "block", id: "note-block", hidden: true });
+  const show = (got) => {
+    note.value = got.note;
+    block.textContent = got.block;
+    block.hidden = !got.block;
+  };
+  const path = () => `/api/automations/${encodeURIComponent(id.value.trim())}/memory`;
+  return el("section", { class: "card" }, el("h2", {}, "Automation notes"),
+    el("p", { class: "muted" }, "The one note an automation keeps between firings (admin keys)."),
+    el("div", { class: "row" }, id,
+      el("button", { type: "button", onclick: () => guarded(async () => show(await get(path()))) }, "Read"),
+      el("button", { type: "button", onclick: () => guarded(async () => {
+        show(await call("PUT", path(), undefined, { note: note.value }));
+        say("Note saved.", "info");
+      }) }, "Save"),
+      el("button", { type: "button", class: "danger", onclick: () => guarded(async () => {
+        await call("DELETE", path());
+        show({ note: "", block: "" });
+        say("Note cleared.", "info");
+      }) }, "Clear")),
+    note, block);
+}
+
+// -- memory settings (seed 004) -----------------------------------------------------------------
+
+async function settingsPage() {
+  const report = await get("/api/capability");
+  const provider = report.provider;
+  const rows = report.settings.fields.map((f) => {
+    const input = el("input", { "aria-label": `new ${f.key}`, value: JSON.stringify(f.value), size: 16 });
+    return el("tr", { "data-setting": f.key },
+      el("td", {}, el("code", {}, f.key)),
+      el("td", {}, JSON.stringify(f.value)),
+      el("td", {}, el("span", { class: `badge ${f.origin === "workspace" ? "current" : ""}` }, f.badge)),
+      el("td", {}, el("div", { class: "actions" }, input,
+        el("button", { type: "button", onclick: () => guarded(async () => {
+          let value = input.value.trim();
+          try { value = JSON.parse(value); } catch { /* a bare string: provider names */ }
+          await call("PUT", `/api/capability/settings/${f.key}`, undefined, { value });
+          say(`Set ${f.key} in this workspace (sessions started from now on use it).`, "info");
+          await settingsPage();
+        }) }, "Set"),
+        f.origin === "workspace" ? el("button", { type: "button", onclick: () => guarded(async () => {
+          await call("DELETE", `/api/capability/settings/${f.key}`);
+          say(`Cleared the ${f.key} override.`, "info");
+          await settingsPage();
+        }) }, "Clear") : null)));
+  });
+  main.replaceChildren(el("h1", {}, "Memory settings"),
+    el("p", { class: "muted" }, `Workspace ${report.workspace}: memory is `,
+      el("strong", {}, report.enabled ? "on" : "off")),
+    el("div", { class: "card", id: "provider" },
+      el("div", {}, el("strong", {}, provider.provider), " · ",
+        el("span", { class: `badge ${provider.state === "ready" ? "current" : "closed"}`,
+          id: "provider-state" }, provider.label)),
+      el("p", {}, provider.detail),
+      provider.action ? el("p", {}, `What to do: ${provider.action}`) : null,
+      provider.notes.length ? el("ul", {}, provider.notes.map((n) => el("li", { class: "muted" }, n))) : null),
+    table(["Setting", "Value", "Source", ""], rows),
+    Object.entries(report.settings.layers).flatMap(([name, layer]) => layer.problems.map((p) =>
+      el("p", { class: "muted" }, `${name} layer ${layer.path} discarded whole: ${p}`))));
+}
+
 // -- routing ----------------------------------------------------------------------------------
 
 async function route() {
@@ -315,6 +466,8 @@ async function route() {
   await guarded(async () => {
     if (page === "space" && parts[1]) await spacePage(parts[1], parts[2] || "memories");
     else if (page === "why") await whyPage();
+    else if (page === "bank") await bankPage(parts[1]);
+    else if (page === "settings") await settingsPage();
     else await spacesPage();
   });
 }
