@@ -20,8 +20,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
-from orcamem import Memory, NotFoundError
+from orcamem import EmbedderMismatchError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.embed import make_embedder
 from orcamem._kernel.text import wordpiece_tokens
 from orcamem.interfaces.cli.main import app as cli
 from orcamem.interfaces.http import ServerSettings
@@ -95,6 +96,43 @@ def test_deleting_a_space_that_does_not_exist_says_so_and_deletes_nothing(seeded
     with pytest.raises(NotFoundError, match="orcamem spaces"):
         seeded.delete_space("carol")
     assert sorted(seeded.spaces()) == ["alice", "bob"]
+
+
+class Renamed:
+    """The shipped embedder under another name: a space made with it is another embedder's."""
+
+    def __init__(self) -> None:
+        self.inner = make_embedder()
+        self.id, self.dim = "test:renamed", self.inner.dim
+
+    def embed(self, texts: Any) -> Any:
+        return self.inner.embed(texts)
+
+
+def test_a_space_deleted_by_another_process_is_written_anew_here(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as here, Memory(db) as there:
+        here.observe("user", "I live in Berlin.", space="alice")
+        there.delete_space("alice")  # `orcamem delete-space` while a server runs
+        here.observe("user", "I live in Porto.", space="alice")  # here still thinks it exists
+        here.remember("Alice likes green tea.", space="alice")
+        texts = [hit.text for hit in here.search("where do I live", space="alice").hits]
+        assert "I live in Berlin." not in texts and "I live in Porto." in texts
+        assert there.space_info("alice").episodes == 1 and len(there.facts(space="alice")) == 1
+        assert here.check().ok, here.check().problems
+
+
+def test_a_stale_writer_cannot_mix_embedders_into_a_recreated_space(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as here, Memory(db) as there, Memory(db, embedder=Renamed()) as other:
+        here.observe("user", "I live in Berlin.", space="alice")
+        there.delete_space("alice")
+        other.observe("user", "I live in Porto.", space="alice")
+        with pytest.raises(EmbedderMismatchError, match="test:renamed"):
+            here.observe("user", "I live in Rome.", space="alice")
+        with pytest.raises(EmbedderMismatchError):
+            here.remember("Alice likes green tea.", space="alice")
+        assert there.space_info("alice").episodes == 1 and there.facts(space="alice") == []
 
 
 # -- REST ---------------------------------------------------------------------------------------

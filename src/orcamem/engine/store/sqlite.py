@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -101,6 +102,32 @@ def _refuse_url(path: str) -> None:
         raise InvalidInputError(
             f"{re.sub(r'//[^/@]*@', '//…@', path)}: {scheme.group(1)}:// databases are "
             "not supported by this orcamem; pass the path of an SQLite file (e.g. memory.db)"
+        )
+
+
+def _create_space(
+    conn: sqlite3.Connection, space: str, embedder_id: str, dim: int, now: str
+) -> None:
+    """Create the space's row unless it exists (then it is left as it is: ``ensure_space``
+    checks it). Every write calls it too: another process may have deleted the space
+    (``delete_space``) after this one checked it, and the write starts it anew, as a first
+    write would. A new row's ``vector_epoch`` is random, so a process that still holds vectors
+    of a deleted space of that name sees a changed epoch and reloads instead of reusing them."""
+    conn.execute(
+        "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim, vector_epoch) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (space, now, embedder_id, dim, secrets.randbits(62)),
+    )
+    found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
+    _same_embedder(space, found[0], found[1], embedder_id, dim)
+
+
+def _same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, dim: int) -> None:
+    if found_id != embedder_id or found_dim != dim:
+        raise EmbedderMismatchError(
+            f"space {space!r} was embedded with {found_id} (dim {found_dim}) but this "
+            f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
+            "re-embed it with the current embedder, or open it with the embedder it was made with"
         )
 
 
@@ -339,21 +366,12 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             with self.writing() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim) "
-                    "VALUES (?, ?, ?, ?)",
-                    (space, now, embedder_id, dim),
-                )
+                _create_space(conn, space, embedder_id, dim, now)
                 row = conn.execute(
                     "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
                 ).fetchone()
         info = SpaceInfo(*row)
-        if info.embedder_id != embedder_id or info.dim != dim:
-            raise EmbedderMismatchError(
-                f"space {space!r} was embedded with {info.embedder_id} (dim {info.dim}) but this "
-                f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
-                "re-embed it with the current embedder, or open it with the embedder it was made with"
-            )
+        _same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
         return info
 
     def space_info(self, space: str) -> SpaceInfo | None:
@@ -405,6 +423,9 @@ class SQLiteStore:
         positions: dict[tuple[str, str], int] = {}
         written: dict[str, list[tuple[int, Sequence[str]]]] = {}
         with self.writing() as conn:
+            for write in {w.episode.space: w for w in writes}.values():
+                dim = int(write.vectors.shape[-1])
+                _create_space(conn, write.episode.space, write.embedder_id, dim, write.created_at)
             for write in writes:
                 ep = write.episode
                 session_seq = None
@@ -642,6 +663,7 @@ class SQLiteStore:
     ) -> MemoryRecord:
         memory_id = memory.id or new_memory_id()
         with self.writing() as conn:
+            _create_space(conn, memory.space, embedder_id, int(vector.shape[-1]), now)
             while (
                 memory.id is None
                 and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()
