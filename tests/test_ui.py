@@ -217,7 +217,7 @@ def test_every_dashboard_page_loads_clean_and_keeps_to_loopback(
     use_key(tab, server, server.admin)
     rows = tab.locator("tr[data-space]")
     names = set(rows.evaluate_all("rs => rs.map(r => r.dataset.space)"))
-    assert {"alice", "bob", "dora"} <= names <= {"alice", "bob", "carol", "dora"}
+    assert {"alice", "bob", "dora"} <= names  # carol and mallory come and go in later tests
     shot(tab, "spaces")
 
     tab.click("a[href='#/space/alice']")
@@ -356,6 +356,45 @@ def test_set_a_setting_and_see_the_badge_change_then_clear_it(
     assert all("400" in error for error in watch.errors), watch.errors  # only the refusal
 
 
+def test_stored_markup_is_shown_as_text_and_never_runs(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    """What memory holds came from users and models: a stored tag is text on every page."""
+    tab, watch = page
+    hostile = (
+        '<img src="x" onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+    )
+    headers = {"authorization": f"Bearer {server.admin}"}
+    for path, body in (
+        ("/api/episodes", {"text": f"Markup test {hostile}", "role": "user"}),
+        ("/api/memories", {"text": f"Markup fact {hostile}"}),
+    ):
+        stored = httpx.post(
+            f"{server.url}{path}", params={"space": "mallory"}, json=body, headers=headers
+        )
+        assert stored.status_code == 201, stored.text
+    loaded: list[str] = []
+    tab.on("request", lambda request: loaded.append(request.url))
+    use_key(tab, server, server.admin)
+    for hash_, ready in (
+        ("#/space/mallory/memories", "tr[data-memory]"),
+        ("#/space/mallory/episodes", "tr[data-episode]"),
+    ):
+        tab.goto(f"{server.url}/ui{hash_}")
+        tab.wait_for_selector(ready)
+        assert "<script>" in tab.inner_text("#tab") and '<img src="x"' in tab.inner_text("#tab")
+        assert tab.locator("#tab img, #tab script").count() == 0
+    tab.goto(f"{server.url}/ui#/why")
+    tab.select_option("#why-space", "mallory")
+    tab.fill("#why-message", "Markup test fact")
+    tab.click("text=Show the block")
+    tab.wait_for_selector("#why-tokens")
+    assert tab.locator("#why-out img, #why-out script").count() == 0
+    assert tab.title() == "orcamem"
+    assert not [url for url in loaded if url.endswith("/x")]  # no <img src="x"> was made
+    assert watch.outside == [] and watch.errors == []
+
+
 # -- keys ---------------------------------------------------------------------------------------
 
 
@@ -441,5 +480,6 @@ def test_delete_a_space_with_typed_confirmation_and_see_it_gone(
     assert "Deleted space carol: 2 episodes" in tab.inner_text("#status")
     expect(tab.locator("tr[data-space='carol']")).to_have_count(0)
     assert api(server, "/api/search", space="carol", q="Lisbon")["hits"] == []
-    assert [s["name"] for s in api(server, "/api/spaces")["spaces"]] == ["alice", "bob", "dora"]
+    names = [s["name"] for s in api(server, "/api/spaces")["spaces"]]
+    assert "carol" not in names and {"alice", "bob", "dora"} <= set(names)  # the others stay
     assert watch.outside == [] and watch.errors == []
