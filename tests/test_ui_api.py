@@ -135,6 +135,23 @@ def test_a_stale_writer_cannot_mix_embedders_into_a_recreated_space(tmp_path: Pa
         assert there.space_info("alice").episodes == 1 and there.facts(space="alice") == []
 
 
+def test_a_space_says_when_it_was_last_written(tmp_path: Path) -> None:
+    clock = FrozenClock(NOW)
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe("user", "I live in Berlin.", space="alice")
+        assert mem.space_info("alice").last_activity == "2026-11-02T09:00:00.000000Z"
+        clock.advance(hours=1)
+        mem.remember("Alice likes green tea.", space="alice")
+        assert mem.space_info("alice").last_activity == "2026-11-02T10:00:00.000000Z"
+        clock.advance(hours=1)
+        mem.observe("user", "I moved to Lisbon.", space="alice")
+        with client_for(mem) as client:
+            listed = client.get("/api/spaces").json()["spaces"]
+        assert [(s["name"], s["last_activity"]) for s in listed] == [
+            ("alice", "2026-11-02T11:00:00.000000Z")
+        ]
+
+
 # -- REST ---------------------------------------------------------------------------------------
 
 

@@ -69,6 +69,8 @@ class SpaceInfo:
     episodes: int = 0
     lines: int = 0
     memories: int = 0
+    last_activity: str | None = None
+    """When the space was last written: its newest episode or memory change (UTC)."""
 
 
 @dataclass(frozen=True)

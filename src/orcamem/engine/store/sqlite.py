@@ -380,7 +380,12 @@ class SQLiteStore:
                 "SELECT name, created_at, embedder_id, dim, "
                 "(SELECT count(*) FROM episodes WHERE space = s.name), "
                 "(SELECT count(*) FROM lines WHERE space = s.name), "
-                "(SELECT count(*) FROM memories WHERE space = s.name) "
+                "(SELECT count(*) FROM memories WHERE space = s.name), "
+                # the newest line's episode (lines_space index, backwards: no scan) or the
+                # newest memory change, whichever is later
+                "nullif(max(coalesce((SELECT e.created_at FROM lines l JOIN episodes e "
+                "ON e.id = l.episode_id WHERE l.space = s.name ORDER BY l.id DESC LIMIT 1), ''), "
+                "coalesce((SELECT max(updated_at) FROM memories WHERE space = s.name), '')), '') "
                 "FROM spaces s WHERE name = ?",
                 (space,),
             ).fetchone()

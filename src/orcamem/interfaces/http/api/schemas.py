@@ -76,6 +76,9 @@ class SpaceOut(BaseModel):
     episodes: int = Field(description="Episodes stored.")
     lines: int = Field(description="Indexed lines (sentences) of those episodes.")
     memories: int = Field(description="Memories (facts, states, events, rules), any state.")
+    last_activity: str | None = Field(
+        description="When it was last written: its newest episode or memory change (UTC)."
+    )
 
 
 class SpacesOut(BaseModel):

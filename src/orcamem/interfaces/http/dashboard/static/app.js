@@ -108,6 +108,7 @@ async function spacesPage() {
       el("td", { class: "num" }, s.memories),
       el("td", {}, s.embedder_id || "—"),
       el("td", {}, day(s.created_at)),
+      el("td", {}, day(s.last_activity)),
       el("td", {}, el("div", { class: "actions" },
         el("button", { type: "button", onclick: () => guarded(() => exportSpace(s.name)) }, "Export"),
         el("button", { type: "button", class: "danger",
@@ -129,7 +130,8 @@ async function spacesPage() {
       el("div", { class: "row" }, typed, go));
     return row;
   });
-  main.append(table(["Space", "Episodes", "Lines", "Memories", "Embedder", "Created", ""], rows));
+  main.append(table(["Space", "Episodes", "Lines", "Memories", "Embedder", "Created",
+    "Last activity", ""], rows));
 }
 
 async function exportSpace(name) {
