@@ -65,7 +65,7 @@ def test_every_route_of_up_needs_a_key_under_require_keys(tmp_path: Path) -> Non
         assert ("GET", "/x") in probes  # the UI catch-all is among them
         # the static pages the parts declare public (their files: test_ui_api.py)
         pages, prefixes = getattr(app.state, PUBLIC_STATE)
-        assert (pages, set(prefixes)) == ({"/ui"}, {"/docs/assets/", "/ui/assets/"})
+        assert (pages, set(prefixes)) == ({"/ui", "/ui/"}, {"/docs/assets/", "/ui/assets/"})
         with TestClient(app, base_url=LOCAL_BASE) as client:
             open_routes = []
             for method, path in probes:

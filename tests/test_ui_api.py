@@ -250,6 +250,8 @@ def test_the_dashboard_page_and_files_are_public_but_its_data_is_not(seeded: Mem
         policy = page.headers["content-security-policy"]
         assert "default-src 'none'" in policy and "connect-src 'self'" in policy
         assert client.get("/ui/assets/app.js").status_code == 200
+        slash = client.get("/ui/", follow_redirects=False)
+        assert (slash.status_code, slash.headers["location"]) == (307, "/ui")
         assert client.get("/api/spaces").status_code == 401
     with client_for(seeded, upstream="http://127.0.0.1:9/v1") as client:
         other = client.get("/ui/settings")  # the upstream UI's pass-through never gets /ui

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..errors import error_body
@@ -30,14 +30,19 @@ _HEADERS = {"content-security-policy": _POLICY, "cache-control": "no-store"}
 
 
 def install(app: FastAPI) -> None:
-    """Serve the page at ``/ui`` and its files under ``/ui/assets/``; any other ``/ui/…``
-    path is orcamem's 404, never forwarded to an upstream's UI."""
+    """Serve the page at ``/ui`` (``/ui/`` redirects there) and its files under
+    ``/ui/assets/``; any other ``/ui/…`` path is orcamem's 404, never forwarded to an
+    upstream's UI."""
     app.mount(ASSETS, StaticFiles(directory=str(STATIC)), name="dashboard-assets")
-    add_public(app, paths=[PAGE], prefixes=[f"{ASSETS}/"])
+    add_public(app, paths=[PAGE, f"{PAGE}/"], prefixes=[f"{ASSETS}/"])
 
     @app.get(PAGE, include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(str(STATIC / "index.html"), headers=_HEADERS)
+
+    @app.get(f"{PAGE}/", include_in_schema=False)
+    def slash() -> RedirectResponse:
+        return RedirectResponse(PAGE)
 
     @app.api_route(f"{PAGE}/{{rest:path}}", methods=["GET", "HEAD"], include_in_schema=False)
     def elsewhere(rest: str) -> JSONResponse:
