@@ -518,6 +518,7 @@ def keyed(mem: Memory, clock: FrozenClock) -> Iterator[Keyed]:
         }
     ids["export"] = export_text(mem, "alice").replace("alice", "carol").encode()
     mem.notes.put("nightly", "Stopped at issue 41.")
+    (Path(mem.store.path).parent / "workspace").mkdir()  # the capability's (settings routes)
     app = make_app(mem, require_keys=True)
     app.state.bank = bank
     with bank, TestClient(app, base_url=LOCAL_BASE) as client:
@@ -529,6 +530,13 @@ Request = tuple[str, str, dict[str, Any]]
 # every route × method, asked for space ``s``; ``ids`` are the keyed fixture's
 ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "GET /api/spaces/{space}": lambda s, ids: ("GET", f"/api/spaces/{s}", {}),
+    "DELETE /api/spaces/{space}": lambda s, ids: (
+        "DELETE", f"/api/spaces/{s}", {"params": {"confirm": s}}
+    ),
+    "GET /api/audit": lambda s, ids: ("GET", "/api/audit", {"params": {"space": s}}),
+    "GET /api/explain": lambda s, ids: (
+        "GET", "/api/explain", {"params": {"space": s, "q": "cats?"}}
+    ),
     "GET /api/stats": lambda s, ids: ("GET", "/api/stats", {"params": {"space": s}}),
     "POST /api/episodes": lambda s, ids: (
         "POST", "/api/episodes", {"params": {"space": s}, "json": {"text": "Sneaky write."}}
@@ -599,6 +607,12 @@ ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "GET /api/memory-bank": lambda s, ids: ("GET", "/api/memory-bank", {}),
     "GET /api/memory-bank/stats": lambda s, ids: ("GET", "/api/memory-bank/stats", {}),
     "GET /api/capability": lambda s, ids: ("GET", "/api/capability", {}),
+    "PUT /api/capability/settings/{key}": lambda s, ids: (
+        "PUT", "/api/capability/settings/topK", {"json": {"value": 8}}
+    ),
+    "DELETE /api/capability/settings/{key}": lambda s, ids: (
+        "DELETE", "/api/capability/settings/topK", {}
+    ),
     "GET /api/check": lambda s, ids: ("GET", "/api/check", {}),
 }  # fmt: skip
 ADMIN_ONLY = {

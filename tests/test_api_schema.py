@@ -9,8 +9,9 @@ run), no deadline.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
@@ -60,7 +61,8 @@ def _app():
     memory.add("I live in Pune and I work as a backend engineer.")
     memory.remember("The user prefers tea over coffee.", category="preference")
     memory.forbid("Never schedule meetings on Fridays.")
-    workspace = str(Path(memory.store.path).parent / "workspace")
+    # a real folder: the settings routes write its config.json (PUT/DELETE /api/capability/…)
+    workspace = tempfile.mkdtemp(prefix="orcamem-schema-workspace-")
     # schemathesis' ASGI client sends `Host: testserver`: allowed here, by name, as a deployer
     # would allow a reverse proxy's name (`--allowed-host`)
     settings = ServerSettings(
@@ -88,6 +90,7 @@ def close_memory() -> Iterator[None]:
     yield
     APP.state.test_memory.close()
     APP.state.bank.close()
+    shutil.rmtree(APP.state.capability_workspace, ignore_errors=True)
 
 
 @schemathesis.check

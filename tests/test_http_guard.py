@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from orcamem import InvalidInputError, Memory
-from orcamem.interfaces.http.guard import PUBLIC_PATHS, host_allowed
+from orcamem.interfaces.http.guard import PUBLIC_PATHS, PUBLIC_STATE, host_allowed
 from orcamem.interfaces.http.server import PARTS, build_app
 from orcamem.interfaces.http.settings import ServerSettings
 from servers import LOCAL_BASE, serve
@@ -63,11 +63,14 @@ def test_every_route_of_up_needs_a_key_under_require_keys(tmp_path: Path) -> Non
             probes += [(method, _concrete(path)) for method in sorted(methods)]
         probes += [("GET", "/slots"), ("GET", "/props"), ("HEAD", "/props"), ("GET", "/")]
         assert ("GET", "/x") in probes  # the UI catch-all is among them
+        # the static pages the parts declare public (their files: test_ui_api.py)
+        pages, prefixes = getattr(app.state, PUBLIC_STATE)
+        assert (pages, set(prefixes)) == ({"/ui", "/ui/"}, {"/docs/assets/", "/ui/assets/"})
         with TestClient(app, base_url=LOCAL_BASE) as client:
             open_routes = []
             for method, path in probes:
                 reply = client.request(method, path)
-                if path in PUBLIC_PATHS:
+                if path in PUBLIC_PATHS or path in pages:
                     assert reply.status_code == 200, (method, path)
                 elif reply.status_code != 401:
                     open_routes.append((method, path, reply.status_code))

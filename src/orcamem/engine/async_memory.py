@@ -292,6 +292,10 @@ class AsyncMemory:
         """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines."""
         await _thread(self.sync.forget, memory_or_episode_id, space=space)
 
+    async def delete_space(self, space: str) -> dict[str, int]:
+        """Delete a whole space and everything in it; what was deleted, by kind."""
+        return await _thread(self.sync.delete_space, space)
+
     # -- reading ------------------------------------------------------------------------------
 
     async def search(

@@ -574,6 +574,23 @@ class Memory:
             raise NotFoundError(f"no episode {named} in space {space!r}")
         self.store.delete_episode(space, int(digits))
 
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete a whole space and everything in it; what was deleted, by kind.
+
+        Its episodes, memories, rules, audit log and jobs go in one transaction (GDPR's
+        "forget this user"). The name is required, never the default, and nothing of any other
+        space is touched. Returns the rows deleted (``episodes``, ``memories``, …).
+
+        Raises:
+            NotFoundError: no such space (nothing was deleted).
+        """
+        if self._closed:
+            raise ClosedError("this Memory is closed: create a new Memory()")
+        space = validate_space(space)
+        gone = self.store.delete_space(space)
+        self._checked.discard(space)  # a later write creates the space anew
+        return gone
+
     # -- reading ---------------------------------------------------------------------------
 
     def search(

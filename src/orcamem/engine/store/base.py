@@ -69,6 +69,8 @@ class SpaceInfo:
     episodes: int = 0
     lines: int = 0
     memories: int = 0
+    last_activity: str | None = None
+    """When the space was last written: its newest episode or memory change (UTC)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,10 @@ class EpisodeLog(Protocol):
         ...
 
     def delete_episode(self, space: str, episode_id: int) -> None: ...
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete the space and all it holds in one transaction; what went, by table."""
+        ...
+
     def find_episode(
         self,
         space: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -101,6 +102,32 @@ def _refuse_url(path: str) -> None:
         raise InvalidInputError(
             f"{re.sub(r'//[^/@]*@', '//…@', path)}: {scheme.group(1)}:// databases are "
             "not supported by this orcamem; pass the path of an SQLite file (e.g. memory.db)"
+        )
+
+
+def _create_space(
+    conn: sqlite3.Connection, space: str, embedder_id: str, dim: int, now: str
+) -> None:
+    """Create the space's row unless it exists (then it is left as it is: ``ensure_space``
+    checks it). Every write calls it too: another process may have deleted the space
+    (``delete_space``) after this one checked it, and the write starts it anew, as a first
+    write would. A new row's ``vector_epoch`` is random, so a process that still holds vectors
+    of a deleted space of that name sees a changed epoch and reloads instead of reusing them."""
+    conn.execute(
+        "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim, vector_epoch) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (space, now, embedder_id, dim, secrets.randbits(62)),
+    )
+    found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
+    _same_embedder(space, found[0], found[1], embedder_id, dim)
+
+
+def _same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, dim: int) -> None:
+    if found_id != embedder_id or found_dim != dim:
+        raise EmbedderMismatchError(
+            f"space {space!r} was embedded with {found_id} (dim {found_dim}) but this "
+            f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
+            "re-embed it with the current embedder, or open it with the embedder it was made with"
         )
 
 
@@ -339,21 +366,12 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             with self.writing() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim) "
-                    "VALUES (?, ?, ?, ?)",
-                    (space, now, embedder_id, dim),
-                )
+                _create_space(conn, space, embedder_id, dim, now)
                 row = conn.execute(
                     "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
                 ).fetchone()
         info = SpaceInfo(*row)
-        if info.embedder_id != embedder_id or info.dim != dim:
-            raise EmbedderMismatchError(
-                f"space {space!r} was embedded with {info.embedder_id} (dim {info.dim}) but this "
-                f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
-                "re-embed it with the current embedder, or open it with the embedder it was made with"
-            )
+        _same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
         return info
 
     def space_info(self, space: str) -> SpaceInfo | None:
@@ -362,7 +380,12 @@ class SQLiteStore:
                 "SELECT name, created_at, embedder_id, dim, "
                 "(SELECT count(*) FROM episodes WHERE space = s.name), "
                 "(SELECT count(*) FROM lines WHERE space = s.name), "
-                "(SELECT count(*) FROM memories WHERE space = s.name) "
+                "(SELECT count(*) FROM memories WHERE space = s.name), "
+                # the newest line's episode (lines_space index, backwards: no scan) or the
+                # newest memory change, whichever is later
+                "nullif(max(coalesce((SELECT e.created_at FROM lines l JOIN episodes e "
+                "ON e.id = l.episode_id WHERE l.space = s.name ORDER BY l.id DESC LIMIT 1), ''), "
+                "coalesce((SELECT max(updated_at) FROM memories WHERE space = s.name), '')), '') "
                 "FROM spaces s WHERE name = ?",
                 (space,),
             ).fetchone()
@@ -373,6 +396,30 @@ class SQLiteStore:
             names = [r[0] for r in conn.execute("SELECT name FROM spaces ORDER BY name")]
         return [info for name in names if (info := self.space_info(name)) is not None]
 
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete the space and everything recorded under it, in one transaction.
+
+        Episodes (their lines, FTS rows and graph links go by cascade and triggers),
+        memories, the consolidation audit and progress, its jobs and the space row itself.
+        API keys naming the space are kept: a key is the host's, and a space written again
+        under that name is the same tenant. Returns what was deleted, by table.
+        """
+        with self.writing() as conn:
+            if conn.execute("SELECT 1 FROM spaces WHERE name = ?", (space,)).fetchone() is None:
+                raise NotFoundError(
+                    f"no space {space!r}: list them with `orcamem spaces` (nothing was deleted)"
+                )
+            gone = {
+                table: conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,)).rowcount
+                for table in ("episodes", "memories", "consolidation_audit", "jobs")
+            }
+            for table in ("consolidation_progress", "entities"):
+                conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,))
+            conn.execute("DELETE FROM spaces WHERE name = ?", (space,))
+        self._line_index.drop(space)
+        self._memory_index.drop(space)
+        return gone
+
     # -- episodes --------------------------------------------------------------------------
 
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:
@@ -381,6 +428,9 @@ class SQLiteStore:
         positions: dict[tuple[str, str], int] = {}
         written: dict[str, list[tuple[int, Sequence[str]]]] = {}
         with self.writing() as conn:
+            for write in {w.episode.space: w for w in writes}.values():
+                dim = int(write.vectors.shape[-1])
+                _create_space(conn, write.episode.space, write.embedder_id, dim, write.created_at)
             for write in writes:
                 ep = write.episode
                 session_seq = None
@@ -618,6 +668,7 @@ class SQLiteStore:
     ) -> MemoryRecord:
         memory_id = memory.id or new_memory_id()
         with self.writing() as conn:
+            _create_space(conn, memory.space, embedder_id, int(vector.shape[-1]), now)
             while (
                 memory.id is None
                 and conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone()

@@ -144,6 +144,11 @@ class VectorIndex:
             fresh.add(matrix.keys[i], matrix.rows[i])
         self._spaces[space] = fresh
 
+    def drop(self, space: str) -> None:
+        """Forget a deleted space at once (other processes drop it on their next refresh)."""
+        for cache in (self._spaces, self._floors, self._epochs):
+            cache.pop(space, None)
+
     def search(
         self, space: str, query: np.ndarray, limit: int, allowed: set[Hashable] | None = None
     ) -> list[tuple[Hashable, float]]:

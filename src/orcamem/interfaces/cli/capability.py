@@ -1,6 +1,6 @@
 """``orcamem doctor``: the memory capability's settings (and where each came from), the
 selected provider's state by one real call, and its own notes; ``--clear KEY`` drops a
-workspace override first (the panel's Clear action).
+workspace override first (the panel's Clear action), ``--set KEY=VALUE`` writes one.
 
 A thin skin over ``capability.capability``: resolve, call, format. Wire it with
 ``register(app)``.
@@ -56,6 +56,18 @@ def _at_natural_width(table: Table) -> Table:
     return table
 
 
+def _assignment(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` → (key, value): JSON when it parses (``true``, ``8``), else the text."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise fail(f"--set {text!r}: write KEY=VALUE, e.g. --set topK=8")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip(), value
+
+
 def doctor(
     workspace: WorkspaceOption = Path("."),
     instance_config: InstanceOption = None,
@@ -67,13 +79,26 @@ def doctor(
             help="Drop this workspace's override of KEY first (repeatable), e.g. --clear topK.",
         ),
     ] = None,
+    assign: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Write this workspace override first (repeatable), e.g. --set topK=8; the "
+            "value is JSON (true, 8, 30.5) or else a string (headroom-mcp).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Memory settings (with where each value came from) and the provider's state and notes."""
     from ...capability import doctor_report
-    from ...capability.settings import clear_workspace_override
+    from ...capability.settings import clear_workspace_override, set_workspace_override
 
+    changes = [_assignment(text) for text in assign or []]
     try:
+        for key, value in changes:
+            set_workspace_override(workspace, key, value)
+            err.print(f"set {key}={json.dumps(value)} (applies to sessions started afterwards)")
         cleared = [key for key in clear or [] if clear_workspace_override(workspace, key)]
         report = doctor_report(workspace, instance_config=instance_config)
     except OrcamemError as exc:

@@ -318,6 +318,29 @@ def spaces(db: DbOption = None, as_json: JsonOption = False) -> None:
         out.print("\n".join(names) if names else "no spaces yet", markup=False)
 
 
+@app.command("delete-space")
+def delete_space(
+    space: Annotated[str, typer.Argument(help="The space to delete, with all it holds.")],
+    confirm: Annotated[
+        str | None,
+        typer.Option(help="The space name again (else it is asked for): a typed confirmation."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Delete a whole space: episodes, memories, rules, audit log, jobs. Irreversible.
+
+    GDPR's "forget this user": `orcamem export --space NAME` first to keep a copy.
+    """
+    if confirm is None:
+        confirm = typer.prompt(f"type {space} to delete it and everything it holds")
+    if confirm != space:
+        raise fail(f"{confirm!r} does not repeat the space name {space!r}: nothing was deleted", 2)
+    with _memory(db) as mem:
+        gone = mem.delete_space(space)
+    counts = ", ".join(f"{n} {kind}" for kind, n in gone.items())
+    out.print(f"deleted space {space!r}: {counts}", markup=False, highlight=False)
+
+
 @app.command("export")
 def export_(
     output: Annotated[

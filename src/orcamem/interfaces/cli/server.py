@@ -59,7 +59,7 @@ UpstreamOption = Annotated[
 ModelOption = Annotated[str | None, typer.Option(help="Model to use when a request names none.")]
 WorkspaceOption = Annotated[
     Path | None,
-    typer.Option(help="Host workspace whose memory capability GET /api/capability reports."),
+    typer.Option(help="Host workspace whose memory capability /api/capability reports and sets."),
 ]
 KeysOption = Annotated[
     bool, typer.Option("--require-keys", help="Require API keys on every request.")
@@ -315,8 +315,23 @@ def register(app: typer.Typer) -> None:
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
         profile: ProfileOption = None,
+        allow_delete_space: Annotated[
+            bool,
+            typer.Option(
+                "--allow-delete-space",
+                help="Also offer orma_delete_space (stdio): the agent may delete a whole space "
+                "when the user asks, with the name typed again.",
+            ),
+        ] = False,
     ) -> None:
         """Speak MCP over stdio (claude mcp add orcamem -- orcamem mcp), or HTTP with --http."""
+        if http and allow_delete_space:
+            raise fail(
+                InvalidInputError(
+                    "--allow-delete-space is for a stdio session (the local user's agent); over "
+                    "HTTP delete a space with DELETE /api/spaces/NAME?confirm=NAME"
+                )
+            )
         if http and profile is not None:
             raise fail(
                 InvalidInputError(
@@ -350,6 +365,7 @@ def register(app: typer.Typer) -> None:
                 embedder=embedder,
                 bank=memory_bank,
                 profile=profile,
+                delete_space=allow_delete_space,
             )
         except OrcamemError as exc:
             raise fail(exc) from None

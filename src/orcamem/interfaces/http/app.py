@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ... import __version__
 from ...engine.memory import Memory
+from . import docs
 from .errors import error_body, install_error_handlers
 from .guard import Authenticate, HostGuard
 from .settings import ServerSettings
@@ -52,12 +53,15 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
         title="orcamem",
         version=__version__,
         description="Durable, local-first long-term memory for LLM agents.",
+        docs_url=None,  # docs.install serves /docs and /redoc from the package, offline
+        redoc_url=None,
     )
     app.state.memory = memory
     app.state.settings = settings
     app.state.keys = memory.keys if settings.require_keys else None
     app.state.capability_workspace = settings.workspace
     install_error_handlers(app)
+    docs.install(app)
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(Authenticate)  # the one key check, for every route (guard.PUBLIC_PATHS)

@@ -24,6 +24,8 @@ principal is kept on the request (``scope["state"]["principal"]``) for the route
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
@@ -35,11 +37,43 @@ from ...errors import OrcamemError
 from .errors import error_body
 from .settings import LOOPBACK_NAMES, ServerSettings, is_loopback
 
-__all__ = ["PRINCIPAL_STATE", "PUBLIC_PATHS", "Authenticate", "HostGuard", "host_allowed"]
+__all__ = [
+    "PRINCIPAL_STATE",
+    "PUBLIC_PATHS",
+    "PUBLIC_STATE",
+    "Authenticate",
+    "HostGuard",
+    "add_public",
+    "host_allowed",
+]
 
 PUBLIC_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 """Reachable without a key under ``require_keys``: liveness and the static API docs (the docs
 page must load before the user can type a key into it). Nothing here reads memory."""
+
+PUBLIC_STATE = "public_pages"
+"""``app.state`` entry: ``(paths, prefixes)`` a part of the app added as public when it was
+installed (the docs' assets, the dashboard's page and assets: static files in the package,
+each a route of its own, so a public prefix never reaches the UI pass-through)."""
+
+
+def add_public(app: Any, paths: Iterable[str] = (), prefixes: Iterable[str] = ()) -> None:
+    """Make more static pages public (see ``PUBLIC_STATE``)."""
+    known_paths, known_prefixes = getattr(app.state, PUBLIC_STATE, (frozenset(), ()))
+    setattr(
+        app.state,
+        PUBLIC_STATE,
+        (known_paths | frozenset(paths), (*known_prefixes, *prefixes)),
+    )
+
+
+def _public(scope: Scope) -> bool:
+    path = scope.get("path", "")
+    if path in PUBLIC_PATHS:
+        return True
+    paths, prefixes = getattr(scope["app"].state, PUBLIC_STATE, (frozenset(), ()))
+    return path in paths or path.startswith(tuple(prefixes))
+
 
 PRINCIPAL_STATE = "principal"
 _STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -185,7 +219,7 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         keys = scope["app"].state.keys
-        if keys is not None and scope.get("path", "") not in PUBLIC_PATHS:
+        if keys is not None and not _public(scope):
             from .deps import presented_key
 
             try:

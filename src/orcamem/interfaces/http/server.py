@@ -1,7 +1,7 @@
 """Compose and run the HTTP app: which parts a command serves, and uvicorn on loopback.
 
-``orcamem up``    → REST API + proxy + MCP over HTTP + the upstream's web UI
-``orcamem serve`` → REST API alone
+``orcamem up``    → REST API + dashboard + proxy + MCP over HTTP + the upstream's web UI
+``orcamem serve`` → REST API + dashboard (``/ui``, built on that API alone)
 ``orcamem proxy`` → the OpenAI-compatible memory proxy alone
 """
 
@@ -39,6 +39,9 @@ def build_app(
         from .api import install as install_api
 
         install_api(app)
+        from .dashboard import install as install_dashboard
+
+        install_dashboard(app)
     if "proxy" in wanted:
         from .proxy import install as install_proxy
 

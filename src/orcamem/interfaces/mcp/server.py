@@ -72,6 +72,10 @@ __all__ = [
 ]
 
 TOOLS = ("orma_recall", "orma_remember", "orma_forbid", "orma_facts", "orma_forget")
+DELETE_SPACE_TOOL = "orma_delete_space"
+"""Offered only when the server is built with ``delete_space=True`` (``orcamem mcp
+--allow-delete-space``): seed 003's server exposes exactly ``TOOLS``, and deleting a whole
+space is a person's decision, which the host turns on."""
 BANK_TOOLS = MEMORY_TOOLS
 """The Memory Bank's four tools (issue 5), served when ``build_server`` is given a bank."""
 KINDS = (*CATEGORIES, "anti_pattern")
@@ -201,6 +205,24 @@ class Facts(TypedDict):
     facts: list[Fact]
 
 
+Confirm = Annotated[
+    str,
+    Field(
+        description=(
+            "The space name again, exactly: a typed confirmation that the user asked for the "
+            "whole space to be deleted."
+        )
+    ),
+]
+
+
+class SpaceDeleted(TypedDict):
+    """What ``orma_delete_space`` returns: the space and what was deleted, by kind."""
+
+    space: str
+    deleted: dict[str, int]
+
+
 class Forgotten(TypedDict):
     """What ``orma_forget`` returns: the memory it closed, when, and why."""
 
@@ -246,6 +268,7 @@ def build_server(
     authorize: Callable[[str], str] | None = None,
     bank: MemoryBank | None = None,
     profile: str | None = None,
+    delete_space: bool = False,
 ) -> MCPServer[Any]:
     """The MCP server with the five ``orma_*`` tools over ``memory``.
 
@@ -260,6 +283,7 @@ def build_server(
             session whose profile selects them, each authorized as ``profile:<name>``.
         profile: the profile every session of this server is bound to (stdio); None: each
             HTTP request's ``?profile=`` (no profile: no ``memory_*`` tools).
+        delete_space: also offer ``orma_delete_space`` (``DELETE_SPACE_TOOL``).
     """
     check = authorize or validate_space
     if profile is not None:
@@ -439,6 +463,37 @@ def build_server(
             "active": closed.active,
             "closed_at": closed.updated_at,
         }
+
+    if delete_space:
+
+        @server.tool(
+            name=DELETE_SPACE_TOOL,
+            title="Delete a space",
+            description=(
+                "Delete a whole memory space: every episode, memory, rule and audit entry in "
+                "it, irreversibly (GDPR's 'forget this user'). `confirm` must repeat the space "
+                "name. Returns JSON {space, deleted: {episodes, memories, ...}}. Call it only "
+                "when the user explicitly asks for everything about a user or project to be "
+                "deleted; use orma_forget for one wrong memory."
+            ),
+            annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=True, idempotent_hint=False
+            ),
+        )
+        def orma_delete_space(
+            confirm: Confirm, ctx: Context, space: Space = default_space
+        ) -> SpaceDeleted:
+            try:
+                space = scoped(ctx, space)
+                if confirm != space:
+                    raise InvalidInputError(
+                        f"confirm={confirm!r} does not repeat the space name {space!r}: "
+                        "nothing was deleted"
+                    )
+                gone = memory.delete_space(space)
+            except OrcamemError as exc:
+                raise failing(exc) from None
+            return {"space": space, "deleted": gone}
 
     if bank is not None:
         gate = _BankGate(bank, profile)
@@ -720,18 +775,20 @@ def run_stdio(
     embedder: str | None = None,
     bank: MemoryBank | None = None,
     profile: str | None = None,
+    delete_space: bool = False,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe.
 
     Opens ``Memory(db_path)`` (None: ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``); tools
     default to ``space_default``. With ``bank``, the session is bound to ``profile`` (None: no
-    ``memory_*`` tools). Nothing but JSON-RPC is written to stdout.
+    ``memory_*`` tools); ``delete_space`` adds ``orma_delete_space``. Nothing but JSON-RPC
+    is written to stdout.
 
     Raises:
         OrcamemError: the database cannot be opened (before anything is served).
     """
     with Memory(db_path, space=space_default, embedder=embedder) as memory:
-        build_server(memory, bank=bank, profile=profile).run("stdio")
+        build_server(memory, bank=bank, profile=profile, delete_space=delete_space).run("stdio")
 
 
 # -- streamable HTTP -------------------------------------------------------------------------

@@ -22,6 +22,9 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``/api/profiles/{name}/memories``, ``…``    Memory Bank: a profile's memories (``memory_bank``)
 ``/api/memory-bank``, ``…/stats``           Memory Bank across profiles (admin)
 ``GET /api/capability``                     the host capability: settings, provider (admin)
+``DELETE /api/spaces/{s}?confirm={s}``      delete a whole space (typed confirmation)
+``GET /api/audit``                          the consolidation audit log of a space
+``GET /api/explain``                        why this block: included, cut, breakdown, tokens
 ==========================================  =================================================
 """
 
@@ -34,11 +37,13 @@ from starlette.routing import Match
 
 from ..errors import error_body
 from . import (
+    audit,
     automations,
     capability,
     check,
     context,
     episodes,
+    explain,
     facts,
     keys,
     memories,
@@ -67,6 +72,8 @@ ROUTERS = (
     automations,
     memory_bank,
     capability,
+    audit,
+    explain,
 )
 
 TAGS = [
@@ -83,6 +90,7 @@ TAGS = [
     {"name": "keys", "description": "API keys (admin keys only)."},
     {"name": "automations", "description": "Automation notes (admin keys only)."},
     {"name": "capability", "description": "The host memory capability's settings and provider."},
+    {"name": "audit", "description": "What consolidation refused or closed, and why."},
     {
         "name": "memory-bank",
         "description": "Profile-scoped agent memory (Memory Bank); 503 when not wired.",

@@ -76,6 +76,9 @@ class SpaceOut(BaseModel):
     episodes: int = Field(description="Episodes stored.")
     lines: int = Field(description="Indexed lines (sentences) of those episodes.")
     memories: int = Field(description="Memories (facts, states, events, rules), any state.")
+    last_activity: str | None = Field(
+        description="When it was last written: its newest episode or memory change (UTC)."
+    )
 
 
 class SpacesOut(BaseModel):
@@ -416,3 +419,43 @@ class NoteOut(BaseModel):
     block: str = Field(
         description="The context block a run receives (preamble + note); empty when none."
     )
+
+
+# -- the dashboard's routes: delete a space, the audit log, why a block -----------------------
+
+
+class SpaceDeletedOut(BaseModel):
+    space: str = Field(description="The space that was deleted.")
+    deleted: dict[str, int] = Field(
+        description="Rows deleted, by kind (memories, episodes, consolidation_audit, jobs)."
+    )
+
+
+class AuditEntryOut(BaseModel):
+    id: int
+    job_id: str | None = Field(description="The consolidation job, if a job ran it.")
+    item: dict[str, Any] = Field(description="The claim as proposed (or the memory closed).")
+    reason: str = Field(description="Why it was rejected, skipped or closed.")
+    created_at: str
+
+
+class AuditOut(BaseModel):
+    entries: list[AuditEntryOut] = Field(description="Newest first.")
+
+
+class LeftOutHit(HitOut):
+    reason: Literal["outdated", "budget"] = Field(
+        description="outdated: a newer state says otherwise and is what the block shows; "
+        "budget: no room left in its section of the token budget."
+    )
+
+
+class ExplainOut(BaseModel):
+    query: str
+    space: str
+    block: str = Field(description="The exact block build_context would inject (may be empty).")
+    tokens: int = Field(description="The block's tokens, as budgets count them (WordPiece).")
+    budget_tokens: int = Field(description="The block's budget (config.pack).")
+    included: list[HitOut] = Field(description="Ranked hits that made it into the block.")
+    cut: list[LeftOutHit] = Field(description="Ranked hits the block left out, with why.")
+    rules: list[HitOut] = Field(description="Forbidden rules that bear on the query (hoisted).")

@@ -1,0 +1,58 @@
+"""``/api/explain``: why this block: the exact block a message gets, and how it was chosen.
+
+The same two steps as ``Memory.recall`` (rank ``max_items`` hits, pack them into the budget)
+made visible: what went in with each hit's per-signal breakdown, what was left out and why
+(an outdated line whose newer state the block shows, or the token budget), and the block's
+token count. A preview: unlike a real recall it marks nothing accessed, so
+looking at a block never changes the next one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ...._kernel.text import wordpiece_tokens
+from ....recall import pack_context
+from ..deps import MemoryDep
+from .common import SpaceDep
+from .schemas import ExplainOut, HitOut, LeftOutHit, errors
+
+router = APIRouter(
+    prefix="/explain", tags=["context"], responses=errors(400, 401, 403, 409, 422, 503)
+)
+
+
+@router.get("", summary="Why this block")
+def explain(
+    memory: MemoryDep,
+    space: SpaceDep,
+    q: Annotated[str, Query(min_length=1, max_length=10_000, description="The user's message.")],
+) -> ExplainOut:
+    """The block ``build_context`` would inject for ``q``, what went into it and why (each
+    hit's ``breakdown``), what was left out and why, and its token count."""
+    pack = memory.config.pack
+    result = memory.search(q, space=space, top_k=pack.max_items)
+    block, used = pack_context(
+        result.hits, result.rules, memory.config, memory.clock.now(), result.query
+    )
+    kept = {id(hit) for hit in used}
+    values = {hit.memory.value for hit in result.hits if hit.memory is not None}
+    return ExplainOut(
+        query=result.query,
+        space=space,
+        block=block,
+        tokens=wordpiece_tokens(block),
+        budget_tokens=pack.context_budget_tokens,
+        included=[HitOut(**h.to_dict()) for h in result.hits if id(h) in kept],
+        cut=[
+            LeftOutHit(
+                **h.to_dict(),
+                reason="outdated" if h.outdated_by and h.outdated_by in values else "budget",
+            )
+            for h in result.hits
+            if id(h) not in kept
+        ],
+        rules=[HitOut(**h.to_dict()) for h in result.rules if id(h) in kept],
+    )
