@@ -16,7 +16,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._kernel.clock import parse_time, stamp
-from .._kernel.embed import embed_texts
 from .._kernel.jobs import Job, JobQueue, JobWorker
 from .consolidate.anchor import zone
 from .consolidate.extract import ModelExtractor
@@ -44,8 +43,7 @@ class Sleeper:
         self.jobs = ConsolidationJobs(
             store=memory.store,
             queue=self.queue,
-            embed=partial(embed_texts, memory.embedder),
-            embedder_id=memory.embedder.id,
+            embedder_of=memory.embedder_of,
             tz=zone(memory.config.sleep.timezone),
             now=partial(stamp, memory.clock),
             model_extractor=ModelExtractor(model) if model is not None else None,

@@ -327,8 +327,11 @@ class SQLiteStore:
 
     # -- spaces ----------------------------------------------------------------------------
 
-    def ensure_space(self, space: str, embedder_id: str, dim: int, now: str) -> SpaceInfo:
-        """Create the space, or check that it was embedded by ``embedder_id`` with ``dim``.
+    def ensure_space(
+        self, space: str, embedder_id: str, dim: int, now: str, *, spec: str | None = None
+    ) -> SpaceInfo:
+        """Create the space (recording ``spec``, what rebuilds its embedder), or check that it
+        was embedded by ``embedder_id`` with ``dim``.
 
         Raises:
             EmbedderMismatchError: the space records another embedder or dimension.
@@ -340,9 +343,9 @@ class SQLiteStore:
         if row is None:
             with self.writing() as conn:
                 conn.execute(
-                    "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim) "
-                    "VALUES (?, ?, ?, ?)",
-                    (space, now, embedder_id, dim),
+                    "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim, "
+                    "embedder_spec) VALUES (?, ?, ?, ?, ?)",
+                    (space, now, embedder_id, dim, spec),
                 )
                 row = conn.execute(
                     "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
@@ -362,7 +365,7 @@ class SQLiteStore:
                 "SELECT name, created_at, embedder_id, dim, "
                 "(SELECT count(*) FROM episodes WHERE space = s.name), "
                 "(SELECT count(*) FROM lines WHERE space = s.name), "
-                "(SELECT count(*) FROM memories WHERE space = s.name) "
+                "(SELECT count(*) FROM memories WHERE space = s.name), embedder_spec "
                 "FROM spaces s WHERE name = ?",
                 (space,),
             ).fetchone()
@@ -1062,8 +1065,11 @@ class SQLiteStore:
         dim: int,
         line_vectors: dict[int, np.ndarray],
         memory_vectors: dict[str, np.ndarray],
+        *,
+        spec: str | None = None,
     ) -> None:
-        """Swap every vector of ``space`` and its embedder record in one transaction."""
+        """Swap every vector of ``space`` and its embedder record (id, dim, ``spec``) in one
+        transaction."""
         with self.writing() as conn:
             conn.executemany(
                 "UPDATE lines SET vector = ? WHERE id = ? AND space = ?",
@@ -1074,9 +1080,9 @@ class SQLiteStore:
                 [(encode_vector(v), k, space) for k, v in memory_vectors.items()],
             )
             conn.execute(
-                "UPDATE spaces SET embedder_id = ?, dim = ?, "
+                "UPDATE spaces SET embedder_id = ?, dim = ?, embedder_spec = ?, "
                 "vector_epoch = vector_epoch + 1 WHERE name = ?",
-                (embedder_id, dim, space),
+                (embedder_id, dim, spec, space),
             )
 
     def counts(self) -> dict[str, int]:
