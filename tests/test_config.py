@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+import mcp  # noqa: F401 - before any CliRunner swaps sys.stderr: mcp binds it as a default
 import pytest
 from typer.testing import CliRunner
 
@@ -475,3 +476,34 @@ def test_an_embedder_set_explicitly_still_refuses_a_space_made_by_another(tmp_pa
     refused = runner.invoke(app, ["search", "Pune", "--db", db], env={"ORCAMEM_EMBEDDER": other})
     assert refused.exit_code == 1
     assert "orcamem reembed" in " ".join(refused.stderr.split())
+
+
+def test_a_reembedded_space_consolidates_imports_and_repairs_with_its_own_embedder(
+    tmp_path: Path,
+) -> None:
+    """Every write of the space after ``reembed`` uses its embedder: ``check`` stays clean."""
+    db = str(tmp_path / "m.db")
+    runner = CliRunner()
+    turns = ("I live in Pune.", "Actually I moved to Bangalore last week.", "I drink black coffee.")
+    for text in turns:
+        added = runner.invoke(app, ["add", text, "--db", db, "-s", "alice", "--role", "user"])
+        assert added.exit_code == 0, added.output
+    spec = _other_static(tmp_path)
+    for args in (["reembed", "--embedder", spec], ["add", "I now drink green tea."]):
+        done = runner.invoke(app, [*args, "--db", db, "-s", "alice"])
+        assert done.exit_code == 0, done.output
+    slept = runner.invoke(app, ["sleep", "--db", db, "-s", "alice", "--json"])
+    assert slept.exit_code == 0, slept.output
+    assert json.loads(slept.stdout)["stored"]  # states, with vectors by the space's embedder
+    header = runner.invoke(app, ["export", "--db", db, "-s", "alice"]).stdout.splitlines()[0]
+    assert '"embedder": "static:m2v-other@' in header
+    bob = tmp_path / "bob.jsonl"  # a space of the default embedder, imported into alice
+    assert (
+        runner.invoke(app, ["add", "Bob drives a red van.", "--db", db, "-s", "bob"]).exit_code == 0
+    )
+    assert runner.invoke(app, ["export", "--db", db, "-s", "bob", "-o", str(bob)]).exit_code == 0
+    imported = runner.invoke(app, ["import", str(bob), "--db", db, "-s", "alice"])
+    assert imported.exit_code == 0 and "imported 1 episodes" in imported.stdout, imported.output
+    checked = runner.invoke(app, ["check", "--db", db, "--json"])
+    assert checked.exit_code == 0, checked.output  # every vector is the space's embedder's
+    assert json.loads(checked.stdout)["ok"] is True

@@ -307,3 +307,19 @@ def test_an_endpoint_without_the_exporter_is_one_clear_error(
     said = " ".join(result.stderr.split())
     assert "http://127.0.0.1:4318/v1/traces" in said and "pip install 'orcamem[otel]'" in said
     assert not db.exists()
+
+
+def test_the_otlp_endpoint_follows_opentelemetrys_rule() -> None:
+    from orcamem._kernel import env
+
+    assert env.otlp_endpoint({}) is None
+    assert env.otlp_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}) == (
+        "http://c:4318/v1/traces"
+    )
+    both = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:9999/custom",
+    }
+    assert env.otlp_endpoint(both) == "http://t:9999/custom"  # the traces one, as it is
+    assert env.otlp_service({}) == "orcamem"
+    assert env.otlp_service({"OTEL_SERVICE_NAME": "memory-b"}) == "memory-b"
