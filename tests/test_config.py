@@ -265,7 +265,7 @@ def test_config_show_prints_one_line_per_setting_and_never_a_key() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert len(lines) == 10
-    assert "auto_sleep = False  (flag --auto-sleep)" in lines
+    assert "auto_sleep = False  (flag --no-auto-sleep)" in lines
     assert "openai_api_key = ********  (env OPENAI_API_KEY)" in lines
     assert "sk-very-secret" not in result.output
     assert "sk-very-secret" not in json.dumps(_show(env={"OPENAI_API_KEY": "sk-very-secret"}))
@@ -311,7 +311,7 @@ def test_config_show_prints_one_line_per_setting_and_never_a_key() -> None:
         (
             "[orcamem]\ncontext_budgt = 200\n",
             None,
-            "context_budgt in {config} [orcamem] is not a setting: use one of db, embedder,",
+            "context_budgt (from {config} [orcamem]) is not a setting: use one of db, embedder,",
         ),
         (
             '[orcamem]\nopenai_api_key = "sk-in-a-file"\n',

@@ -212,6 +212,7 @@ def load(flags: dict[str, Any] | None = None) -> Loaded:
             setting that does not exist; the message says which value, from where, and why.
     """
     file_values, path = _file_values()
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
     environ = env.settings_environ()
     layers = (
         ("file", file_values, lambda name: f"{path} [{TABLE}]"),
@@ -220,11 +221,7 @@ def load(flags: dict[str, Any] | None = None) -> Loaded:
             {f: environ[v] for f, v in ENV_NAMES.items() if v in environ},
             lambda name: ENV_NAMES[name],
         ),
-        (
-            "flag",
-            {k: v for k, v in (flags or {}).items() if v is not None},
-            lambda name: "--" + name.replace("_", "-"),
-        ),
+        ("flag", given, lambda name: _flag(name, given[name])),
     )
     values: dict[str, Any] = {}
     origins = dict.fromkeys(Settings.model_fields, "default")
@@ -243,11 +240,16 @@ def load(flags: dict[str, Any] | None = None) -> Loaded:
     return Loaded(settings, origins, where)
 
 
+def _flag(name: str, value: Any) -> str:
+    """The flag as typed: ``--context-budget``, ``--no-auto-sleep``."""
+    return f"--{'no-' if value is False else ''}{name.replace('_', '-')}"
+
+
 def _explain(error: Any, values: dict[str, Any], where: dict[str, str]) -> str:
     name = str(error["loc"][0]) if error["loc"] else "?"
     if error["type"] == "extra_forbidden":
         known = ", ".join(n for n in Settings.model_fields if n not in SECRETS)
-        return f"{name} in {env.config_file()} [{TABLE}] is not a setting: use one of {known}"
+        return f"{name} (from {where.get(name)}) is not a setting: use one of {known}"
     shown = "********" if name in SECRETS else repr(values.get(name))
     rule = str(error["msg"]).removeprefix("Value error, ")
     return f"{name}={shown} (from {where.get(name) or 'the default'}): {rule}"
