@@ -35,7 +35,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 SHELL = ("bash", "console")
 RUN_HERE = (
-    "README.md", "api.md", "capability.md", "cli.md", "local-memory.md", "mcp.md", "memory-bank.md",
+    "README.md", "api.md", "capability.md", "cli.md", "configuration.md", "local-memory.md",
+    "mcp.md", "memory-bank.md",
 )  # fmt: skip
 RUN_ELSEWHERE = {
     "from openai import OpenAI": "test_proxy.py::test_the_docs_openai_snippets_run",

@@ -358,7 +358,14 @@ def test_cli_reembed_with_an_openai_endpoint(tmp_path: Path, server: _Embeddings
         result.stdout.split()
     )
 
-    refused = runner.invoke(app, ["search", "Where do I live?", "--db", str(path)])
+    # the space remembers its embedder: no flag needed (issue 16); one set explicitly and
+    # different is still refused with the fix
+    found = runner.invoke(app, ["search", "Where do I live?", "--db", str(path), "--json"])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["hits"][0]["text"].endswith("I live in Pune.")
+    refused = runner.invoke(
+        app, ["search", "Where do I live?", "--db", str(path)], env={"ORCAMEM_EMBEDDER": "static"}
+    )
     assert refused.exit_code == 1
     assert "orcamem reembed" in " ".join(refused.stderr.split())
 

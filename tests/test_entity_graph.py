@@ -175,6 +175,7 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
         for table in ("entity_lines", "entity_memories", "entities"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("ALTER TABLE memories DROP COLUMN event_end")  # migration 7's
+        conn.execute("ALTER TABLE spaces DROP COLUMN embedder_spec")  # migration 8's
         conn.execute("DELETE FROM schema_version WHERE version >= 6")
     with SQLiteStore(path) as reopened:
         assert reopened.schema_version() == LATEST

@@ -31,6 +31,7 @@ __all__ = [
     "OpenAIEmbedder",
     "SentenceTransformerEmbedder",
     "StaticEmbedder",
+    "check_spec",
     "embed_texts",
     "make_embedder",
 ]
@@ -226,6 +227,23 @@ def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return matrix
 
 
+def check_spec(spec: str) -> str:
+    """``spec`` if it has the form of an embedder spec (see module docs), else the error that
+    lists the forms; nothing is loaded or contacted (settings check it before any command)."""
+    kind, _, rest = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if not (
+        spec == "static"
+        or kind == "static"
+        or (kind == "openai" and "@" in rest)
+        or (kind == "st" and rest)
+    ):
+        raise InvalidInputError(
+            f"unknown embedder spec {spec!r}: use 'static', 'static:<folder>', "
+            "'openai:<model>@<base_url>' or 'st:<model>'"
+        )
+    return spec
+
+
 def make_embedder(spec: str | Embedder | None = None) -> Embedder:
     """Build an embedder from a spec string (see module docs) or pass one through."""
     if spec is None or spec == "static":
@@ -234,18 +252,13 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
         if isinstance(spec, Embedder):
             return spec
         raise InvalidInputError(f"embedder must be a spec string or an Embedder, got {spec!r}")
-    kind, _, rest = spec.partition(":")
+    kind, _, rest = check_spec(spec).partition(":")
     if kind == "static":
         return StaticEmbedder(rest)
-    if kind == "openai" and "@" in rest:
+    if kind == "openai":
         model, _, url = rest.partition("@")
         return OpenAIEmbedder(model, url, api_key=openai_api_key())
-    if kind == "st" and rest:
-        return SentenceTransformerEmbedder(rest)
-    raise InvalidInputError(
-        f"unknown embedder spec {spec!r}: use 'static', 'static:<folder>', "
-        "'openai:<model>@<base_url>' or 'st:<model>'"
-    )
+    return SentenceTransformerEmbedder(rest)
 
 
 _DEFAULT: StaticEmbedder | None = None

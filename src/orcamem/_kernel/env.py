@@ -18,23 +18,36 @@ __all__ = [
     "ANTHROPIC_BASE_URL_ENV",
     "ANTHROPIC_MEMORY_MODEL_ENV",
     "ANTHROPIC_MODEL_ENV",
+    "AUTO_SLEEP_ENV",
+    "CONFIG_ENV",
+    "CONTEXT_BUDGET_ENV",
     "DB_ENV",
     "DEFAULT_ANTHROPIC_BASE_URL",
     "DEFAULT_ANTHROPIC_MEMORY_MODEL",
     "DEFAULT_ANTHROPIC_MODEL",
+    "EMBEDDER_ENV",
     "HEADROOM_PYTHON_ENV",
     "HOME_ENV",
+    "MODEL_ENV",
     "NAMES",
     "OPENAI_API_KEY_ENV",
+    "OTEL_SERVICE_ENV",
+    "OTLP_ENDPOINT_ENV",
+    "OTLP_TRACES_ENDPOINT_ENV",
     "PASSTHROUGH",
     "PROFILES_ENV",
     "PROFILE_ENV",
+    "REQUIRE_KEYS_ENV",
+    "SETTINGS_NAMES",
+    "TIMEZONE_ENV",
+    "UPSTREAM_ENV",
     "S3Settings",
     "anthropic_api_key",
     "anthropic_base_url",
     "anthropic_memory_model",
     "anthropic_model",
     "child_environ",
+    "config_file",
     "default_db_path",
     "headroom_python",
     "home_dir",
@@ -45,6 +58,9 @@ __all__ = [
     "memory_bank_storage",
     "memory_dir",
     "openai_api_key",
+    "otlp_endpoint",
+    "otlp_service",
+    "settings_environ",
     "user_config_file",
 ]
 
@@ -52,8 +68,22 @@ Environ = Mapping[str, str]
 
 HOME_ENV = "ORCA_HOME"
 """orcamem's home (``~/.orca`` when unset): the database, config and memory live under it."""
+CONFIG_ENV = "ORCAMEM_CONFIG"
+"""The settings file, when not ``<home>/config.toml`` (``_kernel.settings``)."""
 DB_ENV = "ORCAMEM_DB"
-"""The CLI's ``--db`` default (read by Typer through ``envvar=``; listed so tests strip it)."""
+"""The database every command and server opens (``_kernel.settings``: the ``db`` setting)."""
+EMBEDDER_ENV = "ORCAMEM_EMBEDDER"
+TIMEZONE_ENV = "ORCAMEM_TIMEZONE"
+CONTEXT_BUDGET_ENV = "ORCAMEM_CONTEXT_BUDGET"
+AUTO_SLEEP_ENV = "ORCAMEM_AUTO_SLEEP"
+UPSTREAM_ENV = "ORCAMEM_UPSTREAM"
+MODEL_ENV = "ORCAMEM_MODEL"
+REQUIRE_KEYS_ENV = "ORCAMEM_REQUIRE_KEYS"
+OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+"""OpenTelemetry's standard collector base URL: when set, servers export spans (``_kernel.trace``)."""
+OTLP_TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTEL_SERVICE_ENV = "OTEL_SERVICE_NAME"
+"""The ``service.name`` exported spans carry (tell replicas apart); default ``orcamem``."""
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
 ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
 ANTHROPIC_MODEL_ENV = "ORCAMEM_ANTHROPIC_MODEL"
@@ -78,11 +108,24 @@ _AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
 _AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
 _AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
 
-NAMES: tuple[str, ...] = (
-    HOME_ENV,
+SETTINGS_NAMES: tuple[str, ...] = (
     DB_ENV,
+    EMBEDDER_ENV,
+    TIMEZONE_ENV,
+    CONTEXT_BUDGET_ENV,
+    AUTO_SLEEP_ENV,
+    UPSTREAM_ENV,
+    MODEL_ENV,
+    REQUIRE_KEYS_ENV,
     OPENAI_API_KEY_ENV,
     ANTHROPIC_API_KEY_ENV,
+)
+"""The variables of ``_kernel.settings`` (each names one setting), read by :func:`settings_environ`."""
+
+NAMES: tuple[str, ...] = (
+    HOME_ENV,
+    CONFIG_ENV,
+    *SETTINGS_NAMES,
     ANTHROPIC_MODEL_ENV,
     ANTHROPIC_BASE_URL_ENV,
     ANTHROPIC_MEMORY_MODEL_ENV,
@@ -90,6 +133,9 @@ NAMES: tuple[str, ...] = (
     PROFILES_ENV,
     PROFILE_ENV,
     BANK_ENV,
+    OTLP_ENDPOINT_ENV,
+    OTLP_TRACES_ENDPOINT_ENV,
+    OTEL_SERVICE_ENV,
     *(prefix + name for prefix in _S3_PREFIXES for name in _S3_FIELDS),
     *_AWS_REGION,
     *_AWS_ENDPOINT,
@@ -145,6 +191,18 @@ def default_db_path(environ: Environ | None = None) -> Path:
     return home_dir(environ) / "memory.db"
 
 
+def config_file(environ: Environ | None = None) -> Path:
+    """The settings file (its ``[orcamem]`` table): ``$ORCAMEM_CONFIG`` if set, else
+    :func:`user_config_file` (``<home>/config.toml``, the file local memory reads too)."""
+    value = _value(environ, CONFIG_ENV)
+    return Path(value).expanduser() if value else user_config_file(environ)
+
+
+def settings_environ(environ: Environ | None = None) -> dict[str, str]:
+    """The :data:`SETTINGS_NAMES` that are set (blank counts as unset), stripped of blanks."""
+    return {name: value for name in SETTINGS_NAMES if (value := _value(environ, name))}
+
+
 def instance_config_path(environ: Environ | None = None) -> Path:
     """The instance-wide ``config.json`` (its ``memory`` object is the memory capability's base
     layer): ``$ORCA_HOME/config.json``, else ``~/.orca/config.json``."""
@@ -166,6 +224,21 @@ def child_environ(environ: Environ | None = None) -> dict[str, str]:
     minimal environment (so it imports the same orcamem as this process)."""
     env = _env(environ)
     return {name: env[name] for name in PASSTHROUGH if name in env}
+
+
+def otlp_endpoint(environ: Environ | None = None) -> str | None:
+    """Where spans go: ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as it is, else
+    ``$OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/traces`` (OpenTelemetry's rule), else ``None``."""
+    traces = _value(environ, OTLP_TRACES_ENDPOINT_ENV)
+    if traces:
+        return traces
+    base = _value(environ, OTLP_ENDPOINT_ENV)
+    return f"{base.rstrip('/')}/v1/traces" if base else None
+
+
+def otlp_service(environ: Environ | None = None) -> str:
+    """``$OTEL_SERVICE_NAME`` if set, else ``orcamem``."""
+    return _value(environ, OTEL_SERVICE_ENV) or "orcamem"
 
 
 # -- model providers ----------------------------------------------------------------------------

@@ -406,6 +406,16 @@ class AsyncMemory:
             wait=wait,
         )
 
+    async def embedder_of(self, space: str) -> Embedder:
+        """The embedder of ``space``: this Memory's when one was given, else the one the space
+        records (built once from its spec), else the default."""
+        return await _thread(self.sync.embedder_of, space)
+
+    async def jobs_summary(self) -> dict[str, Any]:
+        """The database's durable jobs by status, and the lease takeovers (a worker died or
+        hung and another claimed its job) recorded in the newest ``_KEPT_JOBS`` (``/metrics``)."""
+        return await _thread(self.sync.jobs_summary)
+
     async def audit_log(
         self, *, space: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ report with what to do next.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,14 +65,16 @@ def check(store: Store) -> CheckReport:
     return CheckReport(store.problems(), store.counts())
 
 
-def repair(store: Store, embedder: Embedder) -> RepairReport:
-    """Rebuild indexes, orphans and lineage, then re-embed the vectors that need it."""
+def repair(store: Store, embedder_of: Callable[[str], Embedder]) -> RepairReport:
+    """Rebuild indexes, orphans and lineage, then re-embed the vectors that need it, each
+    space with ``embedder_of(space)``."""
     actions = store.repair_derived()
     refused: list[Problem] = []
     for info in store.list_spaces():
         lines, memories = store.stale_vectors(info.name)
         if not lines and not memories:
             continue
+        embedder = embedder_of(info.name)
         count = len(lines) + len(memories)
         if (info.embedder_id, info.dim) != (embedder.id, embedder.dim):
             refused.append(
@@ -98,6 +101,7 @@ def repair(store: Store, embedder: Embedder) -> RepairReport:
             embedder.dim,
             {key: vectors[i] for i, (key, _) in enumerate(lines)},
             {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)},
+            spec=info.embedder_spec,
         )
         actions.append(f"re-embedded {count} vector(s) in space {info.name!r} with {embedder.id}")
     skipped = {problem.space for problem in refused}

@@ -22,6 +22,7 @@ from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts, make_embedder
 from .._kernel.env import default_db_path, openai_api_key
+from .._kernel.jobs import JobQueue
 from .._kernel.llm import OLLAMA_URL, ChatModel
 from .._kernel.model import (
     CATEGORIES,
@@ -46,6 +47,7 @@ from .._kernel.model import (
 )
 from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
+from .._kernel.trace import span, traced
 from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
 from . import health
@@ -68,6 +70,7 @@ EXPORT_FORMAT = "orcamem-export"
 EXPORT_VERSION = 1
 _BATCH = 512
 _MAX_EPISODE_ID = 2**63 - 1  # SQLite's largest INTEGER
+_KEPT_JOBS = 10_000
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,9 @@ class Memory:
         space: the default space of every call.
         config: engine switches (see ``Config``).
         embedder: an ``Embedder`` or a spec string (``static``, ``openai:<model>@<url>``,
-            ``st:<model>``); default: the offline model shipped with orcamem.
+            ``st:<model>``), used for every space; default: each space opens with the
+            embedder it records (``orcamem reembed --embedder`` changes it) and a new space
+            gets the offline model shipped with orcamem.
         clock: where "now" comes from (tests pass a ``FrozenClock``).
         store: a ready store instead of ``path`` (another engine, or a shared one).
         model: what ``sleep`` consolidates with: a model name (``"llama3.2:3b"``) asked at
@@ -158,6 +163,12 @@ class Memory:
         self.model, self._owned_model = _sleep_model(model, upstream, api_key)
         self.clock = clock or SystemClock()
         self.embedder = make_embedder(embedder)
+        """The embedder of new spaces (and of every space when one was given)."""
+        self._spec = (
+            "static" if embedder is None else embedder if isinstance(embedder, str) else None
+        )
+        self._follow = embedder is None  # each space opens with the embedder it records
+        self._embedders: dict[str, Embedder] = {}
         self.store: Store = store or SQLiteStore(
             path if path is not None else default_db_path(),
             synchronous=self.config.storage.synchronous,
@@ -194,9 +205,29 @@ class Memory:
             raise ClosedError("this Memory is closed: create a new Memory()")
         return self.space if space is None else validate_space(space)
 
+    def embedder_of(self, space: str) -> Embedder:
+        """The embedder of ``space``: this Memory's when one was given, else the one the space
+        records (built once from its spec), else the default."""
+        found = self._embedders.get(space)
+        if found is not None or not self._follow:
+            return found or self.embedder
+        info = self.store.space_info(space)
+        if info is None:
+            return self.embedder
+        found = self.embedder
+        if info.embedder_spec and info.embedder_id != found.id:
+            found = next(
+                (e for e in self._embedders.values() if e.id == info.embedder_id), None
+            ) or make_embedder(info.embedder_spec)
+        self._embedders[space] = found
+        return found
+
     def _ready_for_write(self, space: str) -> None:
         if space not in self._checked:
-            self.store.ensure_space(space, self.embedder.id, self.embedder.dim, stamp(self.clock))
+            embedder = self.embedder_of(space)
+            self.store.ensure_space(
+                space, embedder.id, embedder.dim, stamp(self.clock), spec=self._spec
+            )
             self._checked.add(space)
 
     def _ready_for_read(self, space: str) -> bool:
@@ -260,6 +291,7 @@ class Memory:
             meta=dict(meta or {}),
         )
 
+    @traced("ingest")
     def _append(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
         for space in {ep.space for ep in episodes}:
             self._ready_for_write(space)
@@ -270,7 +302,13 @@ class Memory:
                 last = self.store.last_episode(ep.space, ep.session_id)
                 if last is not None:
                     previous[key] = last.text
-        writes = prepare_writes(episodes, self.embedder, self.clock.now(), previous)
+        now = self.clock.now()
+        writes: list[Any] = [None] * len(episodes)
+        for space in {ep.space for ep in episodes}:  # each space's lines by its own embedder
+            at = [i for i, ep in enumerate(episodes) if ep.space == space]
+            made = prepare_writes([episodes[i] for i in at], self.embedder_of(space), now, previous)
+            for i, write in zip(at, made, strict=True):
+                writes[i] = write
         return self.store.append_episodes(writes)
 
     def add(
@@ -487,13 +525,14 @@ class Memory:
             event_date=validate_time(event_date, what="event_date"),
         )
         self._ready_for_write(space)
-        vector = embed_texts(self.embedder, [content])[0]
+        embedder = self.embedder_of(space)
+        vector = embed_texts(embedder, [content])[0]
         with self.store.writing():  # the look-up and the insert in one transaction
             rules = self.store.list_memories(space, prohibited=True) if prohibited else []
             held = held_rule(rules, content)
             if held is not None:
                 return held
-            return self.store.put_memory(memory, vector, self.embedder.id, stamp(self.clock))
+            return self.store.put_memory(memory, vector, embedder.id, stamp(self.clock))
 
     def forbid(self, rule: str, *, space: str | None = None, always: bool = False) -> MemoryRecord:
         """Store a forbidden rule, hoisted first as ``[FORBIDDEN: …]`` where it bears on a query.
@@ -606,11 +645,20 @@ class Memory:
         query = validate_text(query, what="query")
         if top_k is not None:
             validate_count(top_k, what="top_k", low=1, high=1000)
-        if not self._ready_for_read(space):
-            return RecallResult(query, space, [], [])
-        return recall(
-            self.store, self.embedder, space, query, self.config, self.clock.now(), top_k=top_k
-        )
+        with span("recall", space=space, top_k=top_k) as current:
+            if not self._ready_for_read(space):
+                return RecallResult(query, space, [], [])
+            result = recall(
+                self.store,
+                self.embedder_of(space),
+                space,
+                query,
+                self.config,
+                self.clock.now(),
+                top_k=top_k,
+            )
+            current.set_attribute("orcamem.hits", len(result.hits))
+            return result
 
     def recall(self, query: str, *, space: str | None = None) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``."""
@@ -684,9 +732,9 @@ class Memory:
             "memories": sum(1 for m in memories if m.active and not m.prohibited),
             "rules": sum(1 for m in memories if m.active and m.prohibited),
             "inactive_memories": sum(1 for m in memories if not m.active),
-            "embedder": self.embedder.id,
+            "embedder": self.embedder_of(space).id,
             "space_embedder": info.embedder_id if info else None,
-            "dim": self.embedder.dim,
+            "dim": self.embedder_of(space).dim,
             "spaces": [s.name for s in self.store.list_spaces()],
             "database": self.store.counts(),
             "path": getattr(self.store, "path", None),
@@ -743,7 +791,7 @@ class Memory:
                     "type": EXPORT_FORMAT,
                     "version": EXPORT_VERSION,
                     "space": space,
-                    "embedder": self.embedder.id,
+                    "embedder": self.embedder_of(space).id,
                 }
             )
             + "\n"
@@ -782,16 +830,17 @@ class Memory:
         records = parsed.memories
         self._check_lineage(target, records, parsed.memory_lines)
         total = len(parsed.episodes) + len(records)
+        embedder = self.embedder_of(target)
         # the embedding happens before the transaction, so the write lock is held briefly
         vectors = []
         for start in range(0, len(records), _BATCH):
             vectors.extend(
-                embed_texts(self.embedder, [r.content for r in records[start : start + _BATCH]])
+                embed_texts(embedder, [r.content for r in records[start : start + _BATCH]])
             )
         writes = []
         for start in range(0, len(parsed.episodes), _BATCH):
             chunk = [ep for _, ep, _ in parsed.episodes[start : start + _BATCH]]
-            writes.extend(prepare_writes(chunk, self.embedder, self.clock.now(), {}))
+            writes.extend(prepare_writes(chunk, embedder, self.clock.now(), {}))
         writes = [
             replace(w, created_at=created_at or w.created_at)
             for w, (_, _, created_at) in zip(writes, parsed.episodes, strict=True)
@@ -945,6 +994,14 @@ class Memory:
             if owned:
                 chat.close()
 
+    def jobs_summary(self) -> dict[str, Any]:
+        """The database's durable jobs by status, and the lease takeovers (a worker died or
+        hung and another claimed its job) recorded in the newest ``_KEPT_JOBS`` (``/metrics``)."""
+        queue = JobQueue(self.store.jobs)
+        kept = queue.list(limit=_KEPT_JOBS)
+        takeovers = sum(e.get("event") == "lease expired" for job in kept for e in job.history)
+        return {"jobs": queue.counts(), "lease_takeovers": takeovers}
+
     def audit_log(self, *, space: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Claims that consolidation refused or skipped, with the reason, newest first.
 
@@ -975,9 +1032,15 @@ class Memory:
         line_vectors = {key: vectors[i] for i, (key, _) in enumerate(lines)}
         memory_vectors = {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)}
         self.store.replace_vectors(
-            space, self.embedder.id, self.embedder.dim, line_vectors, memory_vectors
+            space,
+            self.embedder.id,
+            self.embedder.dim,
+            line_vectors,
+            memory_vectors,
+            spec=self._spec,
         )
         self._checked.discard(space)
+        self._embedders.pop(space, None)
         return len(vectors)
 
     # -- health ----------------------------------------------------------------------------
@@ -1003,7 +1066,7 @@ class Memory:
         are never changed: ``report.remaining`` lists what only a backup can fix.
         """
         self._space(None)
-        return health.repair(self.store, self.embedder)
+        return health.repair(self.store, self.embedder_of)
 
     # -- lifecycle -------------------------------------------------------------------------
 

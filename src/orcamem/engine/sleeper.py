@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._kernel.claims.anchor import zone
 from .._kernel.clock import parse_time, stamp
-from .._kernel.embed import embed_texts
 from .._kernel.jobs import Job, JobQueue, JobWorker
 from .consolidate.extract import ModelExtractor
 from .consolidate.jobs import CONSOLIDATE, ConsolidationJobs
@@ -44,8 +43,7 @@ class Sleeper:
         self.jobs = ConsolidationJobs(
             store=memory.store,
             queue=self.queue,
-            embed=partial(embed_texts, memory.embedder),
-            embedder_id=memory.embedder.id,
+            embedder_of=memory.embedder_of,
             tz=zone(memory.config.sleep.timezone),
             now=partial(stamp, memory.clock),
             model_extractor=ModelExtractor(model) if model is not None else None,

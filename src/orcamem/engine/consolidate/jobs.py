@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import numpy as np
-
 from ..._kernel.claims.verify import verify_claims
+from ..._kernel.embed import Embedder, embed_texts
 from ..._kernel.ids import tagged
 from ..._kernel.jobs import MAX_ATTEMPTS, Job, JobQueue, JobResult
 from ..._kernel.redact import redact
+from ..._kernel.trace import traced
 from ...errors import AttemptFailed, ModelError, TransientError
 from ..store.base import Store
 from .extract import ExtractionFailed, Extractor, RuleExtractor
@@ -36,12 +37,12 @@ CONSOLIDATE = "consolidate"
 
 @dataclass
 class ConsolidationJobs:
-    """Enqueue and handle consolidation jobs for one store and embedder."""
+    """Enqueue and handle consolidation jobs for one store (each space by its own embedder)."""
 
     store: Store
     queue: JobQueue
-    embed: Callable[[list[str]], np.ndarray]
-    embedder_id: str
+    embedder_of: Callable[[str], Embedder]
+    """The embedder of a space (``Memory.embedder_of``): a memory's vector is made by its own."""
     tz: ZoneInfo
     now: Callable[[], str]
     model_extractor: Extractor | None = None
@@ -78,6 +79,7 @@ class ConsolidationJobs:
             return self.model_extractor
         return RuleExtractor()
 
+    @traced("sleep")
     def handle(self, job: Job) -> Any:
         """Extract and verify one batch; the returned ``apply`` writes it under the fence."""
         space, payload = job.space, job.payload
@@ -97,7 +99,9 @@ class ConsolidationJobs:
             raise AttemptFailed(f"{extractor.name}: {exc}") from None
         verified, rejected = verify_claims(claims, lines, self.tz)
         watermark_seen = episodes[0].id
+        embedder = self.embedder_of(space)
 
+        @traced("sleep.apply")
         def apply() -> None:
             pending = self.store.pending_episodes(space, 1)
             if not pending or pending[0].id != watermark_seen:
@@ -111,8 +115,8 @@ class ConsolidationJobs:
                 verified,
                 rejected,
                 extractor.name,
-                self.embed,
-                self.embedder_id,
+                partial(embed_texts, embedder),
+                embedder.id,
                 self.now(),
                 job_id=job.id,
                 defeasible=self.defeasible,

@@ -71,6 +71,9 @@ class SpaceInfo:
     memories: int = 0
     last_activity: str | None = None
     """When the space was last written: its newest episode or memory change (UTC)."""
+    embedder_spec: str | None = None
+    """What rebuilds the space's embedder (``make_embedder``); ``None``: an embedder object, or
+    a space from before specs were recorded."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,9 @@ class EpisodeLog(Protocol):
         """One atomic write; nested use joins the outer one (a savepoint)."""
         ...
 
-    def ensure_space(self, space: str, embedder_id: str, dim: int, now: str) -> SpaceInfo: ...
+    def ensure_space(
+        self, space: str, embedder_id: str, dim: int, now: str, *, spec: str | None = None
+    ) -> SpaceInfo: ...
     def space_info(self, space: str) -> SpaceInfo | None: ...
     def list_spaces(self) -> list[SpaceInfo]: ...
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]: ...
@@ -171,6 +176,8 @@ class Admin(Protocol):
         dim: int,
         line_vectors: dict[int, np.ndarray],
         memory_vectors: dict[str, np.ndarray],
+        *,
+        spec: str | None = None,
     ) -> None: ...
     def iter_texts_for_embedding(
         self, space: str

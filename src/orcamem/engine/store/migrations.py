@@ -242,6 +242,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "an event's last day (a range said as 'last week' or 'in March')",
         ["ALTER TABLE memories ADD COLUMN event_end TEXT"],
     ),
+    (
+        8,
+        "the spec that rebuilds a space's embedder (a space opens with its own embedder)",
+        ["ALTER TABLE spaces ADD COLUMN embedder_spec TEXT"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -106,7 +106,12 @@ def _refuse_url(path: str) -> None:
 
 
 def _create_space(
-    conn: sqlite3.Connection, space: str, embedder_id: str, dim: int, now: str
+    conn: sqlite3.Connection,
+    space: str,
+    embedder_id: str,
+    dim: int,
+    now: str,
+    spec: str | None = None,
 ) -> None:
     """Create the space's row unless it exists (then it is left as it is: ``ensure_space``
     checks it). Every write calls it too: another process may have deleted the space
@@ -114,9 +119,9 @@ def _create_space(
     write would. A new row's ``vector_epoch`` is random, so a process that still holds vectors
     of a deleted space of that name sees a changed epoch and reloads instead of reusing them."""
     conn.execute(
-        "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim, vector_epoch) "
-        "VALUES (?, ?, ?, ?, ?)",
-        (space, now, embedder_id, dim, secrets.randbits(62)),
+        "INSERT OR IGNORE INTO spaces (name, created_at, embedder_id, dim, vector_epoch, "
+        "embedder_spec) VALUES (?, ?, ?, ?, ?, ?)",
+        (space, now, embedder_id, dim, secrets.randbits(62), spec),
     )
     found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
     _same_embedder(space, found[0], found[1], embedder_id, dim)
@@ -354,8 +359,11 @@ class SQLiteStore:
 
     # -- spaces ----------------------------------------------------------------------------
 
-    def ensure_space(self, space: str, embedder_id: str, dim: int, now: str) -> SpaceInfo:
-        """Create the space, or check that it was embedded by ``embedder_id`` with ``dim``.
+    def ensure_space(
+        self, space: str, embedder_id: str, dim: int, now: str, *, spec: str | None = None
+    ) -> SpaceInfo:
+        """Create the space (recording ``spec``, what rebuilds its embedder), or check that it
+        was embedded by ``embedder_id`` with ``dim``.
 
         Raises:
             EmbedderMismatchError: the space records another embedder or dimension.
@@ -366,7 +374,7 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             with self.writing() as conn:
-                _create_space(conn, space, embedder_id, dim, now)
+                _create_space(conn, space, embedder_id, dim, now, spec)
                 row = conn.execute(
                     "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
                 ).fetchone()
@@ -385,7 +393,8 @@ class SQLiteStore:
                 # newest memory change, whichever is later
                 "nullif(max(coalesce((SELECT e.created_at FROM lines l JOIN episodes e "
                 "ON e.id = l.episode_id WHERE l.space = s.name ORDER BY l.id DESC LIMIT 1), ''), "
-                "coalesce((SELECT max(updated_at) FROM memories WHERE space = s.name), '')), '') "
+                "coalesce((SELECT max(updated_at) FROM memories WHERE space = s.name), '')), ''), "
+                "embedder_spec "
                 "FROM spaces s WHERE name = ?",
                 (space,),
             ).fetchone()
@@ -1113,8 +1122,11 @@ class SQLiteStore:
         dim: int,
         line_vectors: dict[int, np.ndarray],
         memory_vectors: dict[str, np.ndarray],
+        *,
+        spec: str | None = None,
     ) -> None:
-        """Swap every vector of ``space`` and its embedder record in one transaction."""
+        """Swap every vector of ``space`` and its embedder record (id, dim, ``spec``) in one
+        transaction."""
         with self.writing() as conn:
             conn.executemany(
                 "UPDATE lines SET vector = ? WHERE id = ? AND space = ?",
@@ -1125,9 +1137,9 @@ class SQLiteStore:
                 [(encode_vector(v), k, space) for k, v in memory_vectors.items()],
             )
             conn.execute(
-                "UPDATE spaces SET embedder_id = ?, dim = ?, "
+                "UPDATE spaces SET embedder_id = ?, dim = ?, embedder_spec = ?, "
                 "vector_epoch = vector_epoch + 1 WHERE name = ?",
-                (embedder_id, dim, space),
+                (embedder_id, dim, spec, space),
             )
 
     def counts(self) -> dict[str, int]:

@@ -11,15 +11,17 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..._kernel.env import DB_ENV
 from ...errors import InvalidInputError, OrcamemError
+
+if TYPE_CHECKING:
+    from ..._kernel.settings import Loaded
 
 __all__ = [
     "EXIT_CODES",
@@ -31,6 +33,7 @@ __all__ = [
     "err",
     "exit_code",
     "fail",
+    "load_settings",
     "out",
     "print_json",
     "progress",
@@ -61,9 +64,9 @@ DbOption = Annotated[
     Path | None,
     typer.Option(
         "--db",
-        envvar=DB_ENV,
         parser=_db_path,
-        help="Database file (default $ORCA_HOME/memory.db or ~/.orca/memory.db).",
+        help="Database file or URL (default: the db setting, $ORCAMEM_DB, else "
+        "$ORCA_HOME/memory.db; `orcamem config show`).",
     ),
 ]
 SpaceOption = Annotated[
@@ -100,6 +103,20 @@ def fail(exc: OrcamemError | str, code: int | None = None) -> typer.Exit:
     if code is None:
         code = 2 if isinstance(exc, str) else exit_code(exc)
     return typer.Exit(code)
+
+
+def load_settings(**flags: Any) -> Loaded:
+    """The settings with the flags a command was given (``None``: not given); a bad value is
+    one error line and exit 2 (``_kernel.settings.load``; pydantic loads only when a command
+    needs the settings, so ``--help`` and ``version`` stay light)."""
+    from ..._kernel.settings import load
+
+    if isinstance(flags.get("db"), Path):
+        flags["db"] = str(flags["db"])
+    try:
+        return load(flags)
+    except OrcamemError as exc:
+        raise fail(exc) from None
 
 
 def warn(message: str, label: str = "note") -> None:

@@ -27,11 +27,13 @@ from .console import (
     command_group,
     err,
     fail,
+    load_settings,
     out,
     print_json,
     progress,
     warn,
 )
+from .server import AutoSleepOption, KeysOption, ModelOption, UpstreamOption
 
 app = command_group(
     "orcamem: durable, local-first long-term memory for LLM agents.", add_completion=False
@@ -44,10 +46,18 @@ def _memory(
     space: str = "default",
     embedder: str | None = None,
     config: Config | None = None,
+    **flags: object,
 ) -> Iterator[Memory]:
-    """Open a Memory and turn library errors into a clear message and exit code."""
+    """Open a Memory with the settings (these flags over the environment and the file) and
+    turn library errors into a clear message and exit code."""
+    loaded = load_settings(db=db, embedder=embedder, **flags)
     try:
-        with Memory(db, space=space, embedder=embedder, config=config) as mem:
+        with Memory(
+            loaded.settings.db,
+            space=space,
+            embedder=loaded.embedder,
+            config=loaded.settings.config(config),
+        ) as mem:
             yield mem
     except OrcamemError as exc:
         raise fail(exc) from None
@@ -125,12 +135,18 @@ def recall(
         bool, typer.Option(help="Classic sections instead of dense brackets.")
     ] = False,
     budget: Annotated[
-        int, typer.Option(help="Token budget of the block (WordPiece tokens).")
-    ] = PackConfig().context_budget_tokens,
+        int | None,
+        typer.Option(
+            "--budget",
+            "--context-budget",
+            help="Token budget of the block (WordPiece tokens; default: the context_budget "
+            f"setting, else {PackConfig().context_budget_tokens}).",
+        ),
+    ] = None,
 ) -> None:
     """Print the exact memory block that would be injected before the next turn."""
-    config = Config(pack=PackConfig(enable_sutra_packing=not classic, context_budget_tokens=budget))
-    with _memory(db, space, config=config) as mem:
+    config = Config(pack=PackConfig(enable_sutra_packing=not classic))
+    with _memory(db, space, config=config, context_budget=budget) as mem:
         block = mem.recall(query)
     if block:
         sys.stdout.write(block + "\n")  # byte-exact: no wrapping by the console
@@ -265,6 +281,8 @@ def sleep(
     """
     from ..._kernel.llm import make_chat_model
 
+    chosen = load_settings(db=db, upstream=upstream, model=model).settings
+    upstream, model = chosen.upstream, chosen.model  # flags, else the upstream/model settings
     try:
         chat = make_chat_model(upstream, model)
     except OrcamemError as exc:
@@ -479,6 +497,49 @@ def demo(
         for title, block in run_demo(mem):
             out.rule(title)
             sys.stdout.write(block + "\n")
+
+
+config_app = command_group(
+    "The settings every command and server runs with: defaults < [orcamem] in "
+    "$ORCA_HOME/config.toml < ORCAMEM_* variables < flags (docs/configuration.md)."
+)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(
+    db: DbOption = None,
+    embedder: EmbedderOption = None,
+    timezone: Annotated[str | None, typer.Option(help="The user's IANA time zone.")] = None,
+    context_budget: Annotated[
+        int | None, typer.Option(help="The memory block's budget (WordPiece tokens).")
+    ] = None,
+    auto_sleep: AutoSleepOption = None,
+    upstream: UpstreamOption = None,
+    model: ModelOption = None,
+    require_keys: KeysOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print each setting with its value and origin (default | file | env | flag); the flags
+    show what a command given them would run with. API keys are shown masked."""
+    loaded = load_settings(
+        db=db,
+        embedder=embedder,
+        timezone=timezone,
+        context_budget=context_budget,
+        auto_sleep=auto_sleep,
+        upstream=upstream,
+        model=model,
+        require_keys=require_keys,
+    )
+    rows = loaded.rows()
+    if as_json:
+        print_json({row.pop("name"): row for row in rows})
+        return
+    for row in rows:  # one line each, whatever the terminal's width
+        value = "(unset)" if row["value"] is None else row["value"]
+        origin = " ".join(part for part in (row["origin"], row["where"]) if part)
+        out.print(f"{row['name']} = {value}  ({origin})", markup=False, highlight=False)
 
 
 @app.command()

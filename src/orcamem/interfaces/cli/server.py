@@ -20,7 +20,7 @@ import httpx
 import typer
 from rich.table import Table
 
-from ..._kernel import llm
+from ..._kernel import llm, trace
 from ..._kernel.env import PROFILE_ENV
 from ..._kernel.http import client
 from ...errors import InvalidInputError, OrcamemError
@@ -31,6 +31,7 @@ from .console import (
     command_group,
     err,
     fail,
+    load_settings,
     out,
     warn,
 )
@@ -62,7 +63,11 @@ WorkspaceOption = Annotated[
     typer.Option(help="Host workspace whose memory capability /api/capability reports and sets."),
 ]
 KeysOption = Annotated[
-    bool, typer.Option("--require-keys", help="Require API keys on every request.")
+    bool | None,
+    typer.Option(
+        "--require-keys/--no-require-keys",
+        help="Require API keys on every request (default: the require_keys setting, else off).",
+    ),
 ]
 AllowedHostOption = Annotated[
     list[str] | None,
@@ -73,11 +78,12 @@ AllowedHostOption = Annotated[
     ),
 ]
 AutoSleepOption = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--auto-sleep/--no-auto-sleep",
         help="Consolidate in the background (a space idle for 2 minutes, or 32 pending turns): "
-        "with --model by that model, else by the rules (no model call).",
+        "with --model by that model, else by the rules (no model call). Default: the "
+        "auto_sleep setting, else on.",
     ),
 ]
 BankOption = Annotated[
@@ -147,18 +153,23 @@ def _serve(
     port: int,
     upstream: str | None,
     model: str | None,
-    require_keys: bool,
+    require_keys: bool | None,
     browser: bool = False,
     workspace: Path | None = None,
     allowed_hosts: list[str] | None = None,
     bank_storage: str | None = None,
-    auto_sleep: bool = False,
+    auto_sleep: bool | None = None,
 ) -> None:
-    from ..._kernel.config import Config, SleepConfig
     from ...engine.memory import Memory
     from ..http.server import build_app, run
     from ..http.settings import ServerSettings
 
+    loaded = load_settings(
+        db=db, upstream=upstream, model=model, require_keys=require_keys, auto_sleep=auto_sleep
+    )
+    chosen = loaded.settings
+    upstream, model = chosen.upstream, chosen.model
+    auto_sleep = chosen.auto_sleep
     if "proxy" in parts and model and not upstream:
         upstream = llm.OLLAMA_URL
         err.print(f"--model without --upstream: forwarding chat to {upstream} (a local Ollama)")
@@ -168,13 +179,15 @@ def _serve(
             port=port,
             upstream=upstream,
             model=model,
-            require_keys=require_keys,
+            require_keys=chosen.require_keys,
             workspace=str(workspace) if workspace else None,
             allowed_hosts=tuple(allowed_hosts or ()),
         )
+        spans = trace.configure()  # before the database opens: nothing to close on refusal
         memory = Memory(
-            db,
-            config=Config(sleep=SleepConfig(auto=auto_sleep)),
+            chosen.db,
+            embedder=loaded.embedder,
+            config=chosen.config(auto_sleep=auto_sleep),
             model=model if auto_sleep else None,
             upstream=upstream if auto_sleep and model else None,
         )
@@ -189,8 +202,11 @@ def _serve(
             raise fail(exc) from None
     try:
         app = build_app(memory, settings, parts, bank=bank)
+        app.router.add_event_handler("shutdown", trace.flush)  # uvicorn may exit by the signal
         where = f"http://{host}:{port}"
         err.print(f"orcamem serving {', '.join(parts)} on {where} (db {memory.path})")
+        if spans:
+            err.print(f"exporting spans to {spans} (OpenTelemetry, OTLP/HTTP)", highlight=False)
         if auto_sleep:
             by = f"model {model}" if model else "rules, no model call"
             err.print(f"consolidating in the background ({by}); --no-auto-sleep turns it off")
@@ -223,14 +239,14 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8080,
         upstream: UpstreamOption = None,
         model: ModelOption = None,
-        require_keys: KeysOption = False,
+        require_keys: KeysOption = None,
         browser: Annotated[
             bool, typer.Option(help="Open the browser at the UI once the server answers.")
         ] = True,
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
-        auto_sleep: AutoSleepOption = True,
+        auto_sleep: AutoSleepOption = None,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -253,11 +269,11 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
         host: HostOption = "127.0.0.1",
         port: PortOption = 8080,
-        require_keys: KeysOption = False,
+        require_keys: KeysOption = None,
         workspace: WorkspaceOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
-        auto_sleep: AutoSleepOption = True,
+        auto_sleep: AutoSleepOption = None,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
         _serve(
@@ -282,9 +298,9 @@ def register(app: typer.Typer) -> None:
         port: PortOption = 8080,
         upstream: UpstreamOption = None,
         model: ModelOption = None,
-        require_keys: KeysOption = False,
+        require_keys: KeysOption = None,
         allowed_host: AllowedHostOption = None,
-        auto_sleep: AutoSleepOption = True,
+        auto_sleep: AutoSleepOption = None,
     ) -> None:
         """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1.
 
@@ -311,7 +327,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         host: HostOption = "127.0.0.1",
         port: PortOption = 8765,
-        require_keys: KeysOption = False,
+        require_keys: KeysOption = None,
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
         profile: ProfileOption = None,
@@ -350,19 +366,21 @@ def register(app: typer.Typer) -> None:
                 require_keys,
                 allowed_hosts=allowed_host,
                 bank_storage=bank,
+                auto_sleep=False,
             )
             return
         from ..mcp.server import run_stdio
 
+        loaded = load_settings(db=db, embedder=embedder)
         try:
             memory_bank = _bank(bank)
         except OrcamemError as exc:
             raise fail(exc) from None
         try:
             run_stdio(
-                str(db) if db else None,
+                loaded.settings.db,
                 space,
-                embedder=embedder,
+                embedder=loaded.embedder,
                 bank=memory_bank,
                 profile=profile,
                 delete_space=allow_delete_space,
@@ -391,7 +409,7 @@ def keys_create(
     from ...engine.memory import Memory
 
     try:
-        with Memory(db) as memory:
+        with Memory(load_settings(db=db).settings.db) as memory:
             key_id, secret = memory.keys.create(
                 spaces=list(space or []),
                 admin=admin,
@@ -409,7 +427,7 @@ def keys_list(db: DbOption = None) -> None:
     """List API keys (never their secrets)."""
     from ...engine.memory import Memory
 
-    with Memory(db) as memory:
+    with Memory(load_settings(db=db).settings.db) as memory:
         rows = memory.keys.list()
     table = Table("id", "name", "spaces", "admin", "created", "revoked")
     for row in rows:
@@ -433,7 +451,7 @@ def keys_revoke(
     from ...engine.memory import Memory
 
     try:
-        with Memory(db) as memory:
+        with Memory(load_settings(db=db).settings.db) as memory:
             memory.keys.revoke(key_id, stamp(memory.clock))
     except OrcamemError as exc:
         raise fail(exc) from None

@@ -18,6 +18,7 @@ from ...engine.memory import Memory
 from . import docs
 from .errors import error_body, install_error_handlers
 from .guard import Authenticate, HostGuard
+from .metrics import install as install_metrics
 from .settings import ServerSettings
 
 __all__ = ["BodyLimit", "create_app"]
@@ -65,7 +66,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
 
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(Authenticate)  # the one key check, for every route (guard.PUBLIC_PATHS)
-    app.add_middleware(HostGuard)  # outermost: a foreign Host/Origin is refused first
+    app.add_middleware(HostGuard)  # a foreign Host/Origin is refused first
+    install_metrics(app)  # outermost: every request has an id, is counted, timed and logged
 
     @app.get("/healthz", tags=["meta"], summary="Liveness")
     def healthz() -> dict:

@@ -76,6 +76,7 @@ from ..._kernel.ids import random_id, sha256
 from ..._kernel.model import DEFAULT_SPACE, validate_id
 from ..._kernel.names import SPACE
 from ..._kernel.text import message_text
+from ..._kernel.trace import traced
 from ...engine.keys import Principal
 from ...engine.memory import Memory
 from ...errors import (
@@ -174,6 +175,7 @@ ProxySettingsDep = Annotated[ServerSettings, Depends(_settings)]
 
 
 @router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
+@traced("proxy")  # recall and the recorded turn are its children; the relay runs after it
 async def chat_completions(
     request: Request, principal: CallerDep, memory: ProxyMemoryDep, settings: ProxySettingsDep
 ) -> Response:

@@ -58,7 +58,10 @@ def build_app(
 
 
 def run(app: FastAPI, settings: ServerSettings) -> None:
-    """Serve until interrupted (uvicorn, one process, the settings' host and port)."""
+    """Serve until interrupted (uvicorn, one process, the settings' host and port), logging
+    JSON lines (``logs.LOG_CONFIG``)."""
     import uvicorn
 
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    from .logs import LOG_CONFIG
+
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=LOG_CONFIG)

@@ -1,10 +1,14 @@
-"""Server settings: where to listen, what to forward to, and whether keys are required."""
+"""Server settings: where to listen, what to forward to, and whether keys are required.
+
+``orcamem up/serve/proxy`` build them from the one settings model (``_kernel.settings``: the
+upstream, the model and ``require_keys`` come from flags, the environment or the file)."""
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 
+from ..._kernel.settings import check_upstream
 from ...errors import InvalidInputError
 
 __all__ = ["ServerSettings"]
@@ -60,11 +64,8 @@ class ServerSettings:
                 f"binding {self.host} exposes memory beyond this machine: create keys with "
                 "`orcamem keys create` and pass --require-keys, or bind 127.0.0.1"
             )
-        if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
-            raise InvalidInputError(
-                f"upstream {self.upstream!r} must be an http(s) URL such as "
-                "http://127.0.0.1:11434/v1"
-            )
+        if self.upstream is not None:
+            check_upstream(self.upstream)
 
     @property
     def upstream_base(self) -> str | None:
