@@ -252,7 +252,7 @@ def recall(
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = _adaptive(hits, config)
     selected = _novel(store, space, hits, line_of, rows, config.recall.novelty_threshold, limit)
-    _mark_outdated(store, space, selected)
+    selected = _lead_with_current(space, selected, _mark_outdated(store, space, selected), limit)
     timings["score"] = (time.perf_counter() - mark) * 1000
 
     rules = _rules(store, space, query, config)
@@ -700,6 +700,8 @@ def _memory_hits(
     floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)
+    if evidence.subjects:  # a fact the query shares a topic with is a candidate on its own
+        fused.update({key: (0.0, 0.0) for key, _ in vec_hits if key not in fused})
     hits = []
     for memory in store.memories_by_id(space, list(fused)):
         if memory.prohibited:
@@ -795,25 +797,65 @@ def _adds(line: str, memory: MemoryRecord) -> bool:
     return len(set(content_words(line)) - held) >= 2
 
 
-def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> None:
+def _mark_outdated(store: CandidateSource, space: str, hits: list[Hit]) -> dict[int, MemoryRecord]:
     """A passage whose statement was consolidated into a state that has since been
     superseded is marked ``[outdated: now <current value>]``; a lineage that ends in a
-    closed memory has no current value, so its passage is left unmarked."""
+    closed memory has no current value, so its passage is left unmarked. Returns the current
+    memory of each marked passage's episode."""
     episodes = [hit.episode_id for hit in hits if hit.kind == "passage" and hit.episode_id]
     rows = store.episode_lines(space, episodes) if episodes else []
     newer = store.superseded_lines(space, [row.id for row in rows])
     if not newer:
-        return
+        return {}
     row_of = {row.id: row for row in rows}
-    current: dict[int, tuple[str, str]] = {}
+    current: dict[int, tuple[MemoryRecord, str]] = {}
     for line, memory_id in newer.items():
         memory = _lineage_end(store, space, memory_id)
         if memory is not None and memory.active and line in row_of:
             row = row_of[line]
-            current[row.episode_id] = (memory.value or memory.content, f"s{row.seq}")
+            current[row.episode_id] = (memory, f"s{row.seq}")
     for hit in hits:
         if hit.episode_id in current:
-            hit.outdated_by, hit.outdated_line = current[hit.episode_id]
+            memory, hit.outdated_line = current[hit.episode_id]
+            hit.outdated_by = memory.value or memory.content
+    return {episode: memory for episode, (memory, _) in current.items()}
+
+
+def _lead_with_current(
+    space: str, hits: list[Hit], current: dict[int, MemoryRecord], limit: int
+) -> list[Hit]:
+    """Today's state leads the outdated passage that found it ("Where do I live?" matches
+    "I live in Berlin", which says nothing of the move to Lisbon): the current memory moves
+    just above that passage, or joins the hits there, and the list keeps ``limit`` items (the
+    block drops the passage when the state is shown and the query is not about the change)."""
+    if not current:
+        return hits
+    found = {hit.id: hit for hit in hits if hit.kind == "memory"}
+    led: list[Hit] = []
+    placed: set[str] = set()
+    for hit in hits:
+        memory = current.get(hit.episode_id) if hit.kind == "passage" else None
+        if memory is not None and memory.id not in placed and not memory.prohibited:
+            led.append(found.get(memory.id) or _current_hit(space, memory, hit.score))
+            placed.add(memory.id)
+        if hit.id not in placed:
+            led.append(hit)
+    return led[: max(limit, len(hits))]
+
+
+def _current_hit(space: str, memory: MemoryRecord, score: float) -> Hit:
+    return Hit(
+        kind="memory",
+        id=memory.id,
+        text=memory.content,
+        score=score,
+        space=space,
+        breakdown={"supersedes": score},
+        occurred_at=memory.event_date or memory.created_at,
+        session_id=memory.session_id,
+        turn_id=memory.turn_id,
+        memory=memory,
+    )
 
 
 def _lineage_end(store: CandidateSource, space: str, memory_id: str) -> MemoryRecord | None:

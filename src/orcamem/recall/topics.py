@@ -25,12 +25,12 @@ CHATTER = frozenset(
     hi hello hey thanks thank please help helpful nice meet good morning evening night
     goodnight bye ok okay sure yes yeah tell say something anything things thing know can
     like want need going go great cool awesome fun interesting amazing wonderful encouraging
-    many much
+    many much now currently nowadays lately presently
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
-"""Greetings, courtesy, praise and the question frame's "how many": words that carry no topic,
-so they never count as evidence ("Hi!", "Thanks for your help." and "Nice to meet you." find
-nothing in a chat that says hi)."""
+"""Greetings, courtesy, praise, the question frame's "how many" and "now": words that carry no
+topic, so they never count as evidence ("Hi!", "Thanks for your help." and "Nice to meet you."
+find nothing in a chat that says hi; "Where do I live now?" asks what "Where do I live?" asks)."""
 
 
 RULE_FRAME = frozenset(
@@ -86,7 +86,7 @@ TOPICS: dict[str, frozenset[str]] = {
     ),
     "home": _family(
         """live lives living home city town flat apartment house moved move address hometown
-        neighbourhood neighborhood"""
+        neighbourhood neighborhood based reside resides residence"""
     ),
     "money": _family("money budget price cost spend spending invest investing loan bank pay"),
     "children": _family("child children kid kids son daughter baby toddler school"),
