@@ -497,11 +497,15 @@ class PostgresStore:
             terms = self._lexicon.terms(conn, match)
             if not terms or limit < 1:
                 return []
+            docs, tokens, having = conn.execute(
+                lexical.stats_sql(table), {"queries": [lexical.tsquery([t]) for t in terms]}
+            ).fetchone()
             rows = conn.execute(
                 lexical.bm25_sql(table, key, weights, where),
                 {
                     "lexemes": terms,
-                    "queries": [lexical.tsquery([term]) for term in terms],
+                    "idf": [lexical.idf(docs, n) for n in having],
+                    "avgdl": max(tokens / max(docs, 1), 1e-9),
                     "query": lexical.tsquery(terms),
                     "space": space,
                     "limit": limit,
