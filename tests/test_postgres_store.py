@@ -136,3 +136,29 @@ def test_the_cli_takes_a_postgres_url_for_db(pg_url: str) -> None:
     found = runner.invoke(app, ["search", "--db", pg_url, "--json", "who is my dentist"])
     assert found.exit_code == 0, found.output
     assert "Dr Rao" in found.output
+
+
+def test_check_and_repair_on_postgres(pg_url: str) -> None:
+    """A healthy database checks clean; a dangling ``superseded_by``, a wrong-size vector and a
+    damaged graph are found, and repair fixes them (the vector re-embedded by the space's
+    embedder); an episode whose text no longer matches its digest is left for a backup."""
+    with Memory(pg_url, space="x", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.observe("user", "My dentist is Dr Rao in Kothrud.")
+        fact = mem.remember("Lives in Pune")
+        assert mem.check().ok
+        with mem.store.writing() as conn:
+            conn.execute(
+                "UPDATE memories SET superseded_by = 'mem-00000000' WHERE id = %s", (fact.id,)
+            )
+            conn.execute("UPDATE lines SET vector = '[1,0,0]'::halfvec WHERE seq = 1")
+            conn.execute("DELETE FROM entity_lines")
+        kinds = sorted({problem.kind for problem in mem.check().problems})
+        assert kinds == ["graph", "lineage", "vectors"]
+        repaired = mem.repair()
+        assert not repaired.remaining and mem.check().ok
+        assert mem.search("who is my dentist").hits[0].text.startswith("My dentist")
+        with mem.store.writing() as conn:
+            conn.execute("ALTER TABLE episodes DISABLE TRIGGER episodes_append_only")
+            conn.execute("UPDATE episodes SET text = 'rewritten'")
+        [problem] = mem.check().problems
+        assert problem.kind == "digest" and not problem.repairable
