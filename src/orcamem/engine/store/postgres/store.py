@@ -526,13 +526,16 @@ class PostgresStore:
 
     def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         with self.reading() as conn:
-            return vectors.nearest(conn, "lines", "id", space, vector, limit)
+            row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
+            if row is None:
+                return []
+            return vectors.nearest(conn, "lines", "id", space, vector, limit, row[0])
 
     def vector_memories(
         self, space: str, vector: np.ndarray, limit: int
     ) -> list[tuple[str, float]]:
-        with self.reading() as conn:
-            return vectors.nearest(conn, "memories", "id", space, vector, limit, " AND active")
+        with self.reading() as conn:  # memories are few: always the exact scan
+            return vectors.nearest(conn, "memories", "id", space, vector, limit, 0, " AND active")
 
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not ids:

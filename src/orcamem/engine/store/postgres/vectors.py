@@ -1,22 +1,27 @@
-"""The vector channel on PostgreSQL: pgvector HNSW for candidates, numpy for the exact score.
+"""The vector channel on PostgreSQL: exact scores, pgvector HNSW to choose candidates.
 
-Vectors are ``halfvec``: the float16 the SQLite store keeps, so both engines score the same
-numbers. A query asks the space's HNSW index (:func:`schema.hnsw_index`, inner product on unit
-vectors) for :data:`CANDIDATES` × ``limit`` rows with ``hnsw.ef_search`` = :data:`EF_SEARCH`
-and iterative scans on (so a small space inside a big table still fills its list), then
-re-scores those candidates exactly as the SQLite index does (float32 dot product of the
-decoded float16 rows) and keeps the top ``limit``: the ANN index only chooses whom to score.
+Vectors are ``halfvec``: the float16 the SQLite store keeps. A score is always the exact one
+the SQLite index computes, the float32 dot product of the stored float16 row and the float32
+query (``vector <#> query`` on ``vector`` casts), so both engines rank alike. A space of up to
+:data:`EXACT_UP_TO` vectors is scanned exactly. A larger one asks its HNSW index
+(:func:`schema.hnsw_index`, inner product on unit vectors) for :data:`CANDIDATES` × ``limit``
+rows with ``hnsw.ef_search`` = :data:`EF_SEARCH` and iterative scans on (so a space inside a
+bigger table still fills its list), scores those exactly and keeps the top ``limit``: the ANN
+index only chooses whom to score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pgvector import HalfVector
+from pgvector import HalfVector, Vector
 
-__all__ = ["CANDIDATES", "EF_SEARCH", "decode", "encode", "nearest", "noise_floor"]
+__all__ = ["CANDIDATES", "EF_SEARCH", "EXACT_UP_TO", "decode", "encode", "nearest", "noise_floor"]
+
+EXACT_UP_TO = 20_000
+"""A space with at most this many vectors is scanned exactly (its rows by the space index):
+at that size an exact scan is cheaper than a filtered HNSW walk (measured: docs/storage.md)."""
 
 EF_SEARCH = 100
 """``hnsw.ef_search`` of every connection (pgvector's default is 40): the candidate list the
@@ -37,28 +42,43 @@ def decode(value: HalfVector) -> np.ndarray:
     return value.to_numpy().astype(np.float32)
 
 
-def _top(rows: Sequence[tuple[Any, HalfVector]], query: np.ndarray, limit: int) -> list:
-    if not rows:
-        return []
-    scores = np.stack([decode(vector) for _, vector in rows]) @ query
-    order = np.argsort(-scores, kind="stable")[:limit]
-    return [(rows[i][0], float(scores[i])) for i in order]
-
-
 def nearest(
-    conn: Any, table: str, key: str, space: str, query: np.ndarray, limit: int, where: str = ""
+    conn: Any,
+    table: str,
+    key: str,
+    space: str,
+    query: np.ndarray,
+    limit: int,
+    rows: int,
+    where: str = "",
 ) -> list[tuple[Any, float]]:
-    """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``."""
+    """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``; ``rows`` is how
+    many vectors the space holds (:data:`EXACT_UP_TO` or fewer: an exact scan)."""
     dim = int(query.shape[0])
     if limit < 1 or dim < 1:
         return []
-    rows = conn.execute(
-        f"SELECT {key}, vector FROM {table} WHERE space = %s AND vector_dims(vector) = {dim}"
-        f"{where} ORDER BY vector::halfvec({dim}) <#> %b::halfvec({dim}) LIMIT %s",
-        (space, encode(query), max(limit * CANDIDATES, 64)),
-        binary=True,
+    score = f"-(vector::vector({dim}) <#> %(query)s::vector({dim}))"
+    scope = f"space = %(space)s AND vector_dims(vector) = {dim}{where}"
+    if rows <= EXACT_UP_TO:
+        sql = f"SELECT {key}, {score} AS score FROM {table} WHERE {scope} ORDER BY score DESC, {key} LIMIT %(limit)s"
+    else:  # the index orders candidates by its float16 distance; each is then scored exactly
+        sql = (
+            f"SELECT {key}, score FROM (SELECT {key}, {score} AS score FROM {table} WHERE {scope} "
+            f"ORDER BY vector::halfvec({dim}) <#> %(half)s::halfvec({dim}) LIMIT %(candidates)s) c "
+            f"ORDER BY score DESC, {key} LIMIT %(limit)s"
+        )
+    vector = np.ascontiguousarray(query, dtype=np.float32)
+    found = conn.execute(
+        sql,
+        {
+            "query": Vector(vector),
+            "half": encode(vector),
+            "space": space,
+            "limit": limit,
+            "candidates": max(limit * CANDIDATES, 64),
+        },
     ).fetchall()
-    return _top(rows, np.asarray(query, dtype=np.float32), limit)
+    return [(row[0], float(row[1])) for row in found]
 
 
 def noise_floor(conn: Any, space: str, count: int, percentile: float, sample: int = 256) -> float:
