@@ -162,3 +162,38 @@ def test_check_and_repair_on_postgres(pg_url: str) -> None:
             conn.execute("UPDATE episodes SET text = 'rewritten'")
         [problem] = mem.check().problems
         assert problem.kind == "digest" and not problem.repairable
+
+
+def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A space over ``EXACT_UP_TO`` vectors takes its candidates from HNSW; each is scored
+    exactly, so the hits are the exact scan's, with the same scores (500 lines, two spaces)."""
+    import numpy as np
+
+    from orcamem._kernel.embed import embed_texts
+    from orcamem.engine.store.postgres import PostgresStore, vectors
+
+    rng = np.random.default_rng(7)
+    with Memory(pg_url, space="x", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        for space in ("x", "y"):
+            mem.add_many([{"text": f"{space} line {i} " + " ".join(rng.choice(TEXTS, 2))}
+                          for i in range(250)], space=space)  # fmt: skip
+        queries = embed_texts(mem.embedder, QUERIES)
+        dim = mem.embedder.dim
+    with PostgresStore(pg_url, pool_size=1) as store:
+        exact = [store.vector_lines("x", q, 10) for q in queries]
+        monkeypatch.setattr(vectors, "EXACT_UP_TO", 0)
+        with store.reading() as conn:  # 500 rows: left alone, the planner would scan them
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET enable_bitmapscan = off")
+        approximate = [store.vector_lines("x", q, 10) for q in queries]
+        with store.reading() as conn:  # the index was walked, once a query
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            walks = conn.execute(
+                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s",
+                (f"lines_hnsw_{dim}",),
+            ).fetchone()[0]
+    assert approximate == exact and all(len(hits) == 10 for hits in exact)
+    assert walks >= len(QUERIES)

@@ -20,6 +20,9 @@ __all__ = ["drift", "link_lines", "link_memory", "rebuild"]
 _CHUNK = 5000
 
 
+_TYPES = {"entity_lines": ("bigint", "bigint", "bigint"), "entity_memories": ("bigint", "text")}
+
+
 def _link(conn: Any, table: str, columns: str, space: str, named: Sequence[tuple]) -> None:
     if not named:
         return
@@ -34,9 +37,11 @@ def _link(conn: Any, table: str, columns: str, space: str, named: Sequence[tuple
         ).fetchall()
     )
     rows = list(dict.fromkeys((ids[row[-1]], *row[:-1]) for row in named))
-    marks = ",".join(["%s"] * len(rows[0]))
-    with conn.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+    arrays = ", ".join(f"%s::{kind}[]" for kind in _TYPES[table])
+    conn.execute(
+        f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})",
+        [list(column) for column in zip(*rows, strict=True)],
+    )
     fans = Counter(row[0] for row in rows)
     conn.execute(
         "UPDATE entities e SET fan = e.fan + d.n FROM unnest(%s::bigint[], %s::int[]) AS d(id, n) "

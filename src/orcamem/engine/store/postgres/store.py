@@ -281,59 +281,89 @@ class PostgresStore:
     # -- episodes --------------------------------------------------------------------------
 
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:
-        """Append episodes with their lines in one transaction: all land, or none."""
-        episodes: list[Episode] = []
-        positions: dict[tuple[str, str], int] = {}
-        lines: list[tuple] = []
+        """Append episodes with their lines in one transaction: all land, or none.
+
+        Bulk by design (an import is thousands of turns): one query for the sessions' last
+        positions, ids drawn from the sequences in one query a table, episodes and lines
+        written by ``COPY`` (binary: vectors go as float16), the graph linked in one batch.
+        """
+        if not writes:
+            return []
         with self.writing() as conn:
-            for write in writes:
+            sessions = sorted(
+                {(w.episode.space, w.episode.session_id) for w in writes if w.episode.session_id}
+            )
+            positions: dict[tuple[str, str], int] = {}
+            if sessions:
+                positions = {
+                    (space, session): last
+                    for space, session, last in conn.execute(
+                        "SELECT e.space, e.session_id, max(e.session_seq) FROM episodes e JOIN "
+                        "unnest(%s::text[], %s::text[]) AS k(space, session_id) ON "
+                        "e.space = k.space AND e.session_id = k.session_id GROUP BY 1, 2",
+                        ([s for s, _ in sessions], [t for _, t in sessions]),
+                    )
+                }
+            episode_ids = self._ids(conn, "episodes", len(writes))
+            line_ids = iter(self._ids(conn, "lines", sum(len(w.lines) for w in writes)))
+            episodes: list[Episode] = []
+            seqs: list[int | None] = []
+            lines: list[tuple] = []
+            for episode_id, write in zip(episode_ids, writes, strict=True):
                 ep = write.episode
                 session_seq = None
                 if ep.session_id is not None:
-                    last = positions.get((ep.space, ep.session_id))
-                    if last is None:
-                        last = conn.execute(
-                            "SELECT coalesce(max(session_seq), 0) FROM episodes "
-                            "WHERE space = %s AND session_id = %s",
-                            (ep.space, ep.session_id),
-                        ).fetchone()[0]
-                    session_seq = positions[(ep.space, ep.session_id)] = last + 1
-                text_digest = digest(ep.text)
-                episode_id = conn.execute(
-                    "INSERT INTO episodes (space, kind, role, text, session_id, session_seq, "
-                    "turn_id, occurred_at, created_at, digest, meta) "
-                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-                    (
-                        ep.space, ep.kind, ep.role, ep.text, ep.session_id, session_seq,
-                        ep.turn_id, write.occurred_at, write.created_at, text_digest,
-                        json.dumps(ep.meta, ensure_ascii=False, sort_keys=True),
-                    ),
-                ).fetchone()[0]  # fmt: skip
-                lines += [
-                    (episode_id, ep.space, seq, line, ep.context, vectors.encode(write.vectors[seq - 1]))
-                    for seq, line in enumerate(write.lines, start=1)
-                ]  # fmt: skip
+                    key = (ep.space, ep.session_id)
+                    session_seq = positions[key] = (positions.get(key) or 0) + 1
                 episodes.append(
                     Episode(
                         episode_id, ep.space, ep.kind, ep.role, ep.text, ep.session_id,
-                        ep.turn_id, write.occurred_at, write.created_at, text_digest,
+                        ep.turn_id, write.occurred_at, write.created_at, digest(ep.text),
                         dict(ep.meta),
                     )
                 )  # fmt: skip
-            written: dict[str, list[tuple[int, int, str]]] = {}
+                seqs.append(session_seq)
+                lines += [
+                    (next(line_ids), episode_id, ep.space, seq, line, ep.context,
+                     vectors.encode(write.vectors[seq - 1]))
+                    for seq, line in enumerate(write.lines, start=1)
+                ]  # fmt: skip
             with conn.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO lines (episode_id, space, seq, text, context, vector) "
-                    "VALUES (%s, %s, %s, %s, %s, %b) RETURNING id",
-                    lines,
-                    returning=True,
-                )
-                for row in lines:
-                    written.setdefault(row[1], []).append((cursor.fetchone()[0], row[0], row[3]))
-                    cursor.nextset()
+                with cursor.copy(
+                    "COPY episodes (id, space, kind, role, text, session_id, session_seq, "
+                    "turn_id, occurred_at, created_at, digest, meta) FROM STDIN"
+                ) as copy:
+                    for e, seq in zip(episodes, seqs, strict=True):
+                        copy.write_row(
+                            (e.id, e.space, e.kind, e.role, e.text, e.session_id, seq,
+                             e.turn_id, e.occurred_at, e.created_at, e.digest,
+                             json.dumps(e.meta, ensure_ascii=False, sort_keys=True))
+                        )  # fmt: skip
+                with cursor.copy(
+                    "COPY lines (id, episode_id, space, seq, text, context, vector) "
+                    "FROM STDIN (FORMAT BINARY)"
+                ) as copy:
+                    copy.set_types(["int8", "int8", "text", "int4", "text", "text", "halfvec"])
+                    for row in lines:
+                        copy.write_row(row)
+            written: dict[str, list[tuple[int, int, str]]] = {}
+            for line_id, episode_id, space, _, text, _, _ in lines:
+                written.setdefault(space, []).append((line_id, episode_id, text))
             for space, batch in written.items():
                 graph.link_lines(conn, space, batch)
         return episodes
+
+    @staticmethod
+    def _ids(conn: psycopg.Connection, table: str, count: int) -> list[int]:
+        """``count`` new ids of ``table``, ascending (writes hold the write lock, so ids still
+        grow in commit order, as the rowid watermark of the SQLite store does)."""
+        return sorted(
+            r[0]
+            for r in conn.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                (table, count),
+            )
+        )
 
     @staticmethod
     def _episode(row: tuple) -> Episode:
