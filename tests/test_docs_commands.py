@@ -82,7 +82,7 @@ NOT_RUNNABLE = {
     "orcamem serve": "a server: run here on a free port for api.md's curl blocks",
     "pip install 'orcamem[pg]'": "installs into the shared environment; scripts/test installs "
     "the pg extra",
-    "psql \"postgresql://postgres@db.internal:5432/orcamem\" -c 'CREATE EXTENSION IF NOT EXISTS "
+    'psql "postgresql://postgres@db.internal:5432/orcamem" -c \'CREATE EXTENSION IF NOT EXISTS '
     "vector'": "an example database server; tests/pg_server.py creates the extension in a real one",
     "export ORCAMEM_DB='postgresql://orca:secret@db.internal:5432/orcamem'": "an example "
     "database server; test_postgres_store.py opens real PostgreSQL URLs by --db and Memory()",

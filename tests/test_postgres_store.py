@@ -14,11 +14,13 @@ import re
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from orcamem import InvalidInputError, Memory, StoreError
 from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.embed import embed_texts
 from orcamem._kernel.text import fts_query
 from orcamem.engine.store import open_store
 from orcamem.interfaces.cli.main import app
@@ -169,10 +171,7 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
 ) -> None:
     """A space over ``EXACT_UP_TO`` vectors takes its candidates from HNSW; each is scored
     exactly, so the hits are the exact scan's, with the same scores (500 lines, two spaces)."""
-    import numpy as np
-
-    from orcamem._kernel.embed import embed_texts
-    from orcamem.engine.store.postgres import PostgresStore, vectors
+    from orcamem.engine.store.postgres import PostgresStore, vectors  # needs the pg extra
 
     rng = np.random.default_rng(7)
     with Memory(pg_url, space="x", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:

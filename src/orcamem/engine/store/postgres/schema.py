@@ -10,7 +10,7 @@ stores), indexed by HNSW per dimension (:func:`hnsw_index`); ``fts_stats`` and
 
 from __future__ import annotations
 
-__all__ = ["LATEST", "MIGRATIONS", "TEXT_CONFIG", "hnsw_index"]
+__all__ = ["LATEST", "MIGRATIONS", "TABLES", "TEXT_CONFIG", "hnsw_index"]
 
 TEXT_CONFIG = "orcamem"
 """The text search configuration: PostgreSQL's parser, an English snowball stemmer with no
@@ -259,6 +259,13 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
 ]
 
 LATEST = MIGRATIONS[-1][0]
+
+TABLES = (
+    "schema_version", "spaces", "episodes", "lines", "memories", "fts_stats", "memory_citations",
+    "jobs", "consolidation_audit", "consolidation_progress", "api_keys", "automation_notes",
+    "entities", "entity_lines", "entity_memories",
+)  # fmt: skip
+"""Every table the migrations make (what ``size_bytes`` counts)."""
 
 
 def hnsw_index(table: str, dim: int) -> str:

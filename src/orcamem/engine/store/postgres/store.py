@@ -44,7 +44,7 @@ from ..base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, Problem, S
 from ..graph import memory_names
 from . import graph, lexical, vectors
 from .rows import PostgresKeys, PostgresNotes
-from .schema import LATEST, MIGRATIONS, hnsw_index
+from .schema import LATEST, MIGRATIONS, TABLES, hnsw_index
 
 __all__ = ["WRITE_LOCK", "PostgresStore", "safe_url"]
 
@@ -964,9 +964,9 @@ class PostgresStore:
         with self.reading() as conn:
             return int(
                 conn.execute(
-                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
-                    "AND n.nspname = current_schema()"
+                    "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) "
+                    "FROM unnest(%s::text[]) AS t",
+                    (list(TABLES),),
                 ).fetchone()[0]
             )
 
