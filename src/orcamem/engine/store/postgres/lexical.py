@@ -15,7 +15,6 @@ unnested: unnesting a whole line with its lexical context was 0.07 ms a row, 85%
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from typing import Any
 
 from .schema import TEXT_CONFIG
 
-__all__ = ["Lexicon", "bm25_sql", "idf", "phrases", "stats_sql", "term_counts_sql", "tsquery"]
+__all__ = ["Lexicon", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
 
 K1 = 1.2
 B = 0.75
@@ -77,39 +76,33 @@ class Lexicon:
         return list(dict.fromkeys(lexeme for group in found.values() for lexeme in group))
 
 
-def idf(docs: int, having: int) -> float:
-    """FTS5's idf: ``ln((N - n + 0.5) / (n + 0.5))``, floored at 1e-6."""
-    return max(math.log((docs - having + 0.5) / (having + 0.5)), 1e-6)
-
-
-def stats_sql(table: str) -> str:
-    """Rows and tokens of ``table`` (``fts_stats``), and per lexeme (``queries``, one
-    ``tsquery`` each) the rows holding it: the ``N``, ``avgdl`` and ``n`` of BM25."""
-    return f"""
-        SELECT docs, tokens, array(SELECT (SELECT count(*) FROM {table} x WHERE x.tsv @@ q)
-            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY i)
-        FROM fts_stats WHERE name = '{table}'
-    """
-
-
 def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") -> str:
-    """The top-N query of ``table`` by BM25; parameters ``lexemes`` and their ``idf``,
-    ``avgdl``, ``query`` (the lexemes OR-ed), ``space`` and ``limit``."""
+    """The top-N query of ``table`` by BM25, in one statement; parameters ``lexemes``,
+    ``queries`` (one ``tsquery`` a lexeme, for its ``n``), ``query`` (the lexemes OR-ed),
+    ``space`` and ``limit``."""
     frequency = " + ".join(
         f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
         for letter, weight in zip("ABC", weights, strict=False)
     )
     return f"""
+        WITH k AS MATERIALIZED (
+            SELECT array(
+                SELECT greatest(ln((s.docs - n.c + 0.5) / (n.c + 0.5)), 1e-6)::float8
+                FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
+                CROSS JOIN LATERAL (SELECT count(*) AS c FROM {table} x WHERE x.tsv @@ w.q) n
+                ORDER BY w.i
+            ) AS idf, greatest(s.tokens::float8 / greatest(s.docs, 1), 1e-9) AS avgdl
+            FROM fts_stats s WHERE s.name = '{table}'
+        )
         SELECT d.{key}, (
             SELECT sum(w.idf * f.v * {K1 + 1} / (f.v + {K1} * ({1 - B} + {B} * d.doc_len
-                / %(avgdl)s::float8)))
+                / k.avgdl)))
             FROM unnest(ts_delete(d.tsv, tsvector_to_array(ts_delete(d.tsv,
                 %(lexemes)s::text[])))) AS u
-            JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS w(lexeme, idf)
-                ON w.lexeme = u.lexeme
+            JOIN unnest(%(lexemes)s::text[], k.idf) AS w(lexeme, idf) ON w.lexeme = u.lexeme
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
         ) AS score
-        FROM {table} d
+        FROM {table} d CROSS JOIN k
         WHERE d.space = %(space)s AND d.tsv @@ %(query)s::tsquery{where}
         ORDER BY score DESC, d.{key} LIMIT %(limit)s
     """

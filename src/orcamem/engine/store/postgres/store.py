@@ -117,6 +117,7 @@ class PostgresStore:
         self._lexicon = lexical.Lexicon()
         self._indexed: set[tuple[str, int]] = set()
         self._floors: dict[str, tuple[int, int, float, float]] = {}
+        self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 self._migrate(conn)
@@ -143,7 +144,12 @@ class PostgresStore:
     def _configure(conn: psycopg.Connection) -> None:
         register_vector(conn)
         for setting in vectors.SETTINGS:
-            conn.execute(setting)
+            with suppress(
+                pg_errors.UndefinedObject, pg_errors.InvalidName, pg_errors.InvalidParameterValue
+            ):
+                conn.execute(
+                    setting
+                )  # iterative scans need pgvector 0.8; without, HNSW still works
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -351,6 +357,7 @@ class PostgresStore:
                 written.setdefault(space, []).append((line_id, episode_id, text))
             for space, batch in written.items():
                 graph.link_lines(conn, space, batch)
+                self._seen.pop(space, None)
         return episodes
 
     @staticmethod
@@ -448,10 +455,10 @@ class PostgresStore:
                 raise NotFoundError(f"no episode {episode_id} in space {space!r}")
             self._bump(conn, space)
 
-    @staticmethod
-    def _bump(conn: psycopg.Connection, space: str) -> None:
+    def _bump(self, conn: psycopg.Connection, space: str) -> None:
         """Vectors of the space went away or changed: cached noise floors are stale."""
         conn.execute("UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = %s", (space,))
+        self._seen.pop(space, None)
 
     def lines(self, ids: Sequence[int]) -> list[LineRow]:
         if not ids:
@@ -527,15 +534,11 @@ class PostgresStore:
             terms = self._lexicon.terms(conn, match)
             if not terms or limit < 1:
                 return []
-            docs, tokens, having = conn.execute(
-                lexical.stats_sql(table), {"queries": [lexical.tsquery([t]) for t in terms]}
-            ).fetchone()
             rows = conn.execute(
                 lexical.bm25_sql(table, key, weights, where),
                 {
                     "lexemes": terms,
-                    "idf": [lexical.idf(docs, n) for n in having],
-                    "avgdl": max(tokens / max(docs, 1), 1e-9),
+                    "queries": [lexical.tsquery([term]) for term in terms],
                     "query": lexical.tsquery(terms),
                     "space": space,
                     "limit": limit,
@@ -556,16 +559,15 @@ class PostgresStore:
 
     def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         with self.reading() as conn:
-            row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
-            if row is None:
-                return []
-            return vectors.nearest(conn, "lines", "id", space, vector, limit, row[0])
+            return vectors.nearest(
+                conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
+            )
 
     def vector_memories(
         self, space: str, vector: np.ndarray, limit: int
     ) -> list[tuple[str, float]]:
         with self.reading() as conn:  # memories are few: always the exact scan
-            return vectors.nearest(conn, "memories", "id", space, vector, limit, 0, " AND active")
+            return vectors.nearest(conn, "memories", "id", space, vector, limit, " AND active")
 
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not ids:
@@ -580,14 +582,18 @@ class PostgresStore:
         return {key: vectors.decode(vector) for key, vector in rows}
 
     def noise_floor(self, space: str, percentile: float) -> float:
-        """Cached until the space grows by a quarter or loses or changes vectors."""
+        """Cached until the space grows by a quarter or loses or changes vectors, as in the
+        SQLite index; the space's size is the one its last vector query saw (a search asks
+        for vectors first), else read here."""
         with self.reading() as conn:
-            row = conn.execute(
-                "SELECT line_count, vector_epoch FROM spaces WHERE name = %s", (space,)
-            ).fetchone()
-            if row is None:
-                return 0.0
-            count, epoch = row
+            if space not in self._seen:
+                row = conn.execute(
+                    "SELECT line_count, vector_epoch FROM spaces WHERE name = %s", (space,)
+                ).fetchone()
+                if row is None:
+                    return 0.0
+                self._seen[space] = row
+            count, epoch = self._seen[space]
             cached = self._floors.get(space)
             if (
                 cached

@@ -19,7 +19,7 @@ from pgvector import HalfVector, Vector
 
 __all__ = ["CANDIDATES", "EF_SEARCH", "EXACT_UP_TO", "decode", "encode", "nearest", "noise_floor"]
 
-EXACT_UP_TO = 20_000
+EXACT_UP_TO = 5_000
 """A space with at most this many vectors is scanned exactly (its rows by the space index):
 at that size an exact scan is cheaper than a filtered HNSW walk (measured: docs/storage.md)."""
 
@@ -49,24 +49,39 @@ def nearest(
     space: str,
     query: np.ndarray,
     limit: int,
-    rows: int,
     where: str = "",
+    *,
+    counted: bool = False,
+    seen: dict[str, tuple[int, int]] | None = None,
 ) -> list[tuple[Any, float]]:
-    """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``; ``rows`` is how
-    many vectors the space holds (:data:`EXACT_UP_TO` or fewer: an exact scan)."""
+    """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``, in one statement.
+
+    ``counted``: the table's rows are counted in ``spaces.line_count``, so a space over
+    :data:`EXACT_UP_TO` takes its candidates from HNSW (the count gates each branch once,
+    before any row is read), and ``seen[space]`` gets its ``(line count, vector epoch)``;
+    otherwise the space is scanned exactly.
+    """
     dim = int(query.shape[0])
     if limit < 1 or dim < 1:
         return []
     score = f"-(vector::vector({dim}) <#> %(query)s::vector({dim}))"
     scope = f"space = %(space)s AND vector_dims(vector) = {dim}{where}"
-    if rows <= EXACT_UP_TO:
-        sql = f"SELECT {key}, {score} AS score FROM {table} WHERE {scope} ORDER BY score DESC, {key} LIMIT %(limit)s"
-    else:  # the index orders candidates by its float16 distance; each is then scored exactly
+    exact = f"SELECT {key}, {score} AS score FROM {table} WHERE {scope}"
+    order = f"ORDER BY score DESC, {key} LIMIT %(limit)s"
+    if counted:
+        count = "(SELECT line_count FROM spaces WHERE name = %(space)s)"
         sql = (
-            f"SELECT {key}, score FROM (SELECT {key}, {score} AS score FROM {table} WHERE {scope} "
-            f"ORDER BY vector::halfvec({dim}) <#> %(half)s::halfvec({dim}) LIMIT %(candidates)s) c "
-            f"ORDER BY score DESC, {key} LIMIT %(limit)s"
+            f"({exact} AND {count} <= {int(EXACT_UP_TO)} {order}) UNION ALL "
+            f"(SELECT {key}, score FROM ({exact} AND {count} > {int(EXACT_UP_TO)} "
+            f"ORDER BY vector::halfvec({dim}) <#> %(half)s::halfvec({dim}) "
+            f"LIMIT %(candidates)s) c {order})"
+        )  # the index orders candidates by its float16 distance; each is then scored exactly
+        sql = (  # and the space's count and epoch come along (the noise floor's cache key)
+            f"SELECT h.*, s.line_count, s.vector_epoch FROM ({sql}) h "
+            "CROSS JOIN spaces s WHERE s.name = %(space)s"
         )
+    else:
+        sql = f"{exact} {order}"
     vector = np.ascontiguousarray(query, dtype=np.float32)
     found = conn.execute(
         sql,
@@ -78,6 +93,8 @@ def nearest(
             "candidates": max(limit * CANDIDATES, 64),
         },
     ).fetchall()
+    if counted and found and seen is not None:
+        seen[space] = (found[0][2], found[0][3])
     return [(row[0], float(row[1])) for row in found]
 
 
