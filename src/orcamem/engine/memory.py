@@ -270,9 +270,11 @@ class Memory:
         for space in {ep.space for ep in episodes}:
             self._ready_for_write(space)
         previous: dict[tuple[str, str], str] = {}
+        asked: set[tuple[str, str]] = set()  # once a session, found or not
         for ep in episodes:
             key = (ep.space, ep.session_id or "")
-            if ep.session_id and key not in previous:
+            if ep.session_id and key not in asked:
+                asked.add(key)
                 last = self.store.last_episode(ep.space, ep.session_id)
                 if last is not None:
                     previous[key] = last.text
