@@ -90,7 +90,7 @@ NOT_RUNNABLE = {
     "database; test_postgres_replicas.py runs two `orcamem serve` on a real one",
     "orcamem serve --host 0.0.0.0 --port 8081 --require-keys": "the second replica; "
     "test_postgres_replicas.py runs two `orcamem serve` on a real PostgreSQL",
-    "orcamem keys create --admin --name ops": "on the example database above; "
+    "orcamem keys create --admin --name replicas": "on the example database above; "
     "test_postgres_replicas.py makes keys in a real one that both replicas honour",
     "orcamem serve --host 0.0.0.0 --require-keys": "binds every interface: run here on loopback "
     "with --require-keys for the key block",
