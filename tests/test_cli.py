@@ -728,6 +728,6 @@ def test_a_database_url_for_db_is_refused_with_what_to_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = run("stats", "--db", "postgresql://localhost/orcamem", code=2)
+    result = run("stats", "--db", "mysql://localhost/orcamem", code=2)
     assert "pass the path of an SQLite file" in flat(result.output)
     assert list(tmp_path.iterdir()) == []

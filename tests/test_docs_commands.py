@@ -89,6 +89,18 @@ NOT_RUNNABLE = {
     "orcamem memory forget --all --revision 8": "an example revision; "
     "test_local_memory_cli.py forgets at the real one",
     "orcamem serve": "a server: run here on a free port for api.md's curl blocks",
+    "pip install 'orcamem[pg]'": "installs into the shared environment; scripts/test installs "
+    "the pg extra",
+    'psql "postgresql://postgres@db.internal:5432/orcamem" -c \'CREATE EXTENSION IF NOT EXISTS '
+    "vector'": "an example database server; tests/pg_server.py creates the extension in a real one",
+    "export ORCAMEM_DB='postgresql://orca:secret@db.internal:5432/orcamem'": "an example "
+    "database server; test_postgres_store.py opens real PostgreSQL URLs by --db and Memory()",
+    "orcamem serve --host 0.0.0.0 --port 8080 --require-keys": "a replica on an example "
+    "database; test_postgres_replicas.py runs two `orcamem serve` on a real one",
+    "orcamem serve --host 0.0.0.0 --port 8081 --require-keys": "the second replica; "
+    "test_postgres_replicas.py runs two `orcamem serve` on a real PostgreSQL",
+    "orcamem keys create --admin --name replicas": "on the example database above; "
+    "test_postgres_replicas.py makes keys in a real one that both replicas honour",
     "orcamem serve --host 0.0.0.0 --require-keys": "binds every interface: run here on loopback "
     "with --require-keys for the key block",
 }

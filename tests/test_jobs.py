@@ -1,7 +1,8 @@
 """Durable jobs: idempotent, admitted, leased, fenced, retried three times, resumed after a crash.
 
-Real SQLite files; time is a ``FrozenClock`` the test moves. Two tests race real processes and
-one SIGKILLs a worker mid-job.
+Every test runs on both row backends of an engine store: a real SQLite file and a real
+PostgreSQL database (``tests/pg_server.py``); time is a ``FrozenClock`` the test moves. Two
+tests race real processes and one SIGKILLs a worker mid-job.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from orcamem._kernel.jobs import (
     check_items,
     classify_output,
 )
-from orcamem._kernel.jobs.sqlite import SQLiteJobStore
-from orcamem.engine.store import SQLiteStore
+from orcamem.engine.store import is_postgres, open_store
+from orcamem.engine.store.base import Store
 from orcamem.errors import (
     AttemptFailed,
     InvalidInputError,
@@ -46,9 +47,17 @@ from orcamem.errors import (
 T0 = "2026-11-01T10:00:00Z"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the jobs live: an SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "jobs.db")
+
+
 @pytest.fixture
-def sqlite(tmp_path: Path) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(tmp_path / "jobs.db", synchronous="NORMAL")
+def db(target: str) -> Iterator[Store]:
+    store = open_store(target, synchronous="NORMAL")
     with store.writing() as conn:
         conn.execute("CREATE TABLE effects (who TEXT NOT NULL, job_id TEXT NOT NULL)")
     yield store
@@ -56,8 +65,8 @@ def sqlite(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 @pytest.fixture
-def queue(sqlite: SQLiteStore) -> JobQueue:
-    return JobQueue(SQLiteJobStore(sqlite))
+def queue(db: Store) -> JobQueue:
+    return JobQueue(db.jobs)
 
 
 def put(
@@ -73,19 +82,21 @@ def put(
     )
 
 
-def effect(store: SQLiteStore, who: str, job: Job) -> Callable[[], None]:
+def effect(store: Store, who: str, job: Job) -> Callable[[], None]:
     """An ``apply`` step: one row that must land exactly once, with the job's done mark."""
+    mark = "%s" if is_postgres(getattr(store, "url", "")) else "?"
 
     def apply() -> None:
         with store.writing() as conn:
-            conn.execute("INSERT INTO effects VALUES (?, ?)", (who, job.id))
+            conn.execute(f"INSERT INTO effects VALUES ({mark}, {mark})", (who, job.id))
 
     return apply
 
 
-def effects(store: SQLiteStore) -> list[tuple[str, str]]:
+def effects(store: Store) -> list[tuple[str, str]]:
     with store.reading() as conn:
-        return conn.execute("SELECT who, job_id FROM effects ORDER BY rowid").fetchall()
+        rows = conn.execute("SELECT who, job_id FROM effects ORDER BY who, job_id").fetchall()
+    return [tuple(row) for row in rows]
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -187,7 +198,7 @@ def test_claim_takes_the_oldest_ready_job_of_the_handled_kinds(
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_worker_cannot_write(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     put(queue, clock)
     old = queue.claim("old", 30, clock.now())
@@ -200,16 +211,16 @@ def test_an_expired_lease_is_taken_over_and_the_old_worker_cannot_write(
     assert (new.fence, new.attempts, new.lease_owner) == (2, 2, "new")
     # the old worker comes back: every write it tries is refused, and its apply leaves no trace
     with pytest.raises(LeaseLostError, match="fence 1"):
-        queue.publish(old, {"items": 3}, clock.now(), apply=effect(sqlite, "old", old))
+        queue.publish(old, {"items": 3}, clock.now(), apply=effect(db, "old", old))
     for call in (queue.renew, queue.cancel, queue.reschedule):
         with pytest.raises(LeaseLostError):
             call(old, clock.now())
     with pytest.raises(LeaseLostError):
         queue.fail(old, "late", clock.now())
-    assert effects(sqlite) == []
+    assert effects(db) == []
     assert queue.get(new.id).lease_owner == "new"
-    done = queue.publish(new, {"items": 3}, clock.now(), apply=effect(sqlite, "new", new))
-    assert effects(sqlite) == [("new", new.id)]
+    done = queue.publish(new, {"items": 3}, clock.now(), apply=effect(db, "new", new))
+    assert effects(db) == [("new", new.id)]
     assert done.status == "done" and done.result == {"items": 3}
     assert done.provenance["published_by"] == "new"
     assert [e["event"] for e in done.history] == [
@@ -222,39 +233,39 @@ def test_an_expired_lease_is_taken_over_and_the_old_worker_cannot_write(
 
 
 def test_an_expired_lease_cannot_publish_even_before_a_takeover(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     put(queue, clock)
     job = queue.claim("w", 30, clock.now())
     assert job is not None
     clock.advance(seconds=30)
     with pytest.raises(LeaseLostError, match="expired"):
-        queue.publish(job, {"items": 1}, clock.now(), apply=effect(sqlite, "w", job))
+        queue.publish(job, {"items": 1}, clock.now(), apply=effect(db, "w", job))
     with pytest.raises(LeaseLostError):
         queue.renew(job, clock.now())
-    assert effects(sqlite) == []
+    assert effects(db) == []
     assert queue.claim("next", 30, clock.now()).fence == 2
 
 
 def test_publish_is_one_transaction_with_apply(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     put(queue, clock)
     job = queue.claim("w", 30, clock.now())
     assert job is not None
 
     def half_then_crash() -> None:
-        effect(sqlite, "w", job)()
+        effect(db, "w", job)()
         raise RuntimeError("disk full halfway")
 
     with pytest.raises(RuntimeError):
         queue.publish(job, {"items": 1}, clock.now(), apply=half_then_crash)
-    assert effects(sqlite) == []
+    assert effects(db) == []
     assert queue.get(job.id).status == "running"
     with pytest.raises(InvalidInputError, match="NOTHING"):
         queue.publish(job, [], clock.now())
-    queue.publish(job, {"items": 1}, clock.now(), apply=effect(sqlite, "w", job))
-    assert effects(sqlite) == [("w", job.id)]
+    queue.publish(job, {"items": 1}, clock.now(), apply=effect(db, "w", job))
+    assert effects(db) == [("w", job.id)]
 
 
 # -- the worker --------------------------------------------------------------------------------
@@ -290,7 +301,7 @@ def test_renewal_keeps_a_silent_handler_alive_while_time_passes(
 
 
 def test_a_worker_that_loses_its_lease_mid_handler_writes_nothing(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     started, release = threading.Event(), threading.Event()
     job = put(queue, clock)
@@ -298,7 +309,7 @@ def test_a_worker_that_loses_its_lease_mid_handler_writes_nothing(
     def handler(job: Job) -> JobResult:
         started.set()
         assert release.wait(10)
-        return JobResult({"items": 1}, effect(sqlite, "slow", job))
+        return JobResult({"items": 1}, effect(db, "slow", job))
 
     worker = JobWorker(queue, {"extract": handler}, clock, "slow", lease_s=10, renew_every_s=0.01)
     outcome: list = []
@@ -311,7 +322,7 @@ def test_a_worker_that_loses_its_lease_mid_handler_writes_nothing(
     release.set()
     thread.join(5)
     assert outcome[0].outcome == "lost"
-    assert effects(sqlite) == []
+    assert effects(db) == []
     assert queue.get(job.id).lease_owner == "thief"
 
 
@@ -357,7 +368,7 @@ def test_an_empty_result_is_a_failed_attempt(queue: JobQueue, clock: FrozenClock
 
 
 def test_nothing_is_a_successful_empty_result(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     a, b = put(queue, clock, "a"), put(queue, clock, "b")
     worker = JobWorker(queue, {"extract": lambda job: NOTHING}, clock, "w")
@@ -365,10 +376,10 @@ def test_nothing_is_a_successful_empty_result(
     assert queue.get(a.id).result is None and queue.get(a.id).status == "done"
     # NOTHING with an apply step (e.g. move a watermark) still applies it
     worker = JobWorker(
-        queue, {"extract": lambda job: JobResult(NOTHING, effect(sqlite, "w", job))}, clock, "w"
+        queue, {"extract": lambda job: JobResult(NOTHING, effect(db, "w", job))}, clock, "w"
     )
     assert worker.run_once().outcome == "done"
-    assert effects(sqlite) == [("w", b.id)]
+    assert effects(db) == [("w", b.id)]
 
 
 def test_a_handler_error_is_a_failed_attempt(queue: JobQueue, clock: FrozenClock) -> None:
@@ -410,7 +421,7 @@ def test_cancel_releases_the_lease_without_using_an_attempt(
 
 
 def test_a_transient_failure_reschedules_after_30_seconds(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     job = put(queue, clock)
     claimed = queue.claim("w", 30, clock.now())
@@ -529,12 +540,11 @@ def test_jobs_are_readable_for_audit(queue: JobQueue, clock: FrozenClock) -> Non
     json.dumps(audit)
 
 
-def test_pending_jobs_resume_in_a_new_store_and_worker(tmp_path: Path, clock: FrozenClock) -> None:
-    path = tmp_path / "resume.db"
-    with SQLiteStore(path) as store:
-        job = put(JobQueue(SQLiteJobStore(store)), clock)
-    with SQLiteStore(path) as store:
-        queue = JobQueue(SQLiteJobStore(store))
+def test_pending_jobs_resume_in_a_new_store_and_worker(target: str, clock: FrozenClock) -> None:
+    with open_store(target) as store:
+        job = put(JobQueue(store.jobs), clock)
+    with open_store(target) as store:
+        queue = JobQueue(store.jobs)
         assert (
             JobWorker(queue, {"extract": lambda job: {"ok": 1}}, clock).run_once().outcome == "done"
         )
@@ -542,7 +552,7 @@ def test_pending_jobs_resume_in_a_new_store_and_worker(tmp_path: Path, clock: Fr
 
 
 def test_a_worker_thread_runs_jobs_until_stopped(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock
+    queue: JobQueue, db: Store, clock: FrozenClock
 ) -> None:
     worker = JobWorker(queue, {"extract": lambda job: {"ok": 1}}, clock, "bg", idle_s=5)
     with worker:
@@ -553,7 +563,7 @@ def test_a_worker_thread_runs_jobs_until_stopped(
     assert not worker.running
     # a worker whose store is closed ends by itself
     worker = JobWorker(queue, {"extract": lambda job: {"ok": 1}}, clock, "bg", idle_s=0.01).start()
-    sqlite.close()
+    db.close()
     wait_until(lambda: not worker.running)
     assert worker.stop(timeout=1)
 
@@ -563,10 +573,9 @@ def test_a_worker_thread_runs_jobs_until_stopped(
 RACER = textwrap.dedent("""
     import os, sys, time
     from orcamem._kernel.jobs import JobQueue
-    from orcamem.engine.store import SQLiteStore
-    from orcamem._kernel.jobs.sqlite import SQLiteJobStore
+    from orcamem.engine.store import open_store
     path, name, now, go = sys.argv[1:5]
-    queue = JobQueue(SQLiteJobStore(SQLiteStore(path, synchronous="NORMAL")))
+    queue = JobQueue(open_store(path, synchronous="NORMAL").jobs)
     print("ready", flush=True)
     while not os.path.exists(go):
         time.sleep(0.001)
@@ -588,11 +597,11 @@ def spawn(code: str, *args: str) -> subprocess.Popen:
 
 @pytest.mark.parametrize("jobs", [1, 40])
 def test_racing_processes_never_claim_the_same_job(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock, tmp_path: Path, jobs: int
+    queue: JobQueue, target: str, clock: FrozenClock, tmp_path: Path, jobs: int
 ) -> None:
     ids = {put(queue, clock, f"t{i}").id for i in range(jobs)}
     go = tmp_path / "go"
-    racers = [spawn(RACER, sqlite.path, name, T0, str(go)) for name in ("p1", "p2")]
+    racers = [spawn(RACER, target, name, T0, str(go)) for name in ("p1", "p2")]
     for proc in racers:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     go.touch()
@@ -612,11 +621,11 @@ VICTIM = textwrap.dedent("""
     import sys, time
     from orcamem._kernel.clock import FrozenClock
     from orcamem._kernel.jobs import JobQueue, JobResult, JobWorker
-    from orcamem.engine.store import SQLiteStore
-    from orcamem._kernel.jobs.sqlite import SQLiteJobStore
+    from orcamem.engine.store import is_postgres, open_store
     path, now, where = sys.argv[1:4]
-    store = SQLiteStore(path, synchronous="NORMAL")
-    queue = JobQueue(SQLiteJobStore(store))
+    store = open_store(path, synchronous="NORMAL")
+    queue = JobQueue(store.jobs)
+    mark = "%s" if is_postgres(path) else "?"
 
     def handler(job):
         if where == "handler":
@@ -625,7 +634,7 @@ VICTIM = textwrap.dedent("""
 
         def apply():
             with store.writing() as conn:
-                conn.execute("INSERT INTO effects VALUES ('victim', ?)", (job.id,))
+                conn.execute(f"INSERT INTO effects VALUES ('victim', {mark})", (job.id,))
             print("killing me now", flush=True)  # mid-publish, the transaction still open
             time.sleep(60)
 
@@ -639,10 +648,10 @@ VICTIM = textwrap.dedent("""
 
 @pytest.mark.parametrize("where", ["handler", "apply"])
 def test_a_worker_killed_mid_job_is_taken_over_and_applied_exactly_once(
-    queue: JobQueue, sqlite: SQLiteStore, clock: FrozenClock, where: str
+    queue: JobQueue, db: Store, target: str, clock: FrozenClock, where: str
 ) -> None:
     job = put(queue, clock)
-    victim = spawn(VICTIM, sqlite.path, T0, where)
+    victim = spawn(VICTIM, target, T0, where)
     assert victim.stdout is not None
     assert victim.stdout.readline().strip() == "killing me now", victim.stderr.read()
     os.kill(victim.pid, signal.SIGKILL)
@@ -653,12 +662,12 @@ def test_a_worker_killed_mid_job_is_taken_over_and_applied_exactly_once(
     clock.advance(seconds=21)
     rescuer = JobWorker(
         queue,
-        {"extract": lambda job: JobResult({"items": 1}, effect(sqlite, "rescuer", job))},
+        {"extract": lambda job: JobResult({"items": 1}, effect(db, "rescuer", job))},
         clock,
         "rescuer",
     )
     ran = rescuer.run_once()
     assert ran.outcome == "done" and ran.job.attempts == 2 and ran.job.fence == 2
-    assert effects(sqlite) == [("rescuer", job.id)]  # applied once, by the new worker
+    assert effects(db) == [("rescuer", job.id)]  # applied once, by the new worker
     assert rescuer.run_once().outcome == "idle"
-    assert sqlite.integrity_check() == "ok"
+    assert all(problem.kind != "sqlite" for problem in db.problems())

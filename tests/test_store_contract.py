@@ -1,5 +1,5 @@
-"""The Store contract: every engine (sqlite-memory, sqlite-file, later postgres, ledger,
-markdown, objects) must pass these tests through the ``store`` fixture."""
+"""The Store contract: every engine store (sqlite-memory, sqlite-file, postgres) passes every
+test here through the ``store`` fixture (``store_target`` names what it is opened from)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from orcamem import EmbedderMismatchError, NotFoundError, StoreError
 from orcamem._kernel.model import NewEpisode, NewMemory
+from orcamem.engine.store import is_postgres, open_store
 from orcamem.engine.store.base import EpisodeWrite, MemoryUpdate, Store
 
 NOW = "2026-11-01T10:00:00.000000Z"
@@ -206,35 +207,80 @@ def test_noise_floor_is_a_percentile_of_random_pairs(ready: Store) -> None:
 
 def test_episodes_cannot_be_updated(ready: Store) -> None:
     [ep] = ready.append_episodes([write("a", "original")])
-    conn = ready._conn  # type: ignore[attr-defined]
-    with pytest.raises(Exception, match="append-only"):
-        conn.execute("UPDATE episodes SET text = 'rewritten' WHERE id = ?", (ep.id,))
+    with pytest.raises(StoreError, match="append-only"), ready.writing() as conn:
+        conn.execute(f"UPDATE episodes SET text = 'rewritten' WHERE id = {int(ep.id)}")
     assert ready.get_episode("a", ep.id).text == "original"
 
 
-def test_sqlite_migrations_apply_once(tmp_path) -> None:
-    from orcamem.engine.store import SQLiteStore
-    from orcamem.engine.store.migrations import LATEST, MIGRATIONS
+def _migrations(target: str) -> list[int]:
+    if is_postgres(target):
+        from orcamem.engine.store.postgres.schema import MIGRATIONS
+    else:
+        from orcamem.engine.store.migrations import MIGRATIONS
+    return [number for number, _, _ in MIGRATIONS]
 
-    path = tmp_path / "m.db"
+
+def test_migrations_apply_once(store_target: str) -> None:
     for _ in range(2):
-        with SQLiteStore(path) as sqlite_store:
-            assert sqlite_store.schema_version() == LATEST
-            rows = sqlite_store._conn.execute("SELECT version FROM schema_version").fetchall()
-            assert [r[0] for r in rows] == [number for number, _, _ in MIGRATIONS]
+        with open_store(store_target) as opened:
+            assert opened.schema_version() == _migrations(store_target)[-1]
+            with opened.reading() as conn:
+                rows = conn.execute("SELECT version FROM schema_version ORDER BY 1").fetchall()
+            assert [r[0] for r in rows] == _migrations(store_target)
 
 
-def test_sqlite_nested_writes_are_savepoints(tmp_path) -> None:
-    from orcamem.engine.store import SQLiteStore
+def test_nested_writes_are_savepoints(ready: Store) -> None:
+    with pytest.raises(RuntimeError), ready.writing():
+        ready.append_episodes([write("a", "outer")])
+        raise RuntimeError("publish failed")
+    assert list(ready.iter_episodes("a")) == []  # the nested append rolled back too
+    with ready.writing():
+        ready.append_episodes([write("a", "kept")])
+        with pytest.raises(NotFoundError):
+            ready.delete_episode("a", 999)  # inner failure, outer goes on
+    assert [e.text for e in ready.iter_episodes("a")] == ["kept"]
 
-    with SQLiteStore(tmp_path / "n.db") as sqlite_store:
-        sqlite_store.ensure_space("a", "test", DIM, NOW)
-        with pytest.raises(RuntimeError), sqlite_store.writing():
-            sqlite_store.append_episodes([write("a", "outer")])
-            raise RuntimeError("publish failed")
-        assert list(sqlite_store.iter_episodes("a")) == []  # the nested append rolled back too
-        with sqlite_store.writing():
-            sqlite_store.append_episodes([write("a", "kept")])
-            with pytest.raises(NotFoundError):
-                sqlite_store.delete_episode("a", 999)  # inner failure, outer goes on
-        assert [e.text for e in sqlite_store.iter_episodes("a")] == ["kept"]
+
+def test_a_space_records_the_spec_that_rebuilds_its_embedder(store: Store) -> None:
+    store.ensure_space("a", "test", DIM, NOW, spec="static")
+    assert store.space_info("a").embedder_spec == "static"
+    store.replace_vectors("a", "other", DIM, {}, {}, spec="st:other")
+    info = store.space_info("a")
+    assert (info.embedder_id, info.embedder_spec) == ("other", "st:other")
+
+
+def test_last_activity_is_the_newest_episode_or_memory_change(ready: Store) -> None:
+    assert ready.space_info("a").last_activity is None
+    ready.append_episodes([write("a", "first")])
+    assert ready.space_info("a").last_activity == NOW
+    later = "2026-11-02T10:00:00.000000Z"
+    ready.put_memory(NewMemory(space="a", content="a fact"), unit(3), "test", later)
+    assert ready.space_info("a").last_activity == later
+    assert ready.space_info("b").last_activity is None
+
+
+def test_delete_space_takes_everything_of_that_space_and_nothing_else(ready: Store) -> None:
+    ready.append_episodes([write("a", "alpha words", seed=1), write("b", "beta words", seed=2)])
+    ready.put_memory(NewMemory(space="a", content="a fact"), unit(3), "test", NOW)
+    gone = ready.delete_space("a")
+    assert gone["episodes"] == 1 and gone["memories"] == 1
+    assert ready.space_info("a") is None and [s.name for s in ready.list_spaces()] == ["b"]
+    assert ready.lexical_lines("a", "alpha", 5) == [] and ready.vector_lines("a", unit(1), 5) == []
+    assert [e.text for e in ready.page_episodes("b")] == ["beta words"]
+    with pytest.raises(NotFoundError, match="orcamem spaces"):
+        ready.delete_space("a")
+
+
+def test_a_write_to_a_deleted_space_starts_it_anew_and_keeps_its_embedder_rule(
+    ready: Store,
+) -> None:
+    ready.delete_space("a")
+    [ep] = ready.append_episodes([write("a", "again")])
+    assert ready.space_info("a").episodes == 1 and ep.space == "a"
+    ready.delete_space("a")
+    ready.ensure_space("a", "another", DIM, NOW)
+    with pytest.raises(EmbedderMismatchError):
+        ready.append_episodes([write("a", "mixed vectors")])
+    with pytest.raises(EmbedderMismatchError):
+        ready.put_memory(NewMemory(space="a", content="x"), unit(4), "test", NOW)
+    assert ready.space_info("a").episodes == 0

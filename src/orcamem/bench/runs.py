@@ -14,6 +14,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,24 @@ def load_turns(mem: Memory, texts: _Texts, records: int, progress: Progress | No
     return seconds
 
 
+@contextmanager
+def _database(db: str | None, name: str, spaces: Sequence[str], workdir: str | None):
+    """Where a bench runs: a fresh SQLite file in a temporary directory, or ``db`` (a
+    ``postgresql://`` URL, say), which must not hold the spaces the bench writes."""
+    if db is None:
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            yield Path(tmp) / name
+        return
+    with Memory(db) as mem:
+        taken = sorted(set(mem.spaces()) & set(spaces))
+    if taken:
+        raise InvalidInputError(
+            f"{mem.path} already has the space(s) {', '.join(taken[:3])} this bench writes: "
+            "pass an empty database"
+        )
+    yield db
+
+
 def latency(
     records: Sequence[int],
     *,
@@ -135,8 +154,11 @@ def latency(
     config: Config | None = None,
     progress: Progress | None = None,
     workdir: str | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Bulk-load N synthetic turns per size, then time single adds, searches and contexts.
+
+    ``db``: run on that database (one space ``bench-N`` a size) instead of a fresh SQLite file.
 
     Returns:
         ``{"records": {"10000": {"add_p50_ms": …, …}}, "machine": {…}}``
@@ -145,9 +167,9 @@ def latency(
     for size in records:
         if size < 1:
             raise InvalidInputError(f"records={size}: use a positive number")
-        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-            path = Path(tmp) / "bench.db"
-            with Memory(path, space="bench", config=config) as mem:
+        space = "bench" if db is None else f"bench-{size}"
+        with _database(db, "bench.db", [space], workdir) as path:
+            with Memory(path, space=space, config=config) as mem:
                 texts = _Texts(_vocabulary())
                 ingest_seconds = load_turns(mem, texts, size, progress)
                 add_ms = []
@@ -276,8 +298,11 @@ def locomo(
     progress: Progress | None = None,
     limit_samples: int | None = None,
     workdir: str | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Turn- and session-level recall on LoCoMo (category 5, adversarial, excluded).
+
+    ``db``: run on that database (empty of ``locomo-N`` spaces) instead of a fresh SQLite file.
 
     Returns:
         ``{"overall": {"recall_any@10": …, …}, "by_category": {"1": {…}}, "machine": {…}}``
@@ -285,9 +310,10 @@ def locomo(
     samples = load_locomo(path)[:limit_samples]
     rows: list[dict[str, Any]] = []
     search_ms: list[float] = []
+    spaces = [f"locomo-{index}" for index in range(len(samples))]
     with (
-        tempfile.TemporaryDirectory(dir=workdir) as tmp,
-        Memory(Path(tmp) / "locomo.db", config=config) as mem,
+        _database(db, "locomo.db", spaces, workdir) as target,
+        Memory(target, config=config) as mem,
     ):
         for index, sample in enumerate(samples):
             space = f"locomo-{index}"

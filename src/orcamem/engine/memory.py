@@ -58,7 +58,7 @@ from .health import CheckReport, RepairReport
 from .ingest import prepare_writes
 from .keys import ApiKeys
 from .sleeper import Sleeper
-from .store import SQLiteStore
+from .store import open_store
 from .store.base import MemoryUpdate, SpaceInfo, Store
 
 __all__ = ["BuiltContext", "Memory"]
@@ -119,7 +119,8 @@ class Memory:
     """Durable long-term memory for an agent, on one SQLite file by default.
 
     Args:
-        path: database file; default ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``.
+        path: database file, or a ``postgresql://`` URL (``pip install 'orcamem[pg]'``);
+            default ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``.
         space: the default space of every call.
         config: engine switches (see ``Config``).
         embedder: an ``Embedder`` or a spec string (``static``, ``openai:<model>@<url>``,
@@ -169,7 +170,7 @@ class Memory:
         )
         self._follow = embedder is None  # each space opens with the embedder it records
         self._embedders: dict[str, Embedder] = {}
-        self.store: Store = store or SQLiteStore(
+        self.store: Store = store or open_store(
             path if path is not None else default_db_path(),
             synchronous=self.config.storage.synchronous,
             busy_timeout_ms=self.config.storage.busy_timeout_ms,
@@ -180,6 +181,11 @@ class Memory:
         self._lock = threading.Lock()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orcamem-side")
         self._sleeper = Sleeper(self, self.model).start() if self.config.sleep.auto else None
+
+    @classmethod
+    def connect(cls, target: str | Path, **options: Any) -> Memory:
+        """``Memory(path=target, …)`` said for a URL: ``Memory.connect("postgresql://…")``."""
+        return cls(target, **options)
 
     # -- the role stores of this memory's database ------------------------------------------
 
@@ -296,9 +302,11 @@ class Memory:
         for space in {ep.space for ep in episodes}:
             self._ready_for_write(space)
         previous: dict[tuple[str, str], str] = {}
+        asked: set[tuple[str, str]] = set()  # once a session, found or not
         for ep in episodes:
             key = (ep.space, ep.session_id or "")
-            if ep.session_id and key not in previous:
+            if ep.session_id and key not in asked:
+                asked.add(key)
                 last = self.store.last_episode(ep.space, ep.session_id)
                 if last is not None:
                     previous[key] = last.text

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..._kernel.jobs import JobStore
 from ..._kernel.model import Episode, MemoryRecord, NewEpisode, NewMemory
+from ...errors import EmbedderMismatchError
 from ...recall.candidates import CandidateSource, LineRow
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Problem",
     "SpaceInfo",
     "Store",
+    "same_embedder",
 ]
 
 CAPABILITIES = frozenset(
@@ -74,6 +76,17 @@ class SpaceInfo:
     embedder_spec: str | None = None
     """What rebuilds the space's embedder (``make_embedder``); ``None``: an embedder object, or
     a space from before specs were recorded."""
+
+
+def same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, dim: int) -> None:
+    """Refuse to mix vectors: the space records ``found_id``/``found_dim``, the writer has
+    ``embedder_id``/``dim`` (every store checks it the same way)."""
+    if found_id != embedder_id or found_dim != dim:
+        raise EmbedderMismatchError(
+            f"space {space!r} was embedded with {found_id} (dim {found_dim}) but this "
+            f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
+            "re-embed it with the current embedder, or open it with the embedder it was made with"
+        )
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from .base import Problem
 from .migrations import FTS_TABLES
 from .vector_index import BYTES_PER_VALUE
 
-__all__ = ["problems", "repair_derived", "stale_vectors", "warn_on_open"]
+__all__ = ["lineage", "problems", "repair_derived", "stale_vectors", "warn_on_open"]
 
 log = logging.getLogger("orcamem")
 
@@ -43,7 +43,7 @@ def problems(conn: sqlite3.Connection) -> list[Problem]:
         *_orphans(conn),
         *_vectors(conn),
         *_digests(conn),
-        *_lineage(conn),
+        *lineage(conn),
         *_graph(conn),
     ]
 
@@ -260,7 +260,9 @@ def _graph(conn: sqlite3.Connection) -> list[Problem]:
     ]
 
 
-def _lineage(conn: sqlite3.Connection) -> list[Problem]:
+def lineage(conn: sqlite3.Connection) -> list[Problem]:
+    """Self-pointing, cross-space and cyclic ``superseded_by`` chains. Its SQL is
+    dialect-neutral: the PostgreSQL store runs it on its own connection too."""
     found = []
     successor: dict[str, str] = {}
     space_of: dict[str, str] = {}

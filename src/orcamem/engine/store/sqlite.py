@@ -27,7 +27,6 @@ from ..._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memor
 from ...errors import (
     ClosedError,
     CorruptStoreError,
-    EmbedderMismatchError,
     InvalidInputError,
     NotFoundError,
     ReadOnlyStoreError,
@@ -35,7 +34,15 @@ from ...errors import (
     StoreError,
 )
 from . import check, graph
-from .base import CAPABILITIES, EpisodeWrite, LineRow, MemoryUpdate, Problem, SpaceInfo
+from .base import (
+    CAPABILITIES,
+    EpisodeWrite,
+    LineRow,
+    MemoryUpdate,
+    Problem,
+    SpaceInfo,
+    same_embedder,
+)
 from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
 from .notes import SQLiteNotes
@@ -124,16 +131,7 @@ def _create_space(
         (space, now, embedder_id, dim, secrets.randbits(62), spec),
     )
     found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
-    _same_embedder(space, found[0], found[1], embedder_id, dim)
-
-
-def _same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, dim: int) -> None:
-    if found_id != embedder_id or found_dim != dim:
-        raise EmbedderMismatchError(
-            f"space {space!r} was embedded with {found_id} (dim {found_dim}) but this "
-            f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
-            "re-embed it with the current embedder, or open it with the embedder it was made with"
-        )
+    same_embedder(space, found[0], found[1], embedder_id, dim)
 
 
 class SQLiteStore:
@@ -379,7 +377,7 @@ class SQLiteStore:
                     "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = ?", (space,)
                 ).fetchone()
         info = SpaceInfo(*row)
-        _same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
+        same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
         return info
 
     def space_info(self, space: str) -> SpaceInfo | None:

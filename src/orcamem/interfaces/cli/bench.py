@@ -19,6 +19,15 @@ from .console import (
     progress,
 )
 
+BenchDbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Run on this database instead of a fresh SQLite file: an empty one, e.g. "
+        "postgresql://user@host/db (the scale-out engine).",
+    ),
+]
+
 bench_app = command_group("Benchmarks: latency, LoCoMo retrieval quality and the injected block.")
 
 
@@ -41,13 +50,14 @@ def latency_command(
     queries: Annotated[int, typer.Option(help="Searches timed per size.")] = 200,
     adds: Annotated[int, typer.Option(help="Single adds timed per size.")] = 200,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    db: BenchDbOption = None,
 ) -> None:
     """Time add, search and build_context at each size on a fresh database (default embedder)."""
     from ...bench.runs import latency
 
     sizes = [*records, *(more or [])]
     result = _run(
-        lambda p: latency(sizes, queries=queries, adds=adds, progress=p), "latency", as_json
+        lambda p: latency(sizes, queries=queries, adds=adds, progress=p, db=db), "latency", as_json
     )
     if as_json:
         print(json.dumps(result))
@@ -90,6 +100,7 @@ def locomo_command(
         bool, typer.Option(help="Spreading activation over the entity graph (the ablation).")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    db: BenchDbOption = None,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
     from ...bench.runs import locomo
@@ -103,7 +114,9 @@ def locomo_command(
     except OrcamemError as exc:
         raise fail(exc) from None
     result = _run(
-        lambda p: locomo(data, config=config, progress=p, limit_samples=samples), "locomo", as_json
+        lambda p: locomo(data, config=config, progress=p, limit_samples=samples, db=db),
+        "locomo",
+        as_json,
     )
     if as_json:
         print(json.dumps(result))

@@ -1,0 +1,112 @@
+"""The entity graph's rows on PostgreSQL (what and why: ``engine.store.graph``).
+
+The names come from the same :func:`~orcamem.recall.entities.entities` and
+:func:`~orcamem.engine.store.graph.memory_names` as in SQLite; only the SQL is PostgreSQL's:
+entities are made with ``ON CONFLICT DO NOTHING``, links inserted and fans added in bulk, and
+the delete trigger of migration 1 takes a link off its fan.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ....recall.entities import entities
+from ..graph import memory_names
+
+__all__ = ["drift", "link_lines", "link_memory", "rebuild"]
+
+_CHUNK = 5000
+
+
+_TYPES = {"entity_lines": ("bigint", "bigint", "bigint"), "entity_memories": ("bigint", "text")}
+
+
+def _link(conn: Any, table: str, columns: str, space: str, named: Sequence[tuple]) -> None:
+    if not named:
+        return
+    names = sorted({row[-1] for row in named})
+    conn.execute(
+        "INSERT INTO entities (space, name) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+        (space, names),
+    )
+    ids = dict(
+        conn.execute(
+            "SELECT name, id FROM entities WHERE space = %s AND name = ANY(%s)", (space, names)
+        ).fetchall()
+    )
+    rows = list(dict.fromkeys((ids[row[-1]], *row[:-1]) for row in named))
+    arrays = ", ".join(f"%s::{kind}[]" for kind in _TYPES[table])
+    conn.execute(
+        f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})",
+        [list(column) for column in zip(*rows, strict=True)],
+    )
+    fans = Counter(row[0] for row in rows)
+    conn.execute(
+        "UPDATE entities e SET fan = e.fan + d.n FROM unnest(%s::bigint[], %s::int[]) AS d(id, n) "
+        "WHERE e.id = d.id",
+        (list(fans), list(fans.values())),
+    )
+
+
+def link_lines(conn: Any, space: str, lines: Iterable[tuple[int, int, str]]) -> None:
+    """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
+    named = [(line, episode, name) for line, episode, text in lines for name in entities(text)]
+    _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, named)
+
+
+def link_memory(conn: Any, space: str, memory_id: str, names: Sequence[str]) -> None:
+    _link(conn, "entity_memories", "entity_id, memory_id", space, [(memory_id, n) for n in names])
+
+
+def _expected(conn: Any, space: str) -> tuple[int, int]:
+    lines = sum(
+        len(entities(text))
+        for (text,) in conn.execute("SELECT text FROM lines WHERE space = %s", (space,))
+    )
+    memories = sum(
+        len(memory_names(*row))
+        for row in conn.execute(
+            "SELECT content, entity, value FROM memories WHERE space = %s", (space,)
+        )
+    )
+    return lines, memories
+
+
+def drift(conn: Any) -> dict[str, str]:
+    """Spaces whose graph is out of step with their lines and memories, and how."""
+    found = {}
+    for (space,) in conn.execute("SELECT name FROM spaces ORDER BY name").fetchall():
+        lines, memories = _expected(conn, space)
+        held_lines, held_memories, fans = conn.execute(
+            "SELECT (SELECT count(*) FROM entity_lines l JOIN entities e ON e.id = l.entity_id "
+            "WHERE e.space = %(s)s), (SELECT count(*) FROM entity_memories m JOIN entities e "
+            "ON e.id = m.entity_id WHERE e.space = %(s)s), "
+            "(SELECT coalesce(sum(fan), 0) FROM entities WHERE space = %(s)s)",
+            {"s": space},
+        ).fetchone()
+        if (held_lines, held_memories) != (lines, memories):
+            found[space] = (
+                f"it links {held_lines} of {lines} entity mentions in lines and "
+                f"{held_memories} of {memories} in memories"
+            )
+        elif fans != lines + memories:
+            found[space] = f"its fans add up to {fans}, not {lines + memories}"
+    return found
+
+
+def rebuild(conn: Any, space: str) -> None:
+    """Make the graph of ``space`` again from its lines and memories (inside a transaction)."""
+    conn.execute("DELETE FROM entities WHERE space = %s", (space,))
+    last = 0
+    while rows := conn.execute(
+        "SELECT id, episode_id, text FROM lines WHERE space = %s AND id > %s ORDER BY id LIMIT %s",
+        (space, last, _CHUNK),
+    ).fetchall():
+        link_lines(conn, space, rows)
+        last = rows[-1][0]
+    for memory_id, content, entity, value in conn.execute(
+        "SELECT id, content, entity, value FROM memories WHERE space = %s ORDER BY seq", (space,)
+    ).fetchall():
+        link_memory(conn, space, memory_id, memory_names(content, entity, value))

@@ -1,0 +1,121 @@
+"""The lexical channel on PostgreSQL: FTS5's BM25, computed from ``tsvector`` statistics.
+
+Recall hands every store an FTS5 expression (``"dentist" OR "rao"``, from
+``_kernel.text.fts_query``). Its phrases are stemmed by the database's ``orcamem`` text search
+configuration (cached: a word is stemmed once a process) and OR-ed into a ``tsquery`` of quoted
+lexemes, so no user text is ever parsed as query syntax. The score is FTS5's own ``bm25()``:
+per term ``idf · f·(k1+1) / (f + k1·(1 − b + b·D/avgdl))`` with k1 = 1.2, b = 0.75, FTS5's
+``idf = ln((N − n + 0.5)/(n + 0.5))`` floored at 1e-6, ``f`` the column-weighted count of the
+term's positions (weights A, B, C are the FTS5 columns), ``D`` the row's token count and
+``N``/``avgdl`` over the whole table as in FTS5 (kept in ``fts_stats`` by triggers). ``ts_rank_cd``
+is not used: it has no document frequency, and on LoCoMo it lost 5 points of recall_any@10
+against this BM25 (docs/storage.md).
+A row's ``tsvector`` is cut down to the query's lexemes (two ``ts_delete``) before it is
+unnested: unnesting a whole line with its lexical context was 0.07 ms a row, 85% of a query.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .schema import TEXT_CONFIG
+
+__all__ = ["Lexicon", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
+
+K1 = 1.2
+B = 0.75
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_CACHE = 50_000
+
+
+def phrases(match: str) -> list[str]:
+    """The phrases of an FTS5 expression: its quoted strings, else its bare words."""
+    quoted = [text.replace('""', '"') for text in _PHRASE.findall(match)]
+    return quoted or [word for word in match.split() if word not in _OPERATORS]
+
+
+def _literal(lexeme: str, weight: str = "") -> str:
+    escaped = lexeme.replace("\\", "\\\\").replace("'", "''")
+    return f"'{escaped}'{':' + weight if weight else ''}"
+
+
+def tsquery(lexemes: Sequence[str], *, joiner: str = " | ", weight: str = "") -> str:
+    """A ``tsquery`` of quoted lexemes (never parsed as the user's syntax)."""
+    return joiner.join(_literal(lexeme, weight) for lexeme in lexemes)
+
+
+class Lexicon:
+    """Words to the lexemes the index holds for them, stemmed by the database once."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+
+    def lexemes(self, conn: Any, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        with self._lock:
+            missing = [word for word in dict.fromkeys(words) if word not in self._known]
+        if missing:
+            rows = conn.execute(
+                f"SELECT p, array(SELECT u.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', p)) u "
+                "ORDER BY u.positions[1]) FROM unnest(%s::text[]) AS p",
+                (missing,),
+            ).fetchall()
+            with self._lock:
+                if len(self._known) > _CACHE:
+                    self._known.clear()
+                self._known.update((word, tuple(found)) for word, found in rows)
+        with self._lock:
+            return {word: self._known.get(word, ()) for word in words}
+
+    def terms(self, conn: Any, match: str) -> list[str]:
+        """The distinct lexemes of an FTS5 expression, in order."""
+        found = self.lexemes(conn, phrases(match))
+        return list(dict.fromkeys(lexeme for group in found.values() for lexeme in group))
+
+
+def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") -> str:
+    """The top-N query of ``table`` by BM25, in one statement; parameters ``lexemes``,
+    ``queries`` (one ``tsquery`` a lexeme, for its ``n``), ``query`` (the lexemes OR-ed),
+    ``space`` and ``limit``."""
+    frequency = " + ".join(
+        f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
+        for letter, weight in zip("ABC", weights, strict=False)
+    )
+    return f"""
+        WITH k AS MATERIALIZED (
+            SELECT array(
+                SELECT greatest(ln((s.docs - n.c + 0.5) / (n.c + 0.5)), 1e-6)::float8
+                FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
+                CROSS JOIN LATERAL (SELECT count(*) AS c FROM {table} x WHERE x.tsv @@ w.q) n
+                ORDER BY w.i
+            ) AS idf, greatest(s.tokens::float8 / greatest(s.docs, 1), 1e-9) AS avgdl
+            FROM fts_stats s WHERE s.name = '{table}'
+        )
+        SELECT d.{key}, (
+            SELECT sum(w.idf * f.v * {K1 + 1} / (f.v + {K1} * ({1 - B} + {B} * d.doc_len
+                / k.avgdl)))
+            FROM unnest(ts_delete(d.tsv, tsvector_to_array(ts_delete(d.tsv,
+                %(lexemes)s::text[])))) AS u
+            JOIN unnest(%(lexemes)s::text[], k.idf) AS w(lexeme, idf) ON w.lexeme = u.lexeme
+            CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
+        ) AS score
+        FROM {table} d CROSS JOIN k
+        WHERE d.space = %(space)s AND d.tsv @@ %(query)s::tsquery{where}
+        ORDER BY score DESC, d.{key} LIMIT %(limit)s
+    """
+
+
+def term_counts_sql() -> str:
+    """Per word (a ``tsquery`` on the first column, weight A), the lines and active,
+    unprohibited memories of a space holding it, each counted up to ``cap``."""
+    return """
+        SELECT w.i, (SELECT count(*) FROM (SELECT 1 FROM lines
+                WHERE space = %(space)s AND tsv @@ w.q LIMIT %(cap)s) a)
+            + (SELECT count(*) FROM (SELECT 1 FROM memories WHERE space = %(space)s
+                AND active AND NOT prohibited AND tsv @@ w.q LIMIT %(cap)s) b)
+        FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
+    """

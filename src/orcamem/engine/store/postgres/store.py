@@ -1,0 +1,1179 @@
+"""``PostgresStore``: the engine's store on PostgreSQL + pgvector, for several processes and
+machines on one database.
+
+A psycopg 3 connection pool; reads run in parallel, each on a pooled connection. Writes keep the
+SQLite store's rule, one writer at a time: the outermost ``writing()`` takes one transaction
+advisory lock (:data:`WRITE_LOCK`, the equivalent of SQLite's ``BEGIN IMMEDIATE``), so every
+read-modify-write the engine does (an idempotent import, a consolidation that supersedes a
+state, a job claim and its publish) stays atomic across replicas; nested ``writing()`` and
+every read made inside it run on the same connection, as savepoints. Driver errors are
+translated at this boundary (:func:`_translate`): no ``psycopg`` exception escapes, and a
+password in the URL is never shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import psycopg
+import psycopg.conninfo
+from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...._kernel.jobs.postgres import PostgresJobStore
+from ...._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
+from ....errors import (
+    ClosedError,
+    InvalidInputError,
+    NotFoundError,
+    ReadOnlyStoreError,
+    SchemaTooNewError,
+    StoreError,
+)
+from .. import check
+from ..base import (
+    CAPABILITIES,
+    EpisodeWrite,
+    LineRow,
+    MemoryUpdate,
+    Problem,
+    SpaceInfo,
+    same_embedder,
+)
+from ..graph import memory_names
+from . import graph, lexical, vectors
+from .rows import PostgresKeys, PostgresNotes
+from .schema import LATEST, MIGRATIONS, TABLES, hnsw_index
+
+__all__ = ["WRITE_LOCK", "PostgresStore", "safe_url"]
+
+WRITE_LOCK = 0x4F52434D
+"""The advisory lock every write transaction holds (``ORCM``, as SQLite's application id)."""
+
+_EPISODE_COLUMNS = (
+    "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
+)
+_LINE_COLUMNS = (
+    "l.id, l.episode_id, l.seq, l.text, l.space, e.kind, e.role, e.session_id, e.turn_id, "
+    "e.occurred_at, e.text"
+)
+_MEMORY_COLUMNS = (
+    "id, space, category, content, summary, confidence, importance, tags, source, entity, "
+    "attribute, value, condition, prohibited, event_date, session_id, turn_id, cited_lines, "
+    "created_at, updated_at, last_accessed_at, access_count, staleness, archived_at, active, "
+    "superseded_by, event_end"
+)
+_MEMORY_NAMES = [name.strip() for name in _MEMORY_COLUMNS.split(",")]
+_PASSWORD = re.compile(r"(//[^/:@]*):[^/@]*@")
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password replaced by ``…`` (what every message shows)."""
+    return _PASSWORD.sub(r"\1:…@", url)
+
+
+def _translate(exc: psycopg.Error, url: str) -> StoreError:
+    """Map a driver error to the most specific orcamem error, with the next step."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
+        return ReadOnlyStoreError(
+            f"cannot write the memory database {url} ({message}): connect as a role that may "
+            "write it, or to the primary rather than a read replica"
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreError(
+            f"cannot reach the memory database {url} ({message}): check that PostgreSQL "
+            "runs there and the URL (host, port, user, database) is right, then retry"
+        )
+    return StoreError(f"PostgreSQL error on {url}: {message}")
+
+
+class _Local(threading.local):
+    conn: Any = None
+
+
+class PostgresStore:
+    """A ``Store`` on one PostgreSQL database (``postgresql://user:pass@host:port/db``).
+
+    Args:
+        url: the database; it must have pgvector installed, or let this role create it.
+        pool_size: most connections this process opens (reads run in parallel on them).
+        timeout_s: how long to wait for the server, or for a free pooled connection.
+
+    Raises:
+        StoreError: the server cannot be reached or the schema cannot be made.
+        SchemaTooNewError: a newer orcamem wrote the schema.
+    """
+
+    capabilities = frozenset({"episodes", "vectors", "lexical"}) & CAPABILITIES
+
+    def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 30.0) -> None:
+        refuse_bad_url(url)
+        self.url = url
+        self.path = safe_url(url)
+        self._local = _Local()
+        self._closed = False
+        self._lexicon = lexical.Lexicon()
+        self._indexed: set[tuple[str, int]] = set()
+        self._floors: dict[str, tuple[int, int, float, float]] = {}
+        self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
+                self._migrate(conn)
+            self._pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=max(1, pool_size),
+                kwargs={"autocommit": True},
+                configure=self._configure,
+                timeout=timeout_s,
+                name="orcamem",
+                open=False,
+            )
+            self._pool.open(wait=True, timeout=timeout_s)
+        except psycopg.Error as exc:
+            raise _translate(exc, self.path) from None
+        except PoolTimeout as exc:
+            raise StoreError(
+                f"cannot reach the memory database {self.path} ({exc}): check that "
+                "PostgreSQL runs there and accepts this user, then retry"
+            ) from None
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection) -> None:
+        register_vector(conn)
+        for setting in vectors.SETTINGS:
+            with suppress(
+                pg_errors.UndefinedObject, pg_errors.InvalidName, pg_errors.InvalidParameterValue
+            ):
+                conn.execute(
+                    setting
+                )  # iterative scans need pgvector 0.8; without, HNSW still works
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _migrate(self, conn: psycopg.Connection) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))  # two replicas
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                "description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            current = conn.execute(
+                "SELECT coalesce(max(version), 0) FROM schema_version"
+            ).fetchone()[0]
+            if current > LATEST:
+                raise SchemaTooNewError(
+                    f"{self.path} has schema version {current}, newer than this orcamem "
+                    f"({LATEST}): upgrade orcamem (pip install -U orcamem)"
+                )
+            for version, description, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in statements:
+                    try:
+                        conn.execute(statement)
+                    except pg_errors.InsufficientPrivilege as exc:
+                        raise StoreError(
+                            f"cannot set up {self.path} ({str(exc).strip()}): a superuser must "
+                            "run `CREATE EXTENSION vector` in that database once (pgvector), "
+                            "and this role must own the database or its public schema"
+                        ) from None
+                conn.execute(
+                    "INSERT INTO schema_version VALUES (%s, %s, to_char(now() AT TIME ZONE "
+                    "'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))",
+                    (version, description),
+                )
+
+    def schema_version(self) -> int:
+        with self.reading() as conn:
+            return conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (the write transaction's own, inside ``writing()``)."""
+        if self._closed:
+            raise ClosedError("this store is closed: open a new Memory")
+        if self._local.conn is not None:
+            yield self._local.conn
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise _translate(exc, self.path) from None
+        except PoolTimeout as exc:
+            raise StoreError(
+                f"no free connection to {self.path} ({exc}): raise pool_size, or retry"
+            ) from None
+
+    @contextmanager
+    def writing(self) -> Iterator[psycopg.Connection]:
+        """One transaction under the write lock; nested use is a savepoint inside it. Any
+        error rolls back and nothing is written."""
+        if self._local.conn is not None:
+            try:
+                with self._local.conn.transaction():
+                    yield self._local.conn
+            except psycopg.Error as exc:
+                raise _translate(exc, self.path) from None
+            return
+        with self.reading() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    yield conn
+            except psycopg.Error as exc:
+                raise _translate(exc, self.path) from None
+            finally:
+                self._local.conn = None
+
+    # -- spaces ----------------------------------------------------------------------------
+
+    def ensure_space(
+        self, space: str, embedder_id: str, dim: int, now: str, *, spec: str | None = None
+    ) -> SpaceInfo:
+        """Create the space (recording ``spec``, what rebuilds its embedder), or check that it
+        was embedded by ``embedder_id`` with ``dim``.
+
+        Raises:
+            EmbedderMismatchError: the space records another embedder or dimension.
+        """
+        query = "SELECT name, created_at, embedder_id, dim FROM spaces WHERE name = %s"
+        with self.reading() as conn:
+            row = conn.execute(query, (space,)).fetchone()
+        if row is None:
+            with self.writing() as conn:
+                self._create_space(conn, space, embedder_id, dim, now, spec)
+                row = conn.execute(query, (space,)).fetchone()
+        info = SpaceInfo(*row)
+        same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
+        return info
+
+    def _create_space(
+        self,
+        conn: psycopg.Connection,
+        space: str,
+        embedder_id: str,
+        dim: int,
+        now: str,
+        spec: str | None = None,
+    ) -> None:
+        """The space's row unless it exists (then it is checked). Every write calls it too:
+        another replica may have deleted the space after this one checked it, and the write
+        starts it anew, as a first write would (the SQLite store does the same)."""
+        conn.execute(
+            "INSERT INTO spaces (name, created_at, embedder_id, dim, embedder_spec) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (space, now, embedder_id, dim, spec),
+        )
+        found = conn.execute(
+            "SELECT embedder_id, dim FROM spaces WHERE name = %s", (space,)
+        ).fetchone()
+        same_embedder(space, found[0], found[1], embedder_id, dim)
+        self._index(conn, dim)
+
+    def _index(self, conn: psycopg.Connection, dim: int) -> None:
+        """The HNSW indexes for vectors of ``dim`` values (made once per dimension)."""
+        for table in ("lines", "memories"):
+            if (table, dim) not in self._indexed:
+                conn.execute(hnsw_index(table, dim))
+                self._indexed.add((table, dim))
+
+    def space_info(self, space: str) -> SpaceInfo | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT name, created_at, embedder_id, dim, "
+                "(SELECT count(*) FROM episodes WHERE space = s.name), line_count, "
+                "(SELECT count(*) FROM memories WHERE space = s.name), "
+                # the newest episode or memory change, whichever is later
+                "nullif(greatest(coalesce((SELECT created_at FROM episodes WHERE space = s.name "
+                "ORDER BY id DESC LIMIT 1), ''), coalesce((SELECT max(updated_at) FROM memories "
+                "WHERE space = s.name), '')), ''), embedder_spec "
+                "FROM spaces s WHERE name = %s",
+                (space,),
+            ).fetchone()
+        return SpaceInfo(*row) if row else None
+
+    def list_spaces(self) -> list[SpaceInfo]:
+        with self.reading() as conn:
+            names = [r[0] for r in conn.execute("SELECT name FROM spaces ORDER BY name")]
+        return [info for name in names if (info := self.space_info(name)) is not None]
+
+    def delete_space(self, space: str) -> dict[str, int]:
+        """Delete the space and everything recorded under it, in one transaction (as the
+        SQLite store does: API keys naming it are kept). Returns what was deleted, by table."""
+        with self.writing() as conn:
+            if conn.execute("SELECT 1 FROM spaces WHERE name = %s", (space,)).fetchone() is None:
+                raise NotFoundError(
+                    f"no space {space!r}: list them with `orcamem spaces` (nothing was deleted)"
+                )
+            gone = {
+                table: conn.execute(f"DELETE FROM {table} WHERE space = %s", (space,)).rowcount
+                for table in ("episodes", "memories", "consolidation_audit", "jobs")
+            }
+            for table in ("consolidation_progress", "entities"):
+                conn.execute(f"DELETE FROM {table} WHERE space = %s", (space,))
+            conn.execute("DELETE FROM spaces WHERE name = %s", (space,))
+            self._seen.pop(space, None)
+            self._floors.pop(space, None)
+        return gone
+
+    # -- episodes --------------------------------------------------------------------------
+
+    def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:
+        """Append episodes with their lines in one transaction: all land, or none.
+
+        Bulk by design (an import is thousands of turns): one query for the sessions' last
+        positions, ids drawn from the sequences in one query a table, episodes and lines
+        written by ``COPY`` (binary: vectors go as float16), the graph linked in one batch.
+        """
+        if not writes:
+            return []
+        with self.writing() as conn:
+            for write in {w.episode.space: w for w in writes}.values():
+                dim = int(write.vectors.shape[-1])
+                self._create_space(
+                    conn, write.episode.space, write.embedder_id, dim, write.created_at
+                )
+            sessions = sorted(
+                {(w.episode.space, w.episode.session_id) for w in writes if w.episode.session_id}
+            )
+            positions: dict[tuple[str, str], int] = {}
+            if sessions:
+                positions = {
+                    (space, session): last
+                    for space, session, last in conn.execute(
+                        "SELECT e.space, e.session_id, max(e.session_seq) FROM episodes e JOIN "
+                        "unnest(%s::text[], %s::text[]) AS k(space, session_id) ON "
+                        "e.space = k.space AND e.session_id = k.session_id GROUP BY 1, 2",
+                        ([s for s, _ in sessions], [t for _, t in sessions]),
+                    )
+                }
+            episode_ids = self._ids(conn, "episodes", len(writes))
+            line_ids = iter(self._ids(conn, "lines", sum(len(w.lines) for w in writes)))
+            episodes: list[Episode] = []
+            seqs: list[int | None] = []
+            lines: list[tuple] = []
+            for episode_id, write in zip(episode_ids, writes, strict=True):
+                ep = write.episode
+                session_seq = None
+                if ep.session_id is not None:
+                    key = (ep.space, ep.session_id)
+                    session_seq = positions[key] = (positions.get(key) or 0) + 1
+                episodes.append(
+                    Episode(
+                        episode_id, ep.space, ep.kind, ep.role, ep.text, ep.session_id,
+                        ep.turn_id, write.occurred_at, write.created_at, digest(ep.text),
+                        dict(ep.meta),
+                    )
+                )  # fmt: skip
+                seqs.append(session_seq)
+                lines += [
+                    (next(line_ids), episode_id, ep.space, seq, line, ep.context,
+                     vectors.encode(write.vectors[seq - 1]))
+                    for seq, line in enumerate(write.lines, start=1)
+                ]  # fmt: skip
+            with conn.cursor() as cursor:
+                with cursor.copy(
+                    "COPY episodes (id, space, kind, role, text, session_id, session_seq, "
+                    "turn_id, occurred_at, created_at, digest, meta) FROM STDIN"
+                ) as copy:
+                    for e, seq in zip(episodes, seqs, strict=True):
+                        copy.write_row(
+                            (e.id, e.space, e.kind, e.role, e.text, e.session_id, seq,
+                             e.turn_id, e.occurred_at, e.created_at, e.digest,
+                             json.dumps(e.meta, ensure_ascii=False, sort_keys=True))
+                        )  # fmt: skip
+                with cursor.copy(
+                    "COPY lines (id, episode_id, space, seq, text, context, vector) "
+                    "FROM STDIN (FORMAT BINARY)"
+                ) as copy:
+                    copy.set_types(["int8", "int8", "text", "int4", "text", "text", "halfvec"])
+                    for row in lines:
+                        copy.write_row(row)
+            written: dict[str, list[tuple[int, int, str]]] = {}
+            for line_id, episode_id, space, _, text, _, _ in lines:
+                written.setdefault(space, []).append((line_id, episode_id, text))
+            for space, batch in written.items():
+                graph.link_lines(conn, space, batch)
+                self._seen.pop(space, None)
+        return episodes
+
+    @staticmethod
+    def _ids(conn: psycopg.Connection, table: str, count: int) -> list[int]:
+        """``count`` new ids of ``table``, ascending (writes hold the write lock, so ids still
+        grow in commit order, as the rowid watermark of the SQLite store does)."""
+        return sorted(
+            r[0]
+            for r in conn.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                (table, count),
+            )
+        )
+
+    @staticmethod
+    def _episode(row: tuple) -> Episode:
+        *head, meta = row
+        return Episode(*head, meta=json.loads(meta))
+
+    def get_episode(self, space: str, episode_id: int) -> Episode:
+        with self.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = %s AND id = %s",
+                (space, episode_id),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no episode {episode_id} in space {space!r}")
+        return self._episode(row)
+
+    def iter_episodes(self, space: str) -> Iterator[Episode]:
+        last = 0
+        while page := self.page_episodes(space, after=last, limit=500):
+            yield from page
+            last = page[-1].id
+
+    def page_episodes(
+        self, space: str, *, after: int = 0, limit: int = 100, session_id: str | None = None
+    ) -> list[Episode]:
+        """Up to ``limit`` episodes of the space with ``id > after``, oldest first."""
+        where = " AND session_id = %s" if session_id is not None else ""
+        params: list[object] = [space, after, *([session_id] if session_id is not None else [])]
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = %s AND id > %s{where} "
+                "ORDER BY id LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+        return [self._episode(row) for row in rows]
+
+    def last_episode(self, space: str, session_id: str) -> Episode | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = %s AND session_id = %s "
+                "ORDER BY id DESC LIMIT 1",
+                (space, session_id),
+            ).fetchone()
+        return self._episode(row) if row else None
+
+    def find_episode(
+        self,
+        space: str,
+        text_digest: str,
+        occurred_at: str,
+        session_id: str | None,
+        turn_id: str | None,
+    ) -> int | None:
+        """The id of an identical episode already stored (for idempotent imports), if any."""
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT id FROM episodes WHERE space = %s AND digest = %s AND occurred_at = %s "
+                "AND session_id IS NOT DISTINCT FROM %s AND turn_id IS NOT DISTINCT FROM %s "
+                "LIMIT 1",
+                (space, text_digest, occurred_at, session_id, turn_id),
+            ).fetchone()
+        return row[0] if row else None
+
+    def find_turn(
+        self, space: str, session_id: str | None, turn_id: str, role: str | None
+    ) -> Episode | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = %s AND turn_id = %s "
+                "AND session_id IS NOT DISTINCT FROM %s AND role IS NOT DISTINCT FROM %s "
+                "ORDER BY id LIMIT 1",
+                (space, turn_id, session_id, role),
+            ).fetchone()
+        return self._episode(row) if row else None
+
+    def delete_episode(self, space: str, episode_id: int) -> None:
+        with self.writing() as conn:
+            deleted = conn.execute(
+                "DELETE FROM episodes WHERE space = %s AND id = %s", (space, episode_id)
+            ).rowcount
+            if not deleted:
+                raise NotFoundError(f"no episode {episode_id} in space {space!r}")
+            self._bump(conn, space)
+
+    def _bump(self, conn: psycopg.Connection, space: str) -> None:
+        """Vectors of the space went away or changed: cached noise floors are stale."""
+        conn.execute("UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = %s", (space,))
+        self._seen.pop(space, None)
+
+    def lines(self, ids: Sequence[int]) -> list[LineRow]:
+        if not ids:
+            return []
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                "WHERE l.id = ANY(%s)",
+                (list(ids),),
+            ).fetchall()
+        return [LineRow(*row) for row in rows]
+
+    def episode_lines(
+        self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
+    ) -> list[LineRow]:
+        if not episode_ids:
+            return []
+        first = " AND l.seq = 1" if first_only else ""
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                f"WHERE l.space = %s AND l.episode_id = ANY(%s){first} "
+                "ORDER BY l.episode_id, l.seq",
+                (space, list(episode_ids)),
+            ).fetchall()
+        return [LineRow(*row) for row in rows]
+
+    def session_window(
+        self, space: str, episode_ids: Sequence[int], radius: int
+    ) -> dict[int, list[tuple[int, int]]]:
+        if not episode_ids or radius < 1:
+            return {}
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT e.id, n.id, n.session_seq - e.session_seq FROM episodes e "
+                "JOIN episodes n ON n.space = e.space AND n.session_id = e.session_id "
+                "AND n.session_seq BETWEEN e.session_seq - %s AND e.session_seq + %s "
+                "WHERE e.space = %s AND e.id = ANY(%s) AND n.id != e.id ORDER BY e.id, n.id",
+                (radius, radius, space, list(episode_ids)),
+            ).fetchall()
+        window: dict[int, list[tuple[int, int]]] = {}
+        for episode_id, other, offset in rows:
+            window.setdefault(episode_id, []).append((other, offset))
+        return window
+
+    def line_ids(self, space: str, episode_id: int) -> dict[int, int]:
+        with self.reading() as conn:
+            return dict(
+                conn.execute(
+                    "SELECT seq, id FROM lines WHERE space = %s AND episode_id = %s",
+                    (space, episode_id),
+                ).fetchall()
+            )
+
+    def line_positions(self, ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        if not ids:
+            return {}
+        with self.reading() as conn:
+            return {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    "SELECT id, episode_id, seq FROM lines WHERE id = ANY(%s)", (list(ids),)
+                )
+            }
+
+    # -- candidates ------------------------------------------------------------------------
+
+    def _lexical(
+        self, table: str, key: str, space: str, match: str, limit: int, weights: Sequence[float],
+        where: str = "",
+    ) -> list[tuple[Any, float]]:  # fmt: skip
+        with self.reading() as conn:
+            terms = self._lexicon.terms(conn, match)
+            if not terms or limit < 1:
+                return []
+            rows = conn.execute(
+                lexical.bm25_sql(table, key, weights, where),
+                {
+                    "lexemes": terms,
+                    "queries": [lexical.tsquery([term]) for term in terms],
+                    "query": lexical.tsquery(terms),
+                    "space": space,
+                    "limit": limit,
+                },
+            ).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def lexical_lines(
+        self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
+    ) -> list[tuple[int, float]]:
+        """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better)."""
+        return self._lexical("lines", "id", space, match, limit, weights)
+
+    def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
+        return self._lexical(
+            "memories", "id", space, match, limit, (1.0, 0.5, 0.4), " AND d.active"
+        )
+
+    def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        with self.reading() as conn:
+            return vectors.nearest(
+                conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
+            )
+
+    def vector_memories(
+        self, space: str, vector: np.ndarray, limit: int
+    ) -> list[tuple[str, float]]:
+        with self.reading() as conn:  # memories are few: always the exact scan
+            return vectors.nearest(conn, "memories", "id", space, vector, limit, " AND active")
+
+    def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        if not ids:
+            return {}
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT id, vector FROM lines WHERE space = %s AND id = ANY(%s) "
+                "AND vector IS NOT NULL",
+                (space, list(ids)),
+                binary=True,
+            ).fetchall()
+        return {key: vectors.decode(vector) for key, vector in rows}
+
+    def noise_floor(self, space: str, percentile: float) -> float:
+        """Cached until the space grows by a quarter or loses or changes vectors, as in the
+        SQLite index; the space's size is the one its last vector query saw (a search asks
+        for vectors first), else read here."""
+        with self.reading() as conn:
+            if space not in self._seen:
+                row = conn.execute(
+                    "SELECT line_count, vector_epoch FROM spaces WHERE name = %s", (space,)
+                ).fetchone()
+                if row is None:
+                    return 0.0
+                self._seen[space] = row
+            count, epoch = self._seen[space]
+            cached = self._floors.get(space)
+            if (
+                cached
+                and cached[1] == epoch
+                and cached[0] * 1.25 >= count
+                and cached[2] == percentile
+            ):
+                return cached[3]
+            floor = vectors.noise_floor(conn, space, count, percentile)
+        self._floors[space] = (count, epoch, percentile, floor)
+        return floor
+
+    def term_counts(
+        self, space: str, words: Sequence[str], cap: int = 1000
+    ) -> tuple[int, dict[str, int]]:
+        """Lines and active, unprohibited memories of ``space``, and per word the lines
+        (text column) and memories (content column) holding it, counted up to ``cap`` each."""
+        with self.reading() as conn:
+            total = conn.execute(
+                "SELECT coalesce((SELECT line_count FROM spaces WHERE name = %(s)s), 0) + "
+                "(SELECT count(*) FROM memories WHERE space = %(s)s AND active AND NOT prohibited)",
+                {"s": space},
+            ).fetchone()[0]
+            found = self._lexicon.lexemes(conn, words)
+            asked = [word for word in words if found[word]]
+            counts = dict.fromkeys(words, 0)
+            if asked:
+                queries = [lexical.tsquery(found[w], joiner=" & ", weight="A") for w in asked]
+                for index, count in conn.execute(
+                    lexical.term_counts_sql(), {"space": space, "cap": cap, "queries": queries}
+                ):
+                    counts[asked[index - 1]] = int(count)
+        return int(total), counts
+
+    # -- the entity graph ------------------------------------------------------------------
+
+    def entity_fans(self, space: str, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        if not names:
+            return {}
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT name, id, fan FROM entities WHERE space = %s AND name = ANY(%s)",
+                (space, list(names)),
+            ).fetchall()
+        return {name: (entity_id, fan) for name, entity_id, fan in rows}
+
+    def entities_of(
+        self, space: str, episode_ids: Sequence[int], memory_ids: Sequence[str]
+    ) -> list[tuple[int | str, int, int]]:
+        found: list[tuple[int | str, int, int]] = []
+        with self.reading() as conn:
+            for table, column, ids in (
+                ("entity_lines", "episode_id", episode_ids),
+                ("entity_memories", "memory_id", memory_ids),
+            ):
+                if ids:
+                    found.extend(
+                        conn.execute(
+                            f"SELECT DISTINCT l.{column}, e.id, e.fan FROM {table} l "
+                            "JOIN entities e ON e.id = l.entity_id "
+                            f"WHERE l.{column} = ANY(%s) AND e.space = %s",
+                            (list(ids), space),
+                        ).fetchall()
+                    )
+        return found
+
+    def entity_mentions(
+        self, space: str, entity_ids: Sequence[int], limit: int
+    ) -> list[tuple[int, int, int]]:
+        if not entity_ids:
+            return []
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT entity_id, episode_id, line_id FROM (SELECT l.entity_id, l.episode_id, "
+                "l.line_id, row_number() OVER (PARTITION BY l.entity_id ORDER BY l.episode_id, "
+                "l.line_id) AS n FROM entities e JOIN entity_lines l ON l.entity_id = e.id "
+                "WHERE l.entity_id = ANY(%s) AND e.space = %s) x WHERE n <= %s "
+                "ORDER BY entity_id, episode_id, line_id",
+                (list(entity_ids), space, limit),
+            ).fetchall()
+        return [tuple(row) for row in rows]
+
+    # -- memories --------------------------------------------------------------------------
+
+    def put_memory(
+        self, memory: NewMemory, vector: np.ndarray, embedder_id: str, now: str
+    ) -> MemoryRecord:
+        memory_id = memory.id or new_memory_id()
+        with self.writing() as conn:
+            self._create_space(conn, memory.space, embedder_id, int(vector.shape[-1]), now)
+            while (
+                memory.id is None
+                and conn.execute("SELECT 1 FROM memories WHERE id = %s", (memory_id,)).fetchone()
+            ):
+                memory_id = new_memory_id()
+            try:
+                with conn.transaction():
+                    conn.execute(
+                        "INSERT INTO memories (id, space, category, content, summary, "
+                        "confidence, importance, tags, source, entity, attribute, value, "
+                        "condition, prohibited, event_date, session_id, turn_id, cited_lines, "
+                        "created_at, updated_at, vector, event_end) VALUES "
+                        "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s)",
+                        (
+                            memory_id, memory.space, memory.category, memory.content,
+                            memory.summary, memory.confidence, memory.importance,
+                            json.dumps(list(memory.tags)), memory.source, memory.entity,
+                            memory.attribute, memory.value, memory.condition,
+                            bool(memory.prohibited), memory.event_date, memory.session_id,
+                            memory.turn_id, json.dumps(list(memory.cited_lines)), now, now,
+                            vectors.encode(vector), memory.event_end,
+                        ),
+                    )  # fmt: skip
+            except pg_errors.UniqueViolation as exc:
+                raise StoreError(f"memory id {memory_id} already exists: pick another id") from exc
+            self._cite(conn, memory.space, memory_id, memory.cited_lines)
+            names = memory_names(memory.content, memory.entity, memory.value)
+            graph.link_memory(conn, memory.space, memory_id, names)
+            return self.get_memory(memory.space, memory_id)
+
+    @staticmethod
+    def _cite(conn: psycopg.Connection, space: str, memory_id: str, lines: Sequence[int]) -> None:
+        """Index which lines a memory cites (only lines of its own space)."""
+        if lines:
+            conn.execute(
+                "INSERT INTO memory_citations (memory_id, line_id) SELECT %s, id FROM lines "
+                "WHERE id = ANY(%s) AND space = %s ON CONFLICT DO NOTHING",
+                (memory_id, [int(line) for line in lines], space),
+            )
+
+    def restore_memory(self, record: MemoryRecord, vector: np.ndarray) -> str | None:
+        """Insert a memory exactly as exported (lifecycle included); the id it was stored
+        under, or ``None`` when the same space already has it (nothing written)."""
+        with self.writing() as conn:
+            owner = conn.execute(
+                "SELECT space FROM memories WHERE id = %s", (record.id,)
+            ).fetchone()
+            if owner is not None and owner[0] == record.space:
+                return None
+            if (
+                owner is not None
+                and conn.execute(  # imported here before, under a fresh id
+                    "SELECT 1 FROM memories WHERE space = %s AND category = %s AND content = %s "
+                    "AND created_at = %s",
+                    (record.space, record.category, record.content, record.created_at),
+                ).fetchone()
+            ):
+                return None
+            memory_id = record.id
+            while owner is not None:
+                memory_id = new_memory_id()
+                owner = conn.execute(
+                    "SELECT 1 FROM memories WHERE id = %s", (memory_id,)
+                ).fetchone()
+            data = record.to_dict()
+            data.update(
+                id=memory_id,
+                tags=json.dumps(data["tags"]),
+                cited_lines=json.dumps(data["cited_lines"]),
+                prohibited=bool(data["prohibited"]),
+                active=bool(data["active"]),
+            )
+            values = [data[name] for name in _MEMORY_NAMES] + [vectors.encode(vector)]
+            conn.execute(
+                f"INSERT INTO memories ({_MEMORY_COLUMNS}, vector) "
+                f"VALUES ({','.join(['%s'] * (len(values) - 1))}, %b)",
+                values,
+            )
+            self._cite(conn, record.space, memory_id, record.cited_lines)
+            names = memory_names(record.content, record.entity, record.value)
+            graph.link_memory(conn, record.space, memory_id, names)
+        return memory_id
+
+    @staticmethod
+    def _memory(row: tuple) -> MemoryRecord:
+        values = list(row)
+        values[7] = tuple(json.loads(values[7]))
+        values[17] = tuple(json.loads(values[17]))
+        return MemoryRecord(*values)
+
+    def get_memory(self, space: str, memory_id: str) -> MemoryRecord:
+        with self.reading() as conn:
+            row = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = %s AND id = %s",
+                (space, memory_id),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(
+                f"no memory {memory_id!r} in space {space!r}: list them with "
+                "`orcamem facts --history`"
+            )
+        return self._memory(row)
+
+    def memories_by_id(self, space: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = %s AND id = ANY(%s) "
+                "ORDER BY seq",
+                (space, list(ids)),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def list_memories(
+        self, space: str, *, include_inactive: bool = False, prohibited: bool | None = None
+    ) -> list[MemoryRecord]:
+        where = "" if include_inactive else " AND active"
+        if prohibited is not None:
+            where += " AND prohibited" if prohibited else " AND NOT prohibited"
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE space = %s{where} ORDER BY seq",
+                (space,),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def update_memory(
+        self, space: str, memory_id: str, update: MemoryUpdate, now: str
+    ) -> MemoryRecord:
+        changes = {k: v for k, v in vars(update).items() if v is not None}
+        with self.writing() as conn:
+            found = conn.execute(
+                "SELECT 1 FROM memories WHERE space = %s AND id = %s", (space, memory_id)
+            ).fetchone()
+            if not found:
+                raise NotFoundError(f"no memory {memory_id!r} in space {space!r}")
+            if changes:
+                sets = ", ".join(f"{name} = %s" for name in changes)
+                conn.execute(
+                    f"UPDATE memories SET {sets}, updated_at = %s WHERE space = %s AND id = %s",
+                    [*changes.values(), now, space, memory_id],
+                )
+            return self.get_memory(space, memory_id)
+
+    def delete_memory(self, space: str, memory_id: str) -> None:
+        """Delete one memory and repair the lineage through it, in one transaction."""
+        with self.writing() as conn:
+            row = conn.execute(
+                "SELECT superseded_by FROM memories WHERE space = %s AND id = %s",
+                (space, memory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(
+                    f"no memory {memory_id!r} in space {space!r}: list them with "
+                    "`orcamem facts --history`"
+                )
+            successor = row[0] if row[0] != memory_id else None
+            conn.execute(
+                "UPDATE memories SET superseded_by = %s WHERE space = %s AND superseded_by = %s",
+                (successor, space, memory_id),
+            )
+            conn.execute("DELETE FROM memories WHERE space = %s AND id = %s", (space, memory_id))
+
+    def mark_accessed(self, space: str, memory_ids: Sequence[str], now: str) -> None:
+        if not memory_ids:
+            return
+        with self.writing() as conn:
+            conn.execute(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s "
+                "WHERE space = %s AND id = ANY(%s)",
+                (now, space, list(memory_ids)),
+            )
+
+    def superseded_lines(self, space: str, line_ids: Sequence[int]) -> dict[int, str]:
+        if not line_ids:
+            return {}
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT c.line_id, m.superseded_by FROM memory_citations c "
+                "JOIN memories m ON m.id = c.memory_id WHERE m.space = %s AND NOT m.active "
+                "AND m.superseded_by IS NOT NULL AND c.line_id = ANY(%s)",
+                (space, list(line_ids)),
+            ).fetchall()
+        return {line: newer for line, newer in rows}
+
+    # -- consolidation ---------------------------------------------------------------------
+
+    def pending_episodes(self, space: str, limit: int) -> list[Episode]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE space = %s AND id > "
+                "coalesce((SELECT last_episode_id FROM consolidation_progress "
+                "WHERE space = %s), 0) ORDER BY id LIMIT %s",
+                (space, space, limit),
+            ).fetchall()
+        return [self._episode(row) for row in rows]
+
+    def last_episode_created(self, space: str) -> str | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT created_at FROM episodes WHERE space = %s ORDER BY id DESC LIMIT 1",
+                (space,),
+            ).fetchone()
+        return row[0] if row else None
+
+    def mark_consolidated(self, space: str, last_episode_id: int, now: str) -> None:
+        """Move the space's watermark forward (never back)."""
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO consolidation_progress (space, last_episode_id, updated_at) "
+                "VALUES (%s, %s, %s) ON CONFLICT (space) DO UPDATE SET last_episode_id = "
+                "greatest(consolidation_progress.last_episode_id, excluded.last_episode_id), "
+                "updated_at = excluded.updated_at",
+                (space, last_episode_id, now),
+            )
+
+    def add_audit(self, space: str, job_id: str | None, item: dict, reason: str, now: str) -> None:
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO consolidation_audit (space, job_id, item, reason, created_at) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (space, job_id, json.dumps(item, ensure_ascii=False, sort_keys=True), reason, now),
+            )
+
+    def audit_log(self, space: str, limit: int = 100) -> list[dict]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT id, job_id, item, reason, created_at FROM consolidation_audit "
+                "WHERE space = %s ORDER BY id DESC LIMIT %s",
+                (space, limit),
+            ).fetchall()
+        return [
+            {"id": r[0], "job_id": r[1], "item": json.loads(r[2]), "reason": r[3],
+             "created_at": r[4]}
+            for r in rows
+        ]  # fmt: skip
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def iter_texts_for_embedding(
+        self, space: str
+    ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+        with self.reading() as conn:
+            lines = conn.execute(
+                "SELECT id, text FROM lines WHERE space = %s ORDER BY id", (space,)
+            ).fetchall()
+            memories = conn.execute(
+                "SELECT id, content FROM memories WHERE space = %s ORDER BY seq", (space,)
+            ).fetchall()
+        return [tuple(r) for r in lines], [tuple(r) for r in memories]
+
+    def replace_vectors(
+        self,
+        space: str,
+        embedder_id: str,
+        dim: int,
+        line_vectors: dict[int, np.ndarray],
+        memory_vectors: dict[str, np.ndarray],
+        *,
+        spec: str | None = None,
+    ) -> None:
+        """Swap every vector of ``space`` and its embedder record (``spec``: what rebuilds
+        the embedder) in one transaction."""
+        with self.writing() as conn:
+            self._index(conn, dim)
+            with conn.cursor() as cursor:
+                for table, given in (("lines", line_vectors), ("memories", memory_vectors)):
+                    cursor.executemany(
+                        f"UPDATE {table} SET vector = %b WHERE id = %s AND space = %s",
+                        [(vectors.encode(v), k, space) for k, v in given.items()],
+                    )
+            conn.execute(
+                "UPDATE spaces SET embedder_id = %s, dim = %s, embedder_spec = %s WHERE name = %s",
+                (embedder_id, dim, spec, space),
+            )
+            self._bump(conn, space)
+
+    def counts(self) -> dict[str, int]:
+        with self.reading() as conn:
+            return {
+                table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("spaces", "episodes", "lines", "memories")
+            }
+
+    def size_bytes(self) -> int:
+        """The bytes orcamem's tables and their indexes take in the database."""
+        with self.reading() as conn:
+            return int(
+                conn.execute(
+                    "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) "
+                    "FROM unnest(%s::text[]) AS t",
+                    (list(TABLES),),
+                ).fetchone()[0]
+            )
+
+    def problems(self) -> list[Problem]:
+        """What ``orcamem check`` finds wrong: vectors, digests, lineage, graph, counters
+        (foreign keys are enforced by the server, and a ``tsv`` is written with its row)."""
+        with self.reading() as conn:
+            return [
+                *self._vector_problems(conn),
+                *self._digest_problems(conn),
+                *check.lineage(conn),
+                *(
+                    Problem(
+                        "graph",
+                        f"space {space!r}: the entity graph is out of step ({why}), so "
+                        f"spreading activation misses links: {check.REPAIR}",
+                        space,
+                    )
+                    for space, why in graph.drift(conn).items()
+                ),
+            ]
+
+    @staticmethod
+    def _vector_problems(conn: psycopg.Connection) -> list[Problem]:
+        found = []
+        rows = conn.execute(
+            "SELECT s.name, s.embedder_id, s.dim, t.name, t.missing, t.wrong FROM spaces s "
+            "CROSS JOIN LATERAL (SELECT 'lines' AS name, count(*) FILTER (WHERE vector IS NULL) "
+            "AS missing, count(*) FILTER (WHERE vector_dims(vector) != s.dim) AS wrong "
+            "FROM lines WHERE space = s.name UNION ALL SELECT 'memories', count(*) FILTER "
+            "(WHERE vector IS NULL), count(*) FILTER (WHERE vector_dims(vector) != s.dim) "
+            "FROM memories WHERE space = s.name) t ORDER BY s.name, t.name"
+        ).fetchall()
+        for space, embedder, dim, table, missing, wrong in rows:
+            if missing:
+                found.append(
+                    Problem(
+                        "vectors",
+                        f"space {space!r}: {missing} of its {table} have no vector, so vector "
+                        f"search cannot find them: {check.REPAIR}",
+                        space,
+                    )
+                )
+            if wrong:
+                found.append(
+                    Problem(
+                        "vectors",
+                        f"space {space!r}: {wrong} of its {table} have vectors of another size "
+                        f"than its embedder {embedder} makes ({dim}): {check.REPAIR}",
+                        space,
+                    )
+                )
+        return found
+
+    @staticmethod
+    def _digest_problems(conn: psycopg.Connection) -> list[Problem]:
+        found = []
+        for episode_id, space, text, stored in conn.execute(
+            "SELECT id, space, text, digest FROM episodes ORDER BY id"
+        ):
+            if digest(text) != stored:
+                found.append(
+                    Problem(
+                        "digest",
+                        f"episode {episode_id} in space {space!r} no longer matches its "
+                        f"digest (its text or digest was changed outside orcamem): "
+                        f"{check.RESTORE}",
+                        space,
+                        repairable=False,
+                    )
+                )
+        return found
+
+    def repair_derived(self) -> list[str]:
+        """Clear dangling ``superseded_by``, rebuild drifted graphs, recount the BM25 and
+        line counters; one line per action."""
+        done = []
+        with self.writing() as conn:
+            dangling = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT m.id FROM memories m WHERE m.superseded_by IS NOT NULL AND "
+                    "(m.superseded_by = m.id OR NOT EXISTS (SELECT 1 FROM memories n "
+                    "WHERE n.id = m.superseded_by AND n.space = m.space)) ORDER BY m.seq"
+                )
+            ]
+            if dangling:
+                conn.execute(
+                    "UPDATE memories SET superseded_by = NULL WHERE id = ANY(%s)", (dangling,)
+                )
+                done.append(f"cleared the dangling superseded_by of {', '.join(dangling)}")
+            for space in graph.drift(conn):
+                graph.rebuild(conn, space)
+                done.append(
+                    f"rebuilt the entity graph of space {space!r} from its lines and memories"
+                )
+        return done
+
+    def stale_vectors(self, space: str) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]:
+        wrong = (
+            "space = %(s)s AND (vector IS NULL OR vector_dims(vector) != "
+            "(SELECT dim FROM spaces WHERE name = %(s)s))"
+        )
+        with self.reading() as conn:
+            lines = conn.execute(
+                f"SELECT id, text FROM lines WHERE {wrong} ORDER BY id", {"s": space}
+            )
+            memories = conn.execute(
+                f"SELECT id, content FROM memories WHERE {wrong} ORDER BY seq", {"s": space}
+            )
+            return [tuple(r) for r in lines], [tuple(r) for r in memories]
+
+    def close(self) -> None:
+        """Close the pool; idempotent. Later calls raise ``ClosedError``."""
+        if not self._closed:
+            self._closed = True
+            with suppress(Exception):
+                self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the role stores on this database ----------------------------------------------------
+
+    @cached_property
+    def keys(self) -> PostgresKeys:
+        return PostgresKeys(self)
+
+    @cached_property
+    def notes(self) -> PostgresNotes:
+        return PostgresNotes(self)
+
+    @cached_property
+    def jobs(self) -> PostgresJobStore:
+        return PostgresJobStore(self)
+
+
+def refuse_bad_url(url: str) -> None:
+    """A ``postgresql://`` URL that psycopg cannot parse is bad input, said before connecting."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise InvalidInputError(
+            f"{safe_url(url)} is not a PostgreSQL URL psycopg can read ({exc}): use "
+            "postgresql://user:password@host:5432/database"
+        ) from None
