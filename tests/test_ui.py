@@ -304,8 +304,8 @@ def test_the_memory_bank_page_lists_searches_saves_and_deletes(
     assert tab.locator("tr[data-bank-memory]").count() == 2
     tab.fill("#bank-query", "which sources to cite")
     tab.click("#bank form >> text=Search")
-    tab.wait_for_selector("#bank table >> nth=0")
-    hits = tab.locator("#bank table").first.inner_text()
+    tab.wait_for_selector("#bank-results table")  # the search's own table, not the listing
+    hits = tab.locator("#bank-results table").inner_text()
     assert "Cites sources with DOIs." in hits and "topic" in hits  # the relevance breakdown
     tab.fill("#bank-content", "Prefers metric units.")
     tab.select_option("#bank-category", "preference")

@@ -357,7 +357,7 @@ async function bankProfile(profile, body) {
   const base = `/api/profiles/${encodeURIComponent(profile)}/memories`;
   const page = await get(base, { limit: 50 });
   const query = el("input", { id: "bank-query", placeholder: "search this profile", size: 40 });
-  const results = el("div", {});
+  const results = el("div", { id: "bank-results" });
   const content = el("input", { id: "bank-content", placeholder: "a memory to save", size: 50 });
   const category = el("select", { id: "bank-category" },
     ["general", "preference", "fact", "behavior", "context"].map((c) => el("option", { value: c }, c)));
