@@ -472,6 +472,7 @@ class SQLiteStore:
         episodes: list[Episode] = []
         positions: dict[tuple[str, str], int] = {}
         written: dict[str, list[tuple[int, Sequence[str]]]] = {}
+        lines: list[tuple] = []  # every line of the batch, inserted in one executemany
         with self.writing() as conn:
             for write in {w.episode.space: w for w in writes}.values():
                 dim = int(write.vectors.shape[-1])
@@ -510,20 +511,11 @@ class SQLiteStore:
                 )
                 episode_id = cursor.lastrowid
                 assert episode_id is not None
-                conn.executemany(
-                    "INSERT INTO lines (episode_id, space, seq, text, context, vector) "
-                    "VALUES (?,?,?,?,?,?)",
-                    [
-                        (
-                            episode_id,
-                            ep.space,
-                            seq,
-                            line,
-                            ep.context,
-                            encode_vector(write.vectors[seq - 1]),
-                        )
-                        for seq, line in enumerate(write.lines, start=1)
-                    ],
+                lines.extend(
+                    (episode_id, ep.space, seq, line, ep.context, encode_vector(vector))
+                    for seq, (line, vector) in enumerate(
+                        zip(write.lines, write.vectors, strict=True), start=1
+                    )
                 )
                 written.setdefault(ep.space, []).append((episode_id, write.lines))
                 episodes.append(
@@ -541,6 +533,11 @@ class SQLiteStore:
                         dict(ep.meta),
                     )
                 )
+            conn.executemany(
+                "INSERT INTO lines (episode_id, space, seq, text, context, vector) "
+                "VALUES (?,?,?,?,?,?)",
+                lines,
+            )
             for space, batch in written.items():
                 graph.link_episodes(conn, space, batch)
         return episodes
