@@ -202,6 +202,7 @@ def latency(
                     if progress and i % 20 == 0:
                         progress(f"{size:,} records: querying", i, queries)
                 size_bytes = mem.stats()["size_bytes"]
+            pruning = _pruning(path, questions, config or Config())
             results[str(size)] = {
                 "add_p50_ms": round(_percentile(add_ms, 50), 3),
                 "add_p95_ms": round(_percentile(add_ms, 95), 3),
@@ -211,8 +212,40 @@ def latency(
                 "build_context_p95_ms": round(_percentile(context_ms, 95), 3),
                 "ingest_turns_per_s": round(size / ingest_seconds, 1),
                 "db_mb": round(size_bytes / 1e6, 2),
+                **pruning,
             }
     return {"records": results, "machine": machine()}
+
+
+def _pruning(path: Path, questions: Sequence[str], config: Config) -> dict[str, float]:
+    """The same searches with vector pruning forced on and off, on the same file: the p50 of
+    each and ``pruned_recall``, the share of the exact search's hits the pruned one returns
+    (the default config prunes only above ``storage.pruning_threshold``)."""
+    found: dict[str, list[list[str]]] = {}
+    p50: dict[str, float] = {}
+    for name, storage in (
+        ("exact", config.storage.with_(vector_pruning=False)),
+        ("pruned", config.storage.with_(vector_pruning=True, pruning_threshold=0)),
+    ):
+        with Memory(path, space="bench", config=config.with_(storage=storage)) as mem:
+            mem.search(questions[0])  # load the index (and fit the projection) once
+            timings, hits = [], []
+            for question in questions:
+                begin = time.perf_counter()
+                result = mem.search(question)
+                timings.append((time.perf_counter() - begin) * 1000)
+                hits.append([hit.id for hit in result.hits])
+        found[name], p50[name] = hits, _percentile(timings, 50)
+    shared = [
+        len(set(exact) & set(pruned)) / len(exact)
+        for exact, pruned in zip(found["exact"], found["pruned"], strict=True)
+        if exact
+    ]
+    return {
+        "search_exact_p50_ms": round(p50["exact"], 3),
+        "search_pruned_p50_ms": round(p50["pruned"], 3),
+        "pruned_recall": round(statistics.fmean(shared), 4) if shared else 1.0,
+    }
 
 
 # -- LoCoMo -------------------------------------------------------------------------------

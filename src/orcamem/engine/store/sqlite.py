@@ -150,6 +150,9 @@ class SQLiteStore:
             loss; NORMAL: it survives a process crash).
         busy_timeout_ms: how long a writer waits for another process's write lock.
         blas_threads: BLAS threads for vector search.
+        prune_above: search a space of more vectors than this in two steps (a projection,
+            then the exact score of the best few thousand: ``engine.store.vector_index``);
+            ``None``: always exact.
 
     Raises:
         CorruptStoreError: the file exists but is not an SQLite database, or is damaged.
@@ -166,6 +169,7 @@ class SQLiteStore:
         synchronous: str = "FULL",
         busy_timeout_ms: int = 10_000,
         blas_threads: int = 1,
+        prune_above: int | None = None,
     ) -> None:
         self.path = str(path)
         _refuse_url(self.path)
@@ -204,8 +208,10 @@ class SQLiteStore:
         self._index_lock = threading.Lock()
         self._seen: dict[sqlite3.Connection, int] = {}  # data_version each connection last saw
         self._committed = False  # the writer committed: its own data_version does not move
-        self._line_index = VectorIndex("lines", "id", blas_threads=blas_threads)
-        self._memory_index = VectorIndex("memories", "id", blas_threads=blas_threads)
+        self._line_index, self._memory_index = (
+            VectorIndex(table, "id", blas_threads=blas_threads, prune_above=prune_above)
+            for table in ("lines", "memories")
+        )
 
     # -- opening ---------------------------------------------------------------------------
 

@@ -55,22 +55,22 @@ def latency_command(
     table = Table(
         "records",
         "add p50",
-        "add p95",
         "search p50",
         "search p95",
         "context p50",
+        "pruned p50, recall",
         "turns/s",
         "DB MB",
-        title="orcamem bench latency (ms)",
+        title="orcamem bench latency (ms; recall: the pruned search's share of exact hits)",
     )
     for size, row in result["records"].items():
         table.add_row(
             f"{int(size):,}",
             str(row["add_p50_ms"]),
-            str(row["add_p95_ms"]),
             str(row["search_p50_ms"]),
             str(row["search_p95_ms"]),
             str(row["build_context_p50_ms"]),
+            f"{row['search_pruned_p50_ms']}, {row['pruned_recall']}",
             f"{row['ingest_turns_per_s']:,.0f}",
             str(row["db_mb"]),
         )
