@@ -20,6 +20,8 @@ from pathlib import Path
 
 __all__ = ["ReaderPool"]
 
+_MMAP_BYTES = 1 << 30
+
 
 class ReaderPool:
     """Read-only connections to ``path`` (an existing WAL database)."""
@@ -40,6 +42,7 @@ class ReaderPool:
             timeout=self._busy_timeout_ms / 1000,
         )
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
         return conn
 
     @contextmanager

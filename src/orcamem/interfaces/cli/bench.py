@@ -403,6 +403,8 @@ def load_command(
     seconds: Annotated[
         float, typer.Option(help="How long each run lasts (it stops by itself).")
     ] = 10.0,
+    spaces: Annotated[int, typer.Option(help="Spaces the clients spread over.")] = 4,
+    preload: Annotated[int, typer.Option(help="Lines in each space before the run.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Mixed add/search/proxy load on loopback against a stub upstream, one run per client
@@ -413,9 +415,16 @@ def load_command(
     counts = [*clients, *(more or [])]
     if not all(1 <= n <= 256 for n in counts) or not 0 < seconds <= 600:
         raise fail("use 1-256 clients and 0-600 seconds", 2)
+    if not 1 <= spaces <= 64 or not 1 <= preload <= 10_000_000:
+        raise fail("use 1-64 spaces and 1-10,000,000 preloaded lines", 2)
 
     def runs(p):
-        return {str(n): load_test(clients=n, seconds=seconds, progress=p) for n in counts}
+        return {
+            str(n): load_test(
+                clients=n, seconds=seconds, spaces=spaces, preload=preload, progress=p
+            )
+            for n in counts
+        }
 
     result = _run(runs, "load", as_json)
     if as_json:
