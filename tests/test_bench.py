@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orcamem import InvalidInputError, Memory
+from orcamem._kernel.text import STOPWORDS
 from orcamem.bench.context import (
     FACTS,
     context_bench,
@@ -23,7 +24,7 @@ from orcamem.bench.context import (
     wordpiece_tokens,
 )
 from orcamem.bench.proxy_loop import proxy_loop
-from orcamem.bench.runs import locomo
+from orcamem.bench.runs import _Texts, _vocabulary, locomo
 from orcamem.interfaces.cli.main import app
 
 KS = (1, 5, 10, 20)
@@ -393,3 +394,22 @@ def test_proxy_loop_through_the_real_proxy(tmp_path: Path) -> None:
         assert probe["tokens"] > 0 or not probe["kept"]  # an abstained probe keeps nothing
     with pytest.raises(InvalidInputError, match="at least"):
         proxy_loop(3)
+
+
+def test_synthetic_turns_come_in_batches_and_questions_ask_what_was_said() -> None:
+    """The latency corpus is made a batch at a time (a million turns in seconds, not the ~45
+    minutes a word per call took), deterministically, in the shape the bench documents."""
+    vocabulary = _vocabulary()
+    made = _Texts(vocabulary).sentences(2000)
+    assert made == _Texts(vocabulary).sentences(2000)  # the same seed, the same corpus
+    assert len(made) == 2000 and len(set(made)) > 1990
+    words = [sentence.rstrip(".").lower().split() for sentence in made]
+    assert all(8 <= len(sentence) <= 23 for sentence in words)
+    stop = sum(word in STOPWORDS for sentence in words for word in sentence)
+    assert 0.4 < stop / sum(map(len, words)) < 0.6  # about half the tokens are stop words
+    texts = _Texts(vocabulary)
+    said = [set(s.rstrip(".").lower().split()) for s in [*texts.sentences(50), texts.sentence()]]
+    for _ in range(20):
+        question = texts.question()
+        asked = question.rstrip("?").lower().split()[2:]
+        assert 2 <= len(asked) <= 5 and any(set(asked) <= sentence for sentence in said)

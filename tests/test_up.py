@@ -134,6 +134,20 @@ def test_bounded_load_loses_no_acknowledged_write() -> None:
     assert result["throughput_rps"] > 0
 
 
+@pytest.mark.slow
+def test_bench_load_runs_each_client_count_in_one_invocation() -> None:
+    from typer.testing import CliRunner
+
+    from orcamem.interfaces.cli.main import app
+
+    args = ["bench", "load", "--clients", "1", "3", "--seconds", "1", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.stdout)["clients"]
+    assert list(runs) == ["1", "3"] and [run["clients"] for run in runs.values()] == [1, 3]
+    assert all(run["missing_acknowledged"] == 0 and run["errors"] == 0 for run in runs.values())
+
+
 def _serve_once(monkeypatch: pytest.MonkeyPatch, args: list[str], then: Any) -> tuple[int, str]:
     """``orcamem <args>`` through the real CLI, with ``run`` replaced by a real uvicorn server
     that calls ``then(base_url)`` and stops (a restart is two calls on one ``ORCA_HOME``)."""

@@ -410,6 +410,12 @@ class StorageConfig(_Section):
     """How long a write waits for another writer's lock before it fails."""
     blas_threads: int = 1
     """BLAS threads for the query path (one is ~25x faster on a busy 2-core machine)."""
+    vector_pruning: bool = True
+    """Search a space of more than ``pruning_threshold`` vectors in two steps (a short
+    projection of every row, then the exact score of the best few thousand); False: always
+    exact. ``orcamem bench latency`` reports its recall against exact search."""
+    pruning_threshold: int = 200_000
+    """Vectors a space holds before pruning applies: below it search is exact."""
 
     def __post_init__(self) -> None:
         value = self.synchronous
@@ -418,6 +424,8 @@ class StorageConfig(_Section):
         object.__setattr__(self, "synchronous", value.upper())
         self._int("busy_timeout_ms", 0, 3_600_000)
         self._int("blas_threads", 1, 256)
+        self._bool("vector_pruning")
+        self._int("pruning_threshold", 0, 10**12)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -57,41 +57,60 @@ def _vocabulary() -> list[str]:
 
 
 class _Texts:
-    """Deterministic synthetic English-like text.
+    """Deterministic synthetic English-like text, made in vectorised batches.
 
     Words follow Zipf's law over the whole language: stop words take about half the tokens
     (as in real chat), and content words continue the Zipf curve *after* the stop words
     (rank r gets weight 1/(r + len(STOPWORDS))). Without that shift the most common
     "content" word would occur in every tenth token and every OR query would match most
-    of the corpus, which no real memory looks like.
+    of the corpus, which no real memory looks like. A batch draws all its words with a few
+    numpy calls (a word per call made a million turns take ~45 minutes); the content words
+    said are kept as one integer array, so a question can ask about any sentence made.
     """
 
     def __init__(self, vocab: list[str], seed: int = 7) -> None:
         self._rng = np.random.default_rng(seed)
-        self._vocab = [word for word in vocab if word not in STOPWORDS]
-        self._stopwords = sorted(word for word in STOPWORDS if "'" not in word and len(word) > 1)
-        ranks = np.arange(1, len(self._vocab) + 1)
+        content = [word for word in vocab if word not in STOPWORDS]
+        stopwords = sorted(word for word in STOPWORDS if "'" not in word and len(word) > 1)
+        ranks = np.arange(1, len(content) + 1)
         weights = 1.0 / (ranks + len(STOPWORDS))
-        self._p = weights / weights.sum()
-        self._order = self._rng.permutation(len(self._vocab))
-        self._said: list[list[str]] = []  # content words of each sentence made so far
+        self._cdf = np.cumsum(weights / weights.sum())
+        order = self._rng.permutation(len(content))
+        self._words = np.array([content[i] for i in order] + stopwords, dtype=object)
+        self._content_count = len(content)
+        self._stop_count = len(stopwords)
+        self._said: list[np.ndarray] = []  # content word ids of the sentences made, per batch
+        self._said_ends: list[np.ndarray] = []  # where each sentence's ids end, per batch
 
-    def _content(self, count: int) -> list[str]:
-        picks = self._order[self._rng.choice(len(self._vocab), size=count, p=self._p)]
-        return [self._vocab[i] for i in picks]
+    def _content(self, count: int) -> np.ndarray:
+        """``count`` content word ids drawn by the Zipf weights."""
+        picks = np.searchsorted(self._cdf, self._rng.random(count), side="right")
+        return np.minimum(picks, self._content_count - 1)
 
-    def sentence(self, n: int | None = None) -> str:
-        """A statement of ``n`` words (default 8–24), about half of them stop words."""
-        count = n or int(self._rng.integers(8, 24))
-        content = iter(self._content(count))
-        words = [
-            next(content) if self._rng.random() < 0.5 else str(self._rng.choice(self._stopwords))
-            for _ in range(count)
+    def sentences(self, count: int) -> list[str]:
+        """``count`` statements of 8–23 words each, about half of them stop words."""
+        lengths = self._rng.integers(8, 24, count)
+        total = int(lengths.sum())
+        is_content = self._rng.random(total) < 0.5
+        ids = np.where(
+            is_content,
+            self._content(total),
+            self._content_count + self._rng.integers(0, self._stop_count, total),
+        )
+        ends = np.cumsum(lengths)
+        said = np.cumsum(is_content)[ends - 1]  # content words up to each sentence's end
+        self._said.append(ids[is_content])
+        self._said_ends.append(said)
+        words = self._words[ids].tolist()
+        starts = ends - lengths
+        return [
+            " ".join(words[a:b]).capitalize() + "."
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
-        said = [word for word in words if word not in STOPWORDS]
-        if said:
-            self._said.append(said)
-        return " ".join(words).capitalize() + "."
+
+    def sentence(self) -> str:
+        """One statement (see :meth:`sentences`)."""
+        return self.sentences(1)[0]
 
     def question(self) -> str:
         """A question with 2–5 content words of one sentence said, the way a user asks about
@@ -99,32 +118,46 @@ class _Texts:
         per-item gate wants), so it never abstains and the full path is timed."""
         opener = str(self._rng.choice(["what did", "when did", "where is", "who was", "how do"]))
         count = int(self._rng.integers(2, 6))
-        said = self._said[int(self._rng.integers(0, len(self._said)))] if self._said else []
-        picks = [said[i] for i in self._rng.integers(0, len(said), count)] if said else None
-        content = " ".join(picks or self._content(count))
+        said = self._said_words()
+        picks = said[self._rng.integers(0, len(said), count)] if len(said) else self._content(count)
+        content = " ".join(self._words[picks].tolist())
         return f"{opener.capitalize()} {content}?"
+
+    def _said_words(self) -> np.ndarray:
+        """The content word ids of one sentence made so far, chosen at random."""
+        made = sum(len(ends) for ends in self._said_ends)
+        if not made:
+            return np.zeros(0, dtype=np.int64)
+        pick = int(self._rng.integers(0, made))
+        for ids, ends in zip(self._said, self._said_ends, strict=True):
+            if pick < len(ends):
+                begin = int(ends[pick - 1]) if pick else 0
+                return ids[begin : int(ends[pick])]
+            pick -= len(ends)
+        raise AssertionError("unreachable: pick < made")
 
 
 def load_turns(mem: Memory, texts: _Texts, records: int, progress: Progress | None) -> float:
     """``records`` synthetic turns (user and assistant alternating, 20 to a session) added in
     bulk batches of 5,000, as an importer would: the corpus every latency bench starts from.
     Returns the seconds spent in ``add_many`` alone (making up the texts is not ingest)."""
-    items = [
-        {
-            "text": texts.sentence(),
-            "kind": "turn",
-            "role": "user" if i % 2 else "assistant",
-            "session_id": f"s{i // 20}",
-        }
-        for i in range(records)
-    ]
     seconds = 0.0
     for start in range(0, records, 5000):
+        batch = texts.sentences(min(5000, records - start))
+        items = [
+            {
+                "text": text,
+                "kind": "turn",
+                "role": "user" if i % 2 else "assistant",
+                "session_id": f"s{i // 20}",
+            }
+            for i, text in enumerate(batch, start=start)
+        ]
         began = time.perf_counter()
-        mem.add_many(items[start : start + 5000])
+        mem.add_many(items)
         seconds += time.perf_counter() - began
         if progress:
-            progress(f"{records:,} records: loading", min(records, start + 5000), records)
+            progress(f"{records:,} records: loading", start + len(batch), records)
     return seconds
 
 
@@ -191,6 +224,7 @@ def latency(
                     if progress and i % 20 == 0:
                         progress(f"{size:,} records: querying", i, queries)
                 size_bytes = mem.stats()["size_bytes"]
+            pruning = _pruning(path, questions, config or Config())
             results[str(size)] = {
                 "add_p50_ms": round(_percentile(add_ms, 50), 3),
                 "add_p95_ms": round(_percentile(add_ms, 95), 3),
@@ -200,8 +234,40 @@ def latency(
                 "build_context_p95_ms": round(_percentile(context_ms, 95), 3),
                 "ingest_turns_per_s": round(size / ingest_seconds, 1),
                 "db_mb": round(size_bytes / 1e6, 2),
+                **pruning,
             }
     return {"records": results, "machine": machine()}
+
+
+def _pruning(path: Path, questions: Sequence[str], config: Config) -> dict[str, float]:
+    """The same searches with vector pruning forced on and off, on the same file: the p50 of
+    each and ``pruned_recall``, the share of the exact search's hits the pruned one returns
+    (the default config prunes only above ``storage.pruning_threshold``)."""
+    found: dict[str, list[list[str]]] = {}
+    p50: dict[str, float] = {}
+    for name, storage in (
+        ("exact", config.storage.with_(vector_pruning=False)),
+        ("pruned", config.storage.with_(vector_pruning=True, pruning_threshold=0)),
+    ):
+        with Memory(path, space="bench", config=config.with_(storage=storage)) as mem:
+            mem.search(questions[0])  # load the index (and fit the projection) once
+            timings, hits = [], []
+            for question in questions:
+                begin = time.perf_counter()
+                result = mem.search(question)
+                timings.append((time.perf_counter() - begin) * 1000)
+                hits.append([hit.id for hit in result.hits])
+        found[name], p50[name] = hits, _percentile(timings, 50)
+    shared = [
+        len(set(exact) & set(pruned)) / len(exact)
+        for exact, pruned in zip(found["exact"], found["pruned"], strict=True)
+        if exact
+    ]
+    return {
+        "search_exact_p50_ms": round(p50["exact"], 3),
+        "search_pruned_p50_ms": round(p50["pruned"], 3),
+        "pruned_recall": round(statistics.fmean(shared), 4) if shared else 1.0,
+    }
 
 
 # -- LoCoMo -------------------------------------------------------------------------------

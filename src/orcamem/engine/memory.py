@@ -175,6 +175,11 @@ class Memory:
             synchronous=self.config.storage.synchronous,
             busy_timeout_ms=self.config.storage.busy_timeout_ms,
             blas_threads=self.config.storage.blas_threads,
+            prune_above=(
+                self.config.storage.pruning_threshold
+                if self.config.storage.vector_pruning
+                else None
+            ),
         )
         self._checked: set[str] = set()
         self._closed = False

@@ -65,22 +65,22 @@ def latency_command(
     table = Table(
         "records",
         "add p50",
-        "add p95",
         "search p50",
         "search p95",
         "context p50",
+        "pruned p50, recall",
         "turns/s",
         "DB MB",
-        title="orcamem bench latency (ms)",
+        title="orcamem bench latency (ms; recall: the pruned search's share of exact hits)",
     )
     for size, row in result["records"].items():
         table.add_row(
             f"{int(size):,}",
             str(row["add_p50_ms"]),
-            str(row["add_p95_ms"]),
             str(row["search_p50_ms"]),
             str(row["search_p95_ms"]),
             str(row["build_context_p50_ms"]),
+            f"{row['search_pruned_p50_ms']}, {row['pruned_recall']}",
             f"{row['ingest_turns_per_s']:,.0f}",
             str(row["db_mb"]),
         )
@@ -408,41 +408,63 @@ def mcp_command(
 
 @bench_app.command("load")
 def load_command(
-    clients: Annotated[int, typer.Option(help="Concurrent clients.")] = 32,
+    clients: Annotated[
+        list[int],
+        typer.Option("--clients", help="Concurrent clients, one run each: --clients 1 8 32."),
+    ] = [32],  # noqa: B006
+    more: Annotated[list[int] | None, typer.Argument(hidden=True)] = None,
     seconds: Annotated[
-        float, typer.Option(help="How long the load runs (it stops by itself).")
+        float, typer.Option(help="How long each run lasts (it stops by itself).")
     ] = 10.0,
+    spaces: Annotated[int, typer.Option(help="Spaces the clients spread over.")] = 4,
+    preload: Annotated[int, typer.Option(help="Lines in each space before the run.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Mixed add/search/proxy load on loopback against a stub upstream; checks that every
+    """Mixed add/search/proxy load on loopback against a stub upstream, one run per client
+    count in one invocation (compare them: same machine, same minute); checks that every
     acknowledged write is present afterwards."""
     from ...bench.load import load_test
 
-    if not 1 <= clients <= 256 or not 0 < seconds <= 600:
+    counts = [*clients, *(more or [])]
+    if not all(1 <= n <= 256 for n in counts) or not 0 < seconds <= 600:
         raise fail("use 1-256 clients and 0-600 seconds", 2)
-    result = _run(
-        lambda p: load_test(clients=clients, seconds=seconds, progress=p), "load", as_json
-    )
+    if not 1 <= spaces <= 64 or not 1 <= preload <= 10_000_000:
+        raise fail("use 1-64 spaces and 1-10,000,000 preloaded lines", 2)
+
+    def runs(p):
+        return {
+            str(n): load_test(
+                clients=n, seconds=seconds, spaces=spaces, preload=preload, progress=p
+            )
+            for n in counts
+        }
+
+    result = _run(runs, "load", as_json)
     if as_json:
-        print(json.dumps(result))
+        print(json.dumps({"clients": result}))
         return
     table = Table(
-        "operation",
-        "count",
+        "clients",
+        "req/s",
+        "search/s",
+        *(f"{op} p50/p99" for op in ("search", "add", "proxy")),
         "errors",
-        "p50 ms",
-        "p99 ms",
-        title=f"orcamem bench load ({clients} clients, {result['seconds']} s, "
-        f"{result['throughput_rps']} req/s)",
+        "lost",
+        title=f"orcamem bench load ({seconds:g} s a run; ms)",
     )
-    for op, row in result["ops"].items():
+    for count, run in result.items():
+        ops = run["ops"]
         table.add_row(
-            op, str(row["count"]), str(row["errors"]), str(row["p50_ms"]), str(row["p99_ms"])
+            count,
+            str(run["throughput_rps"]),
+            f"{ops['search']['count'] / run['seconds']:.1f}",
+            *(f"{ops[op]['p50_ms']}/{ops[op]['p99_ms']}" for op in ("search", "add", "proxy")),
+            str(run["errors"]),
+            str(run["missing_acknowledged"]),
         )
     out.print(table)
-    out.print(
-        f"missing acknowledged writes: {result['missing_acknowledged']}; machine: {result['machine']}"
-    )
+    for count, run in result.items():
+        out.print(f"{count} clients: machine {run['machine']}")
 
 
 @bench_app.command("proxy")

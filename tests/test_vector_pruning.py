@@ -1,0 +1,90 @@
+"""Vector pruning (issue 16): above a size a space is searched on a short projection of every
+row, then the best few thousand are scored exactly; it is a Config switch, exact below it."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from orcamem import Config, InvalidInputError, Memory
+from orcamem.engine import StorageConfig
+from orcamem.engine.store.vector_index import VectorIndex, candidates, encode_vector
+
+DIM, ROWS = 256, 6000
+
+
+def corpus(rows: int = ROWS, seed: int = 3) -> np.ndarray:
+    """Unit vectors with the structure text embeddings have: most variance on a few axes."""
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, 24)) @ rng.normal(size=(24, DIM))
+    matrix += 0.3 * rng.normal(size=(rows, DIM))
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def conn() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE spaces (name TEXT, vector_epoch INTEGER, dim INTEGER);"
+        "CREATE TABLE lines (id INTEGER PRIMARY KEY, space TEXT, vector BLOB);"
+    )
+    conn.execute("INSERT INTO spaces VALUES ('s', 0, ?)", (DIM,))
+    conn.executemany(
+        "INSERT INTO lines (id, space, vector) VALUES (?, 's', ?)",
+        [(i + 1, encode_vector(v)) for i, v in enumerate(corpus())],
+    )
+    return conn
+
+
+def test_a_pruned_search_keeps_the_exact_hits_and_their_exact_scores(conn) -> None:
+    exact = VectorIndex("lines", "id")
+    pruned = VectorIndex("lines", "id", prune_above=1000)
+    for index in (exact, pruned):
+        index.refresh(conn)
+    assert candidates(10) < ROWS  # the pruned path really runs
+    queries = corpus(40, seed=11)
+    shared = []
+    for query in queries:
+        want, got = exact.search("s", query, 10), pruned.search("s", query, 10)
+        assert len(got) == 10 and [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        scores = dict(want)
+        for key, score in got:  # a re-scored hit carries its exact cosine
+            assert score == pytest.approx(scores.get(key, score), abs=1e-6)
+        shared.append(len({k for k, _ in want} & {k for k, _ in got}) / 10)
+    assert np.mean(shared) >= 0.95
+
+
+def test_rows_written_after_pruning_began_are_found(conn) -> None:
+    index = VectorIndex("lines", "id", prune_above=1000)
+    index.refresh(conn)
+    fresh = corpus(1, seed=99)[0]
+    conn.execute(
+        "INSERT INTO lines (id, space, vector) VALUES (?, 's', ?)", (ROWS + 1, encode_vector(fresh))
+    )
+    index.refresh(conn)  # appended rows are projected as they come
+    assert index.search("s", fresh, 5)[0][0] == ROWS + 1
+    index.discard("s", {ROWS + 1})  # a delete keeps the space pruned, without the row
+    assert ROWS + 1 not in {key for key, _ in index.search("s", fresh, 5)}
+    assert index.search("s", corpus()[7], 1)[0][0] == 8
+
+
+def test_pruning_is_a_config_switch_with_a_threshold(tmp_path) -> None:
+    assert StorageConfig().vector_pruning is True and StorageConfig().pruning_threshold > 100_000
+    with pytest.raises(InvalidInputError, match="vector_pruning"):
+        StorageConfig(vector_pruning="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="pruning_threshold"):
+        StorageConfig(pruning_threshold=-1)
+    texts = [f"note {i}: the {w} report for week {i % 52}" for i, w in enumerate(["sales"] * 2500)]
+    path = tmp_path / "pruned.db"
+    with Memory(path, space="s") as mem:
+        mem.add_many(texts)
+    results = {}
+    for name, storage in (
+        ("exact", StorageConfig(vector_pruning=False)),
+        ("pruned", StorageConfig(pruning_threshold=0)),
+    ):
+        with Memory(path, space="s", config=Config(storage=storage)) as mem:
+            results[name] = [hit.id for hit in mem.search("the sales report for week 7").hits]
+    assert results["pruned"] and results["pruned"] == results["exact"]
