@@ -499,3 +499,30 @@ def test_the_docs_responses_and_anthropic_snippets_run(
         assert out.getvalue().strip() == REPLY
         assert upstream.requests[-1][0] == path and "Lyon" in _system_text(path, upstream.last())
     assert _turns(mem, "user_alice").count(("user", QUESTION)) == 1  # one conversation, once
+
+
+def test_with_keys_an_anthropic_upstream_gets_its_key_from_the_environment(
+    mem: Memory, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``--require-keys`` the client's ``x-api-key`` is its orcamem key (never
+    forwarded); ``$ANTHROPIC_API_KEY`` where orcamem runs is what the upstream gets."""
+    _, alice = mem.keys.create(
+        spaces=["alice"], admin=False, name="alice", now="2026-11-01T10:00:00Z"
+    )
+    settings = ServerSettings(upstream=f"{upstream.url}/v1", model="stub-model", require_keys=True)
+    app = create_app(mem, settings)
+    install(app)
+    with serve(app) as url:
+        client = anthropic.Anthropic(
+            base_url=url, api_key=alice, default_headers={"x-orma-space": "alice"}
+        )
+        client.messages.create(
+            model="stub-model", max_tokens=64, messages=[{"role": "user", "content": QUESTION}]
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-upstream")
+        client.messages.create(
+            model="stub-model", max_tokens=64, messages=[{"role": "user", "content": "Again?"}]
+        )
+    first, second = (headers for _, _, headers in upstream.requests)
+    assert "x-api-key" not in first  # the orcamem key stays with orcamem
+    assert second["x-api-key"] == "sk-ant-upstream"

@@ -31,8 +31,10 @@ def open_store(
     synchronous: str = "FULL",
     busy_timeout_ms: int = 10_000,
     blas_threads: int = 1,
+    prune_above: int | None = None,
 ) -> Store:
-    """The store ``target`` names (the SQLite settings apply to SQLite only).
+    """The store ``target`` names (the SQLite settings apply to SQLite only: PostgreSQL
+    prunes with its own HNSW index).
 
     Raises:
         InvalidInputError: a URL of a scheme orcamem does not serve, or a PostgreSQL URL
@@ -48,5 +50,9 @@ def open_store(
             ) from None
         return PostgresStore(str(target))
     return SQLiteStore(
-        target, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, blas_threads=blas_threads
+        target,
+        synchronous=synchronous,
+        busy_timeout_ms=busy_timeout_ms,
+        blas_threads=blas_threads,
+        prune_above=prune_above,
     )

@@ -47,8 +47,9 @@ errors use the one JSON shape of ``errors.py``: 502 unreachable upstream, 504 no
 
 Upstream credentials: when the server requires orcamem keys (``require_keys``) the client's
 ``Authorization``/``x-api-key`` is its *orcamem* key and is never forwarded; the upstream gets
-``Bearer $OPENAI_API_KEY`` if that is set, else no credentials. Without orcamem keys the
-client's own ``Authorization`` is forwarded, unless ``$OPENAI_API_KEY`` is set, which wins.
+``Bearer $OPENAI_API_KEY`` and ``x-api-key: $ANTHROPIC_API_KEY`` (Anthropic's header) for those
+that are set, else no credentials. Without orcamem keys the client's own ``Authorization`` and
+``x-api-key`` are forwarded, unless the matching variable is set, which wins.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ..._kernel.env import openai_api_key
+from ..._kernel.env import anthropic_api_key, openai_api_key
 from ..._kernel.http import async_client
 from ..._kernel.ids import random_id, sha256
 from ..._kernel.model import DEFAULT_SPACE, validate_id
@@ -433,6 +434,10 @@ def _upstream_request(
     if key:
         headers = [(k, v) for k, v in headers if k != "authorization"]
         headers.append(("authorization", f"Bearer {key}"))
+    key = anthropic_api_key()  # an Anthropic upstream reads x-api-key
+    if key:
+        headers = [(k, v) for k, v in headers if k != "x-api-key"]
+        headers.append(("x-api-key", key))
     if decoded:
         headers = [(k, v) for k, v in headers if k != "accept-encoding"]
         headers.append(("accept-encoding", "identity"))
