@@ -15,6 +15,7 @@ from orcamem import InvalidInputError, Memory
 from orcamem._kernel.text import STOPWORDS
 from orcamem.bench.context import (
     FACTS,
+    Fact,
     context_bench,
     false_injection,
     judge,
@@ -298,6 +299,24 @@ def test_judge_a_block_with_and_without_the_evidence() -> None:
     assert judge("", TURNS, ["D1:3"])["quoted"] == 0
 
 
+def test_judge_counts_a_fact_made_from_the_evidence_that_holds_its_value() -> None:
+    """After sleep a block may say the evidence as a state or event: it counts when the fact
+    cites an evidence turn and that turn holds its value, and precision counts it too."""
+    pet = Fact("caroline pet golden retriever puppy", "golden retriever puppy", ("D1:3",))
+    wrong = Fact("caroline pet grey cat", "grey cat", ("D1:3",))  # the right line, not its words
+    other = Fact("caroline hobby pottery", "pottery", ("D2:2",))
+    block = "## Memory\n[caroline.pet: golden retriever puppy][caroline.hobby: pottery]"
+    row = judge(block, TURNS, ["D1:3"], [pet, other])
+    assert (row["any"], row["all"], row["quoted"], row["evidence_quoted"]) == (True, True, 2, 1)
+    assert row["facts_quoted"] == 2
+    row = judge("## Memory\n[caroline.pet: grey cat]", TURNS, ["D1:3"], [wrong])
+    assert (row["any"], row["quoted"], row["evidence_quoted"]) == (False, 1, 0)
+    # a fact is quoted only as a run of all its words: a speaker before a line is not one
+    spoken = Fact("caroline adopted golden retriever", "golden retriever", ("D1:3",))
+    row = judge(f"[LOG: Caroline: {SHOES}]", TURNS, ["D1:3"], [spoken])
+    assert (row["any"], row["facts_quoted"]) == (False, 0)
+
+
 def test_false_injection_counts_blocks_that_quote_stored_text_or_hoist_a_rule() -> None:
     with Memory(":memory:", space="s") as mem:
         mem.remember("My home city is Bangalore and I love its parks.")
@@ -365,6 +384,11 @@ def test_context_cli_json_and_errors(locomo_file: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)["locomo"]
     assert data["overall"]["questions"] == 2 and data["unrelated_queries"] >= 100
+    slept = runner.invoke(
+        app, ["bench", "context", "--data", str(locomo_file), "--limit", "1", "--sleep", "--json"]
+    )
+    assert slept.exit_code == 0, slept.output
+    assert json.loads(slept.stdout)["locomo"]["sleep"] is True and data["sleep"] is False
     table = runner.invoke(app, ["bench", "context", "--data", str(locomo_file), "--limit", "1"])
     assert table.exit_code == 0, table.output
     assert "machine:" in table.stdout and "WordPiece" in table.stdout  # words, not widths

@@ -889,3 +889,37 @@ def test_the_issue_15_switches_are_checked() -> None:
         SignalsConfig(fact_key_weight=-1.0)
     with pytest.raises(InvalidInputError, match="named_speaker_top"):
         RecallConfig(named_speaker_top=-1)
+
+
+def test_a_fact_about_a_named_speaker_needs_evidence_of_its_own(conversation: Memory) -> None:
+    """After sleep a space holds states about each speaker; naming the speaker says whose
+    lines to look at, not that every fact about them answers: a fact passes the same gate as a
+    passage (its own words, its closeness, a shared topic), never on the name alone."""
+    for text in ("I like jazz.", "The train was late.", "My sister visits in May."):
+        conversation.add(text, role="Ann", session_id="s4")  # calibrated: over 8 texts
+    conversation.remember("Ann · prefers: jazz", entity="Ann", attribute="prefers", value="jazz")
+    conversation.remember(
+        "Ann · played: charades at the picnic", entity="Ann", attribute="played", value="charades"
+    )
+    block = conversation.recall("What did Ann say about the picnic games?")
+    assert "Ann.played: charades" in block  # its own words answer
+    assert "Ann.prefers" not in block  # about Ann, not about the picnic
+
+
+def test_pack_shows_a_fact_once_when_its_own_line_says_it(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """A preference (or fact, or same-day event) whose own line is in the block, saying its
+    value, is not shown a second time as ``[user.prefers: …]``: its tokens go to passages."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe(
+            "user",
+            "I prefer green tea over coffee in the mornings at work.",
+            session_id="s1",
+            occurred_at="2026-10-12T09:00:00Z",
+        )
+        mem.sleep()
+        assert [(m.category, m.value) for m in mem.facts()] == [("preference", "green tea")]
+        block = mem.recall("What do I drink in the mornings?")
+    assert "I prefer green tea over coffee in the mornings at work." in block
+    assert "prefers: green tea" not in block

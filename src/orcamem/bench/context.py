@@ -11,10 +11,19 @@ words, in order, repeats kept) hold a run of ``GRAM`` consecutive content words 
 ("Thanks, Mel!") cannot be told apart from chatter and is never counted. Dates, speakers and
 markup around a quote do not matter; a turn cut after its first sentence still counts.
 
+With ``sleep`` each conversation is consolidated by the rules first (what servers and the
+proxy do by default), so blocks mix states and events with passages. A state or event
+(:class:`Fact`) is quoted when the block holds a run of its words as the block renders it
+(``entity attribute value``, an event's text), and it is evidence only when a line it cites is
+an evidence turn **and** its value's content words are all in that turn: a fact made from the
+right line but saying something else does not count.
+
 Metrics, over LoCoMo (category 5 excluded):
 
-- ``evidence_recall``: questions whose block quotes an evidence turn (``_all``: every one);
-- ``precision``: evidence turns quoted / all stored turns quoted, summed over blocks;
+- ``evidence_recall``: questions whose block quotes an evidence turn or an evidence fact
+  (``_all``: every evidence turn, itself or through a fact);
+- ``precision``: evidence items quoted / all stored items quoted (turns and facts), summed over
+  blocks;
 - ``tokens``: per block (0 when nothing is injected), median and p90, by the shipped
   embedder's WordPiece tokenizer and by the project's chars/4 ``estimate_tokens``;
 - ``false_injection``: every query of a list unrelated to the conversations (``unrelated.txt``:
@@ -29,12 +38,14 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .._kernel.config import Config
 from .._kernel.embed import DEFAULT_MODEL_DIR
+from .._kernel.model import Episode, MemoryRecord
 from .._kernel.text import STOPWORDS, estimate_tokens, terms, wordpiece_tokens
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
@@ -44,6 +55,7 @@ __all__ = [
     "FACTS",
     "RULES",
     "Block",
+    "Fact",
     "context_bench",
     "judge",
     "load_unrelated",
@@ -90,6 +102,7 @@ class Block:
     def __init__(self, text: str) -> None:
         words = _words(text)
         self._grams = {n: _grams(words, n) for n in range(MIN_WORDS, GRAM + 1)}
+        self._joined = f" {' '.join(words)} "
 
     def quotes(self, text: str) -> bool:
         """Whether this block quotes ``text`` (the module docstring's one definition)."""
@@ -106,6 +119,48 @@ class Block:
         if len(words) < MIN_WORDS:
             return False
         return tuple(words[:GRAM]) in self._grams[min(GRAM, len(words))]
+
+    def holds(self, text: str) -> bool:
+        """Whether this block holds every content word of ``text`` as one run: how a fact is
+        quoted (a speaker's name before a line could otherwise pass for a fact's entity)."""
+        words = _words(text)
+        return bool(words) and f" {' '.join(words)} " in self._joined
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A consolidated state or event as the judge sees it: the words the block renders it
+    with, its value, and the turns (ids) of the lines it cites."""
+
+    text: str
+    value: str
+    sources: tuple[str, ...]
+
+    @classmethod
+    def of(cls, memory: MemoryRecord, turn_of: dict[int, str], store: Any) -> Fact:
+        """``memory`` judged: ``turn_of`` maps episode ids to turn ids, ``store`` its lines."""
+        if memory.category == "event":
+            day = (memory.event_date or memory.created_at)[:10]
+            text = f"{day} {(memory.event_end or '')[:10]} {memory.content}"
+        elif not memory.attribute:
+            text = memory.content
+        else:
+            text = f"{memory.entity or 'user'} {memory.attribute} {memory.value or ''}"
+        lines = store.lines(list(memory.cited_lines)) if memory.cited_lines else []
+        sources = tuple(
+            sorted({turn_of[row.episode_id] for row in lines if row.episode_id in turn_of})
+        )
+        return cls(text, memory.value or memory.content, sources)
+
+    def evidence(self, turns: dict[str, str], evidence: Sequence[str]) -> set[str]:
+        """The evidence turns this fact stands for: cited, and holding every content word of
+        its value."""
+        wanted = set(_words(self.value))
+        return {
+            turn_id
+            for turn_id in self.sources
+            if turn_id in evidence and wanted and wanted <= set(_words(turns.get(turn_id, "")))
+        }
 
 
 def quotes(block: str, text: str) -> bool:
@@ -174,27 +229,36 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if quoted
         else 0.0,
         "quoted_p50": round(statistics.median(row["quoted"] for row in rows), 1),
+        "facts_quoted_p50": round(statistics.median(row["facts_quoted"] for row in rows), 1),
         **_tokens([row["block"] for row in rows]),
         "questions": len(rows),
     }
 
 
-def judge(block: str, turns: dict[str, str], evidence: Sequence[str]) -> dict[str, Any]:
-    """One question's row: which stored turns ``block`` quotes and whether the evidence is one.
+def judge(
+    block: str, turns: dict[str, str], evidence: Sequence[str], facts: Sequence[Fact] = ()
+) -> dict[str, Any]:
+    """One question's row: which stored turns and facts ``block`` quotes and which of them are
+    evidence.
 
     Args:
         block: the injected text ("" when nothing was injected).
         turns: every stored turn of the conversation, by its id.
         evidence: the ids of the turns that answer the question.
+        facts: the conversation's consolidated states and events (none without sleep).
     """
     seen = Block(block)
     quoted = {turn_id for turn_id, text in turns.items() if block and seen.quotes(text)}
-    hit = [turn_id in quoted for turn_id in evidence]
+    told = [fact for fact in facts if block and seen.holds(fact.text)]
+    through = set().union(*(fact.evidence(turns, evidence) for fact in told))
+    hit = [turn_id in quoted or turn_id in through for turn_id in evidence]
     return {
         "any": any(hit),
         "all": bool(hit) and all(hit),
-        "quoted": len(quoted),
-        "evidence_quoted": len(quoted & set(evidence)),
+        "quoted": len(quoted) + len(told),
+        "evidence_quoted": len(quoted & set(evidence))
+        + sum(bool(fact.evidence(turns, evidence)) for fact in told),
+        "facts_quoted": len(told),
         "block": block,
     }
 
@@ -226,6 +290,17 @@ def _injection_summary(found: list[tuple[bool, bool, str]]) -> dict[str, Any]:
     }
 
 
+def _consolidated(mem: Memory, space: str, episodes: Sequence[Episode]) -> list[Fact]:
+    """Consolidate ``space`` by the rules and return its states and events as judged."""
+    mem.sleep(space=space)
+    turn_of = {episode.id: episode.turn_id for episode in episodes if episode.turn_id}
+    return [
+        Fact.of(memory, turn_of, mem.store)
+        for memory in mem.facts(space=space)
+        if not memory.prohibited
+    ]
+
+
 def context_bench(
     path: str | Path,
     *,
@@ -235,6 +310,7 @@ def context_bench(
     config: Config | None = None,
     progress: Progress | None = None,
     workdir: str | None = None,
+    sleep: bool = False,
 ) -> dict[str, Any]:
     """Judge the injected block on LoCoMo and on unrelated queries.
 
@@ -243,6 +319,7 @@ def context_bench(
         unrelated: a file of unrelated queries (default: the shipped list).
         conversations: only these sample indexes (e.g. tune on 0-2, check on 3-4).
         limit: only the first N scored questions of each conversation.
+        sleep: consolidate each conversation by the rules (``Memory.sleep``) before asking.
 
     Returns:
         ``{"overall": {…}, "by_category": {"1": {…}}, "false_injection": {"episodes": {…},
@@ -272,24 +349,28 @@ def context_bench(
         for number, (index, sample) in enumerate(chosen):
             space = f"locomo-{index}"
             items = _turns(sample)
-            mem.add_many(items, space=space)
+            episodes = mem.add_many(items, space=space)
             turns = {item["turn_id"]: item["text"] for item in items}
+            facts = _consolidated(mem, space, episodes) if sleep else []
             questions = [qa for qa in sample["qa"] if qa.get("category") != 5 and _evidence(qa)]
             for qa in questions[:limit]:
                 begin = time.perf_counter()
                 block = mem.recall(str(qa["question"]), space=space)
                 recall_ms.append((time.perf_counter() - begin) * 1000)
-                row = judge(block, turns, _evidence(qa))
+                row = judge(block, turns, _evidence(qa), facts)
                 rows.append({**row, "category": qa.get("category")})
-            unrelated_episodes += false_injection(mem, space, queries, list(turns.values()), [])
+            stored = [*turns.values(), *(fact.text for fact in facts)]
+            unrelated_episodes += false_injection(mem, space, queries, stored, [])
             if progress:
                 progress("conversations", number + 1, len(chosen))
-        facts = [fact for fact, _ in FACTS]
-        for fact in facts:
+        said = [fact for fact, _ in FACTS]
+        for fact in said:
             mem.remember(fact, space="memories")
         for rule in RULES:
             mem.forbid(rule, space="memories")
-        unrelated_memories = false_injection(mem, "memories", queries, facts, RULES)
+        if sleep:
+            mem.sleep(space="memories")
+        unrelated_memories = false_injection(mem, "memories", queries, said, RULES)
         fact_recall = [
             Block(mem.recall(question, space="memories")).quotes(fact) for fact, question in FACTS
         ]
@@ -307,6 +388,7 @@ def context_bench(
             },
         },
         "conversations": [index for index, _ in chosen],
+        "sleep": sleep,
         "unrelated_queries": len(queries),
         "definition": f"quoted = a run of {GRAM} consecutive content words shared with the block "
         f"(all of them when fewer; texts under {MIN_WORDS} content words never count)",

@@ -689,7 +689,9 @@ def _memory_hits(
     now: datetime,
     evidence: _Evidence,
 ) -> list[Hit]:
-    """Active memories that are not rules and pass the per-item gate, scored."""
+    """Active memories that are not rules and pass the per-item gate, scored. A query that
+    names a memory's entity ("What did Caroline research?") does not admit it: after sleep
+    every speaker has states, and only those that hold the query's words answer it."""
     weights = engine_preset(config.recall.preset).weights
     lexical = (
         dict(store.lexical_memories(space, match, config.recall.lexical_candidates))
@@ -707,7 +709,12 @@ def _memory_hits(
         if memory.prohibited:
             continue  # rules are hoisted separately
         if not evidence.admits(
-            memory.content, memory.entity, vectors.get(memory.id, 0.0), config, fact=True
+            memory.content,
+            memory.entity,
+            vectors.get(memory.id, 0.0),
+            config,
+            fact=True,
+            by_name=False,
         ):
             continue
         breakdown = _memory_score(memory, fused[memory.id], config, now)

@@ -167,6 +167,12 @@ def context_command(
             "--proxy-loop", help="Also run N scripted exchanges through the proxy (e.g. 50)."
         ),
     ] = None,
+    sleep: Annotated[
+        bool,
+        typer.Option(
+            "--sleep", help="Consolidate each conversation by the rules first (as servers do)."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Judge the injected block itself: evidence recall, tokens, precision and false
@@ -184,7 +190,12 @@ def context_command(
     if data is not None:
         result["locomo"] = _run(
             lambda p: context_bench(
-                data, unrelated=unrelated, conversations=chosen, limit=limit, progress=p
+                data,
+                unrelated=unrelated,
+                conversations=chosen,
+                limit=limit,
+                progress=p,
+                sleep=sleep,
             ),
             "context",
             as_json,
@@ -213,7 +224,8 @@ def _print_context(result: dict, data: Path | None) -> None:
         "tokens p90",
         "chars/4 p50",
         "n",
-        title=f"orcamem bench context ({getattr(data, 'name', '')}, tokens: WordPiece)",
+        title=f"orcamem bench context ({getattr(data, 'name', '')}"
+        f"{', after sleep' if result.get('sleep') else ''}, tokens: WordPiece)",
     )
     for name, row in {**result["by_category"], "overall": result["overall"]}.items():
         table.add_row(
