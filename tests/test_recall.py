@@ -904,22 +904,3 @@ def test_a_fact_about_a_named_speaker_needs_evidence_of_its_own(conversation: Me
     block = conversation.recall("What did Ann say about the picnic games?")
     assert "Ann.played: charades" in block  # its own words answer
     assert "Ann.prefers" not in block  # about Ann, not about the picnic
-
-
-def test_pack_shows_a_fact_once_when_its_own_line_says_it(
-    tmp_path: Path, clock: FrozenClock
-) -> None:
-    """A preference (or fact, or same-day event) whose own line is in the block, saying its
-    value, is not shown a second time as ``[user.prefers: …]``: its tokens go to passages."""
-    with Memory(tmp_path / "m.db", clock=clock) as mem:
-        mem.observe(
-            "user",
-            "I prefer green tea over coffee in the mornings at work.",
-            session_id="s1",
-            occurred_at="2026-10-12T09:00:00Z",
-        )
-        mem.sleep()
-        assert [(m.category, m.value) for m in mem.facts()] == [("preference", "green tea")]
-        block = mem.recall("What do I drink in the mornings?")
-    assert "I prefer green tea over coffee in the mornings at work." in block
-    assert "prefers: green tea" not in block

@@ -6,9 +6,7 @@ header and the rules is split states | events | passages by ``PackConfig.budget_
 a part leaves unused flows to the next. Facts lead, passages support: a passage shows the
 sentence that matched (``Hit.line``; one too short to stand alone with its neighbours), not
 the turn's opening, and an outdated passage is shown only when the query is about the change or no
-recalled state holds its current value. Each thing is said once: a fact, preference or
-same-day event whose own line is shown saying its value is left out, and its budget goes to
-passages (a state stays: it says what is current). Every stored text is :func:`quote`-d first
+recalled state holds its current value. Every stored text is :func:`quote`-d first
 (redacted, its brackets and tags escaped), so only the block itself writes ``[FORBIDDEN: …]``.
 
 - dense bracket form (``enable_sutra_packing``, the default): passages in time order in one
@@ -269,31 +267,6 @@ _TITLES = {
 }
 
 
-def _restated(
-    memories: list[Hit], passages: list[Hit], text: Callable[[Hit], str]
-) -> dict[int, str]:
-    """The shown facts, preferences and events that a shown passage already says (``id()`` of
-    each → that passage's id): the passage is the line the memory was consolidated from
-    (``MemoryRecord.turn_id`` is its ``ep-<id>``) and its shown text holds every content word
-    of the memory's value.
-    A state stays (it says what is current, which a line cannot: "home city: Bangalore" leads
-    "I moved from Pune to Bangalore last week"), and so does an event dated another day than
-    its line (it resolves a "yesterday" the line leaves to the reader)."""
-    shown = {hit.id: hit for hit in passages}
-    told: dict[int, str] = {}
-    for hit in memories:
-        memory = hit.memory
-        line = shown.get(memory.turn_id or "") if memory is not None else None
-        if memory is None or line is None or memory.category == "state":
-            continue
-        if memory.category == "event" and _day(memory.event_date) != _day(line.occurred_at):
-            continue
-        wanted = set(content_words(memory.value or memory.content))
-        if wanted and wanted <= set(content_words(text(line))):
-            told[id(hit)] = line.id
-    return told
-
-
 def pack_context(
     hits: list[Hit], rules: list[Hit], config: Config, today: datetime, query: str = ""
 ) -> tuple[str, list[Hit]]:
@@ -352,33 +325,18 @@ def pack_context(
     room = config.pack.context_budget_tokens - _tokens(
         header(any(hit.outdated_by for hit in kinds["passage"]), bool(rules))
     )
-
-    def fill() -> dict[str, _Lines | _Log]:
-        layouts = {kind: layout(kind) for kind in _TITLES}
-        fit(kinds["rule"], layouts["rule"], room)
-        left = room - layouts["rule"].cost
-        parts = ("state", "event", "passage")
-        carried = 0
-        for kind, share in zip(parts, config.pack.budget_shares, strict=True):
-            allowed = int(left * share) + carried
-            fit(kinds[kind], layouts[kind], allowed)
-            carried = allowed - layouts[kind].cost
-        for kind in parts:  # what is still unused goes back to the first part that can use it
-            used = sum(layouts[other].cost for other in parts)
-            fit(kinds[kind], layouts[kind], left - used + layouts[kind].cost)
-        return layouts
-
-    layouts = fill()
-    told = _restated(
-        [*layouts["state"].items, *layouts["event"].items], layouts["passage"].items, text
-    )
-    if told:  # shown once: the line says it, the budget goes to what is not yet said
-        first = layouts
-        for kind in ("state", "event"):
-            kinds[kind] = [hit for hit in kinds[kind] if id(hit) not in told]
-        layouts = fill()
-        if not set(told.values()) <= {hit.id for hit in layouts["passage"].items}:
-            layouts = first  # a line that said it no longer fits: keep both
+    layouts = {kind: layout(kind) for kind in _TITLES}
+    fit(kinds["rule"], layouts["rule"], room)
+    room -= layouts["rule"].cost
+    parts = ("state", "event", "passage")
+    carried = 0
+    for kind, share in zip(parts, config.pack.budget_shares, strict=True):
+        allowed = int(room * share) + carried
+        fit(kinds[kind], layouts[kind], allowed)
+        carried = allowed - layouts[kind].cost
+    for kind in parts:  # what is still unused goes back to the first part that can use it
+        used = sum(layouts[other].cost for other in parts)
+        fit(kinds[kind], layouts[kind], room - used + layouts[kind].cost)
     chosen = {kind: layouts[kind].items for kind in _TITLES}
     if not any(chosen.values()):
         return "", []
