@@ -35,6 +35,7 @@ from orcamem.capability.settings import set_workspace_override
 from orcamem.recall.blocks.capability import (
     BLOCK_CHARS,
     COLD_WARNING,
+    INSTRUCTION,
     MEMORY_CHARS,
     render_block,
 )
@@ -265,6 +266,15 @@ def test_one_memory_is_cut_at_1000_characters() -> None:
     assert item.startswith("- ") and len(item) - 2 == MEMORY_CHARS == 1000
     assert item.endswith("…")
     assert "- short one" in block
+
+
+def test_an_archived_memory_with_its_warning_stays_within_1000_characters() -> None:
+    block = render_block([Recalled("c" * 5000, archived=True)])
+    item = block.removeprefix(f"<memory>\n{INSTRUCTION}\n").removesuffix("\n</memory>")
+    lines = item.split("\n")  # "- " on the first line, "  " on the others: the list layout
+    memory = "\n".join(line[2:] for line in lines)
+    assert memory.startswith(COLD_WARNING) and memory.endswith("…")
+    assert len(memory) == MEMORY_CHARS
 
 
 def test_the_block_is_capped_at_8000_characters() -> None:

@@ -318,3 +318,28 @@ def test_the_capability_block_through_turn_before(project: Path, env: dict[str, 
     shown = orcamem(env, "turn", "before", "--memory", "capability",
                     stdin=json.dumps({"session_id": "s1", "cwd": str(project), "prompt": "tea"}))  # fmt: skip
     assert "<memory>" in shown.stdout and "The user prefers tea." in shown.stdout
+
+
+def test_a_turn_pinned_memory_is_found_by_that_turns_turn_before(
+    project: Path, env: dict[str, str]
+) -> None:
+    from orcamem.capability import Capability
+    from orcamem.capability.providers import Scope
+
+    (project / "config.json").write_text(json.dumps({"defaults": {"memory": {"enabled": True}}}))
+    with Capability(project, session_id="s1") as capability:
+        capability.remember("Ugli turn fact: use the staging bucket.", scope=Scope("s1", turn="t1"))
+
+    def before(turn_id: str) -> str:
+        data = {
+            "session_id": "s1",
+            "cwd": str(project),
+            "prompt": "ugli bucket",
+            "turn_id": turn_id,
+        }
+        shown = orcamem(env, "turn", "before", "--memory", "capability", stdin=json.dumps(data))
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
+
+    assert "staging bucket" in before("t1")
+    assert "staging bucket" not in before("t2")

@@ -178,7 +178,10 @@ def run_claude(
         turn = host.parse_turn(payload, finished=False)
         if memory is MemoryKind.capability:
             with capability_for(turn) as capability:
-                _context(event.value, capability.before_turn(turn.prompt).block)
+                _context(
+                    event.value,
+                    capability.before_turn(turn.prompt, turn_id=turn.turn_id or None).block,
+                )
             return
         snapshot = host.turn_before(turn)
         problems(f"hooks run claude-code {event.value}", snapshot.problems)
