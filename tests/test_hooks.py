@@ -233,6 +233,46 @@ def test_codex_notify_captures_the_finished_turn(project: Path, env: dict[str, s
     assert other.returncode == 0 and other.stdout == ""
 
 
+def test_codex_prompt_hook_goes_into_hooks_json_once_beside_other_hooks(
+    project: Path, env: dict[str, str]
+) -> None:
+    hooks_json = project / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+    hooks_json.write_text(json.dumps(theirs))
+    for _ in range(2):
+        done = orcamem(env, "hooks", "install", "codex", "--project", cwd=project)
+        assert done.returncode == 0, done.stderr
+    hooks = json.loads(hooks_json.read_text())["hooks"]
+    assert hooks["Stop"] == theirs["hooks"]["Stop"]
+    (group,) = hooks["UserPromptSubmit"]
+    assert group["hooks"][0]["command"].endswith(
+        "-m orcamem.interfaces.cli.hooks run codex UserPromptSubmit"
+    )
+    status = orcamem(env, "hooks", "status", "codex", "--project", cwd=project).stdout
+    assert "notify: installed" in status and "UserPromptSubmit: installed" in status
+    assert orcamem(env, "hooks", "uninstall", "codex", "--project", cwd=project).returncode == 0
+    assert json.loads(hooks_json.read_text()) == theirs
+
+
+def test_codex_user_prompt_submit_gets_the_recalled_block(
+    project: Path, env: dict[str, str]
+) -> None:
+    assert orcamem(env, "hooks", "install", "codex", "--project", cwd=project).returncode == 0
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    command = hooks["UserPromptSubmit"][-1]["hooks"][0]["command"]
+    captured = orcamem(
+        env, "hooks", "run", "codex", "notify", payload("codex/notify.json", project)
+    )
+    assert captured.returncode == 0, captured.stderr
+    prompted = shell(command, env, project, payload("codex/UserPromptSubmit.json", project))
+    assert prompted.returncode == 0 and prompted.stderr == ""
+    context = json.loads(prompted.stdout)["hookSpecificOutput"]
+    assert context["hookEventName"] == "UserPromptSubmit"
+    assert context["additionalContext"].startswith("<automatic-memory>")
+    assert "The user is allergic to peanuts." in context["additionalContext"]
+
+
 # -- the generic commands, and what a crash costs --------------------------------------------------
 
 
