@@ -383,3 +383,40 @@ def test_a_turn_pinned_memory_is_found_by_that_turns_turn_before(
 
     assert "staging bucket" in before("t1")
     assert "staging bucket" not in before("t2")
+
+
+LOADED = """
+import json, runpy, sys
+module, *sys.argv[1:] = sys.argv[1:]
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+heavy = ("numpy", "orcamem.engine", "orcamem.bank", "orcamem.recall.hybrid")
+sys.stderr.write("LOADED " + json.dumps([m for m in heavy if m in sys.modules]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "data"),
+    [
+        (("orcamem", "turn", "before"), {"prompt": "How do we deploy?"}),
+        (("orcamem", "turn", "after"), None),
+        (("orcamem.interfaces.cli.hooks", "run", "claude-code", "UserPromptSubmit"),
+         {"prompt": "How do we deploy?"}),
+    ],
+)  # fmt: skip
+def test_a_hook_loads_neither_numpy_nor_the_engine_nor_the_bank(
+    project: Path, env: dict[str, str], args: tuple[str, ...], data: dict | None
+) -> None:
+    stdin = (
+        after_payload(project, "t1", "I prefer tabs.")
+        if data is None
+        else json.dumps({"session_id": "s1", "cwd": str(project), **data})
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *args], input=stdin, capture_output=True, text=True,
+        env=env, timeout=120,
+    )  # fmt: skip
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("LOADED ")]
+    assert json.loads(line.removeprefix("LOADED ")) == [], done.stderr
