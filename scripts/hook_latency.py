@@ -1,5 +1,6 @@
 """Wall time of each Claude Code hook invocation, run the way Claude Code runs it: the command
-orcamem installs, through a shell, the recorded payload on stdin (tests/fixtures/hooks/).
+orcamem installs, through a shell, the recorded payload on stdin (tests/fixtures/hooks/); and
+of ``orcamem turn before`` / ``turn after`` as any other host runs them (``python -m orcamem``).
 
     python scripts/hook_latency.py [RUNS]
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -48,14 +50,30 @@ def main(runs: int) -> dict[str, object]:
     orcamem("hooks", "install", "claude-code", "--project")
     hooks = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
     report: dict[str, object] = {"runs": runs}
-    for event in EVENTS:
-        command = hooks[event][-1]["hooks"][0]["command"]
-        payload = (
+    turn = [sys.executable, "-m", "orcamem", "turn"]
+    commands = {
+        event: (
+            hooks[event][-1]["hooks"][0]["command"],
             (FIXTURES / f"{event}.json")
             .read_text()
             .replace("__CWD__", str(project))
-            .replace("__TRANSCRIPT__", str(transcript))
+            .replace("__TRANSCRIPT__", str(transcript)),
         )
+        for event in EVENTS
+    }
+    before = {"session_id": "s1", "cwd": str(project), "prompt": "How do we deploy?"}
+    after = {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "cwd": str(project),
+        "messages": [
+            {"role": "user", "content": "I prefer pytest over unittest."},
+            {"role": "assistant", "content": "Noted."},
+        ],
+    }
+    commands["turn before"] = (shlex.join([*turn, "before"]), json.dumps(before))
+    commands["turn after"] = (shlex.join([*turn, "after"]), json.dumps(after))
+    for event, (command, payload) in commands.items():
         times = []
         for _ in range(runs):
             start = time.perf_counter()

@@ -35,6 +35,7 @@ from orcamem.capability.settings import set_workspace_override
 from orcamem.recall.blocks.capability import (
     BLOCK_CHARS,
     COLD_WARNING,
+    INSTRUCTION,
     MEMORY_CHARS,
     render_block,
 )
@@ -267,6 +268,15 @@ def test_one_memory_is_cut_at_1000_characters() -> None:
     assert "- short one" in block
 
 
+def test_an_archived_memory_with_its_warning_stays_within_1000_characters() -> None:
+    block = render_block([Recalled("c" * 5000, archived=True)])
+    item = block.removeprefix(f"<memory>\n{INSTRUCTION}\n").removesuffix("\n</memory>")
+    lines = item.split("\n")  # "- " on the first line, "  " on the others: the list layout
+    memory = "\n".join(line[2:] for line in lines)
+    assert memory.startswith(COLD_WARNING) and memory.endswith("…")
+    assert len(memory) == MEMORY_CHARS
+
+
 def test_the_block_is_capped_at_8000_characters() -> None:
     block = render_block([Recalled(f"{n} " + "b" * 3000) for n in range(40)])
     assert len(block) <= BLOCK_CHARS == 8000
@@ -476,8 +486,52 @@ def test_close_waits_for_queued_saves(on: Path, base: Path) -> None:
     assert capability.after_turn("x", "y") is None  # closed
 
 
+def test_extraction_with_a_scripted_model_on_loopback(on: Path, base: Path) -> None:
+    """The after-turn save through the real HTTP client against a scripted OpenAI-compatible
+    server: what the model answers is saved, unscoped and findable, and the exchange it was
+    sent is redacted (the shipped 135M model answers nothing for such turns; see
+    docs/local-memory.md)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from servers import serve
+
+    token = "ghp_" + "Z9y8" * 9
+    facts = ["The user wants pnpm instead of npm in this repo.", "The user prefers tabs."]
+    received: list[str] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        received.append(json.dumps(await request.json()))
+        content = json.dumps({"facts": facts})
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": content}}]})
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with (
+        serve(app, lifespan="off") as url,
+        OpenAIChat("scripted", f"{url}/v1") as model,
+        Capability(on, instance_config=base, model=model) as session,
+    ):
+        future = session.after_turn(
+            f"From now on, always use pnpm instead of npm in this repo. I prefer tabs. {token}",
+            "Understood: pnpm, and tabs for indentation.",
+        )
+        assert future is not None
+        outcome = future.result(60)
+        block = session.before_turn("pnpm or npm?").block
+    assert outcome.facts == tuple(facts) and not outcome.nothing and outcome.error is None
+    assert outcome.extractor == f"model:{model.id}"
+    assert "The user wants pnpm instead of npm in this repo." in block
+    (sent,) = received
+    assert token not in sent and "pnpm" in sent
+
+
 @pytest.mark.slow
 def test_extraction_with_a_real_small_model(on: Path, base: Path, llama_server: str) -> None:
+    """Whatever the real 135M model answers is handled within the limits (it answers nothing
+    for 10 of 10 realistic exchanges: this pins the handling, the scripted test above pins
+    that an answer is saved)."""
     with (
         OpenAIChat("smollm2", llama_server, structured="json_object") as model,
         Capability(on, instance_config=base, model=model, extraction_deadline_s=60) as session,

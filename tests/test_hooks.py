@@ -233,6 +233,46 @@ def test_codex_notify_captures_the_finished_turn(project: Path, env: dict[str, s
     assert other.returncode == 0 and other.stdout == ""
 
 
+def test_codex_prompt_hook_goes_into_hooks_json_once_beside_other_hooks(
+    project: Path, env: dict[str, str]
+) -> None:
+    hooks_json = project / ".codex" / "hooks.json"
+    hooks_json.parent.mkdir()
+    theirs = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+    hooks_json.write_text(json.dumps(theirs))
+    for _ in range(2):
+        done = orcamem(env, "hooks", "install", "codex", "--project", cwd=project)
+        assert done.returncode == 0, done.stderr
+    hooks = json.loads(hooks_json.read_text())["hooks"]
+    assert hooks["Stop"] == theirs["hooks"]["Stop"]
+    (group,) = hooks["UserPromptSubmit"]
+    assert group["hooks"][0]["command"].endswith(
+        "-m orcamem.interfaces.cli.hooks run codex UserPromptSubmit"
+    )
+    status = orcamem(env, "hooks", "status", "codex", "--project", cwd=project).stdout
+    assert "notify: installed" in status and "UserPromptSubmit: installed" in status
+    assert orcamem(env, "hooks", "uninstall", "codex", "--project", cwd=project).returncode == 0
+    assert json.loads(hooks_json.read_text()) == theirs
+
+
+def test_codex_user_prompt_submit_gets_the_recalled_block(
+    project: Path, env: dict[str, str]
+) -> None:
+    assert orcamem(env, "hooks", "install", "codex", "--project", cwd=project).returncode == 0
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    command = hooks["UserPromptSubmit"][-1]["hooks"][0]["command"]
+    captured = orcamem(
+        env, "hooks", "run", "codex", "notify", payload("codex/notify.json", project)
+    )
+    assert captured.returncode == 0, captured.stderr
+    prompted = shell(command, env, project, payload("codex/UserPromptSubmit.json", project))
+    assert prompted.returncode == 0 and prompted.stderr == ""
+    context = json.loads(prompted.stdout)["hookSpecificOutput"]
+    assert context["hookEventName"] == "UserPromptSubmit"
+    assert context["additionalContext"].startswith("<automatic-memory>")
+    assert "The user is allergic to peanuts." in context["additionalContext"]
+
+
 # -- the generic commands, and what a crash costs --------------------------------------------------
 
 
@@ -318,3 +358,65 @@ def test_the_capability_block_through_turn_before(project: Path, env: dict[str, 
     shown = orcamem(env, "turn", "before", "--memory", "capability",
                     stdin=json.dumps({"session_id": "s1", "cwd": str(project), "prompt": "tea"}))  # fmt: skip
     assert "<memory>" in shown.stdout and "The user prefers tea." in shown.stdout
+
+
+def test_a_turn_pinned_memory_is_found_by_that_turns_turn_before(
+    project: Path, env: dict[str, str]
+) -> None:
+    from orcamem.capability import Capability
+    from orcamem.capability.providers import Scope
+
+    (project / "config.json").write_text(json.dumps({"defaults": {"memory": {"enabled": True}}}))
+    with Capability(project, session_id="s1") as capability:
+        capability.remember("Ugli turn fact: use the staging bucket.", scope=Scope("s1", turn="t1"))
+
+    def before(turn_id: str) -> str:
+        data = {
+            "session_id": "s1",
+            "cwd": str(project),
+            "prompt": "ugli bucket",
+            "turn_id": turn_id,
+        }
+        shown = orcamem(env, "turn", "before", "--memory", "capability", stdin=json.dumps(data))
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout
+
+    assert "staging bucket" in before("t1")
+    assert "staging bucket" not in before("t2")
+
+
+LOADED = """
+import json, runpy, sys
+module, *sys.argv[1:] = sys.argv[1:]
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+heavy = ("numpy", "orcamem.engine", "orcamem.bank", "orcamem.recall.hybrid")
+sys.stderr.write("LOADED " + json.dumps([m for m in heavy if m in sys.modules]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "data"),
+    [
+        (("orcamem", "turn", "before"), {"prompt": "How do we deploy?"}),
+        (("orcamem", "turn", "after"), None),
+        (("orcamem.interfaces.cli.hooks", "run", "claude-code", "UserPromptSubmit"),
+         {"prompt": "How do we deploy?"}),
+    ],
+)  # fmt: skip
+def test_a_hook_loads_neither_numpy_nor_the_engine_nor_the_bank(
+    project: Path, env: dict[str, str], args: tuple[str, ...], data: dict | None
+) -> None:
+    stdin = (
+        after_payload(project, "t1", "I prefer tabs.")
+        if data is None
+        else json.dumps({"session_id": "s1", "cwd": str(project), **data})
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *args], input=stdin, capture_output=True, text=True,
+        env=env, timeout=120,
+    )  # fmt: skip
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("LOADED ")]
+    assert json.loads(line.removeprefix("LOADED ")) == [], done.stderr

@@ -35,8 +35,10 @@ def test_the_hooks_docs_blocks_run(tmp_path: Path, shell: Shell) -> None:
     assert "The user prefers pytest." in printed  # turn after, then turn before, found it
     assert printed.count(": installed") == 3 and "\nindex\n" in printed
     settings = json.loads((here.cwd / ".claude" / "settings.json").read_text())
-    (shown,) = fenced("json")
-    assert json.loads(shown.replace("/path/to/python", sys.executable)) == settings
+    codex_hooks = json.loads((Path(here.env["HOME"]) / ".codex" / "hooks.json").read_text())
+    claude, codex = fenced("json")
+    assert json.loads(claude.replace("/path/to/python", sys.executable)) == settings
+    assert json.loads(codex.replace("/path/to/python", sys.executable)) == codex_hooks
     config = (Path(here.env["HOME"]) / ".codex" / "config.toml").read_text()
     (toml,) = fenced("toml")
     assert toml.replace("/path/to/python", sys.executable) == config

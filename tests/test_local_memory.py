@@ -115,6 +115,38 @@ def test_normalize_origin_removes_user_info_query_fragment_and_scheme() -> None:
         normalize_origin("  ")
 
 
+def test_origin_path_case_folds_on_github_and_gitlab_and_is_kept_elsewhere() -> None:
+    assert normalize_origin("https://GitHub.com/Acme/API.git") == "github.com/acme/api"
+    assert normalize_origin("git@gitlab.com:Group/Sub/Repo.git") == "gitlab.com/group/sub/repo"
+    # a self-hosted server may tell Acme from acme: only its host is lower-cased
+    assert normalize_origin("ssh://git@Git.Example.com/Acme/API.git") == "git.example.com/Acme/API"
+
+
+def test_a_project_written_under_its_old_case_kept_key_is_found_again(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    root = tmp_path / "orca"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for path, url in ((a, "https://github.com/Acme/API.git"), (b, "git@github.com:acme/api.git")):
+        path.mkdir()
+        git(path, "init", "-q")
+        git(path, "remote", "add", "origin", url)
+    with LocalMemory(a, root=root, clock=clock, start=False) as old:
+        old.remember("project: Acme API deploys from the release branch.")
+        written = old.files.dir
+    # what an older version left: the directory keyed by the origin's case as written
+    legacy = hashlib.sha256(b"github.com/Acme/API").hexdigest()
+    record = json.loads((written / "project.json").read_text(encoding="utf-8"))
+    record.update(project_id=legacy, project_identity="github.com/Acme/API")
+    (written / "project.json").write_text(json.dumps(record), encoding="utf-8")
+    written.rename(root / "projects" / legacy)
+    for clone in (a, b):
+        with LocalMemory(clone, root=root, clock=clock, start=False) as memory:
+            assert memory.identity.id == legacy
+            assert "release branch" in memory.session_context()
+    assert [p.name for p in (root / "projects").iterdir()] == [legacy]
+
+
 def test_clones_and_worktrees_share_one_project_identity(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for path, url in (

@@ -1,7 +1,9 @@
-"""The extraction path against a real model (SmolLM2-135M on llama.cpp, tests/llm_server.py).
+"""The extraction path against a scripted model on loopback (what is kept, exactly) and a real
+one (SmolLM2-135M on llama.cpp, tests/llm_server.py).
 
-A model this small is not wise, and what it answers varies; so the test records each answer
-and asserts the exact handling of it: what leaves the machine is the turn's user and assistant
+A model this small is not wise: it answers NOTHING for 10 of 10 realistic exchanges
+(scripts/tiny_model_quality.py, docs/local-memory.md), so the real-model test records each
+answer and asserts the exact handling of it: what leaves the machine is the turn's user and assistant
 messages only, redacted and bounded; an attempt is retried only after an answer that is not
 NOTHING and not well-formed candidates; NOTHING ends the job done with no candidates;
 well-formed candidates are kept or rejected one by one, none invented; three failed attempts
@@ -10,6 +12,7 @@ fail the job; whatever reaches the ledger is classified, secret-free, attributed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,72 @@ class Recording:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def test_a_scripted_model_on_loopback_extracts_the_turn_and_every_guarantee_holds(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """The same turn as the real-model test below, against a scripted OpenAI-compatible server
+    on loopback that always answers two candidates: the real HTTP client and the whole path
+    run, and the test can say exactly what must reach the ledger (the real model usually
+    answers nothing for it)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from servers import serve
+
+    answer = {
+        "candidates": [
+            {"category": "feedback", "text": "Answer in British English."},
+            {"category": "project", "text": "The API is deployed with Helm on Fridays."},
+        ]
+    }
+    received: list[dict[str, Any]] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        received.append(await request.json())
+        content = json.dumps(answer)
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": content}}]})
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    project = tmp_path / "api"
+    project.mkdir()
+    transcript = JsonlTranscript(tmp_path / "transcript.jsonl")
+    turn(
+        transcript,
+        "t1",
+        f"From now on answer in British English. We decided to deploy the API with Helm on "
+        f"Fridays. My GitHub token is {TOKEN}.",
+        "Understood: British English from now on, and API deploys go out with Helm on Fridays.",
+        extra=[("tool", "tool", "TOOL-OUTPUT-MARKER kubectl get pods: 3 running")],
+    )
+    with (
+        serve(app, lifespan="off") as url,
+        OpenAIChat("scripted", f"{url}/v1") as model,
+        LocalMemory(
+            project, session_id="s1", model=model, transcript=transcript, clock=clock,
+            start=False, root=tmp_path / "orca",
+        ) as memory,
+    ):  # fmt: skip
+        job = memory.finish_turn("t1").job
+        assert job is not None
+        memory.run_jobs()
+        final = memory.jobs.get(job.id)
+        kept = memory.candidates().candidates
+        snapshot = memory.begin_turn("t2", "How do we deploy the API?")
+        extractor = model.id
+    assert final.status == "done" and final.attempts == 1
+    assert [(c.category, c.text, c.extractor) for c in kept] == [
+        ("feedback", "Answer in British English.", extractor),
+        ("project", "The API is deployed with Helm on Fridays.", extractor),
+    ]
+    (request,) = received
+    sent = json.dumps(request)
+    assert TOKEN not in sent and "[REDACTED:github_token]" in sent
+    assert "TOOL-OUTPUT-MARKER" not in sent
+    assert "Helm on Fridays" in snapshot.text
 
 
 @pytest.mark.slow

@@ -199,6 +199,16 @@ def test_tag_matches_weigh_more_than_body_matches(store: MarkdownStore) -> None:
     assert markdown_score.match("roadmap", "", ["roadmap"], W).coverage == W["tag"]
 
 
+def test_a_tag_match_beats_a_body_match_for_a_one_word_query(store: MarkdownStore) -> None:
+    # the body holds "deploy" verbatim: without a phrase of two words there is no bonus, so
+    # the tag's 1.5 beats the body's 1.0 (both were 1.5 before)
+    body_hit = store.save("Deploy on Fridays only after the freeze lifts.")
+    tag_hit = store.save("Fridays are frozen until the release.", tags=["deploy"])
+    assert ids(store, "deploy") == [tag_hit.id, body_hit.id]
+    one_word = markdown_score.match("Deploy?", "deploy on fridays", [], W)
+    assert one_word.verbatim == 0.0 and one_word.score < W["tag"]
+
+
 def test_containing_the_query_verbatim_earns_a_bonus(store: MarkdownStore) -> None:
     scattered = store.save("The policy for branching: one topic branch per plan.")
     verbatim = store.save("Our branching policy is one topic branch per plan.")
@@ -210,6 +220,12 @@ def test_containing_the_query_verbatim_earns_a_bonus(store: MarkdownStore) -> No
 def test_short_words_and_stop_words_are_dropped() -> None:
     assert markdown_score.query_terms("What is a K8s pod, X?") == ["k8s", "pod"]
     assert markdown_score.query_terms("the and of to a I") == []
+
+
+def test_the_stop_words_are_a_short_list_not_the_engines() -> None:
+    # words a user searches by stay words (the engine's 195-word list drops all three)
+    assert markdown_score.query_terms("which type, kind and sort?") == ["type", "kind", "sort"]
+    assert len(markdown_score.STOP_WORDS) < 60
 
 
 def test_branching_does_not_find_branch_per_plan(store: MarkdownStore) -> None:

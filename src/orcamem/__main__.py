@@ -1,5 +1,5 @@
 """``python -m orcamem`` is the ``orcamem`` command."""
 
-from .interfaces.cli.main import main
+from .interfaces.cli.entry import main
 
 main()

@@ -10,8 +10,6 @@ from datetime import date
 from functools import cache
 from typing import Any, Literal
 
-from .embed import DEFAULT_MODEL_DIR
-
 __all__ = [
     "STOPWORDS",
     "content_words",
@@ -229,6 +227,8 @@ def estimate_tokens(text: str) -> int:
 @cache
 def _tokenizer() -> Any:
     from tokenizers import Tokenizer  # loaded on first count: ``import orcamem`` stays light
+
+    from .embed import DEFAULT_MODEL_DIR  # numpy: a hook that never counts tokens skips it
 
     tokenizer = Tokenizer.from_file(str(DEFAULT_MODEL_DIR / "tokenizer.json"))
     tokenizer.no_truncation()

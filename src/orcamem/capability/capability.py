@@ -254,14 +254,14 @@ class Capability:
             return list(messages)
         return [*messages[:index], {"role": "system", "content": turn.block}, *messages[index:]]
 
-    def prepare_prompt(self, prompt: str, user_message: str) -> str:
-        """``prompt`` followed by the memory block for ``user_message``; off, or nothing
-        found: ``prompt`` itself."""
+    def prepare_prompt(self, prompt: str, user_message: str, *, turn_id: str | None = None) -> str:
+        """``prompt`` followed by the memory block for ``user_message`` (``turn_id``: as in
+        :meth:`before_turn`); off, or nothing found: ``prompt`` itself."""
         validate_prompt(prompt, what="prompt")
         validate_prompt(user_message, what="user_message")
         if not self.enabled:
             return prompt
-        block = self.before_turn(user_message).block
+        block = self.before_turn(user_message, turn_id=turn_id).block
         return f"{prompt}\n\n{block}" if block else prompt
 
     # -- after the turn ---------------------------------------------------------------------

@@ -11,10 +11,13 @@ light entry point: ``hooks`` and ``turn`` only, without the rest of the CLI and 
   user prompt, by that record's ``uuid``, and the assistant's text after it; sidechain
   (subagent), meta and tool-result records are left out), captured as an eligible root turn.
 
-**Codex CLI** (``~/.codex/config.toml``): its documented ``notify`` program gets one JSON
+**Codex CLI**: its documented ``notify`` program (``~/.codex/config.toml``) gets one JSON
 argument per finished turn (``agent-turn-complete``, with ``thread-id``, ``turn-id``, ``cwd``,
-``input-messages`` and ``last-assistant-message``), captured the same way. Codex has no
-before-turn hook there, so nothing is injected into its prompts.
+``input-messages`` and ``last-assistant-message``), captured the same way; and its
+``UserPromptSubmit`` command hook (``hooks.json``, user ``~/.codex/`` or project ``.codex/``,
+the same shape as Claude Code's; stdin ``session_id``, ``turn_id``, ``cwd``, ``prompt``, …)
+gets the recalled block back as ``hookSpecificOutput.additionalContext``, which Codex adds to
+the turn as developer context.
 
 Install is idempotent (orcamem's entries are found by their command and replaced, anything
 else is kept) and the previous file is copied to ``<name>.orcamem-backup`` before it changes.
@@ -43,18 +46,24 @@ __all__ = [
     "claude_settings",
     "claude_turn",
     "codex_config",
+    "codex_hooks",
     "codex_turn",
     "hook_command",
     "install_claude",
     "install_codex",
+    "install_codex_hooks",
     "status_claude",
     "status_codex",
+    "status_codex_hooks",
     "uninstall_claude",
     "uninstall_codex",
+    "uninstall_codex_hooks",
 ]
 
 CLAUDE_EVENTS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30}
 """The Claude Code events orcamem hooks, with each command's timeout in seconds."""
+CODEX_EVENTS = {"UserPromptSubmit": 10}
+"""The Codex ``hooks.json`` events orcamem hooks (the finished turn comes by ``notify``)."""
 _TRANSCRIPT_TAIL = 4 * 1024 * 1024
 """Only the end of a long session's transcript is read: the last turn is there."""
 BACKUP_SUFFIX = ".orcamem-backup"
@@ -74,6 +83,7 @@ def _shell(argv: list[str]) -> str:
 
 
 _CLAUDE_MARK = f"-m {ENTRY} run claude-code"
+_CODEX_HOOK_MARK = f"-m {ENTRY} run codex"
 _CODEX_MARK = f'"-m", "{ENTRY}", "run", "codex"'
 
 
@@ -99,6 +109,15 @@ def claude_settings(scope: str, cwd: Path) -> Path:
 
 def codex_config() -> Path:
     return Path.home() / ".codex" / "config.toml"
+
+
+def codex_hooks(scope: str, cwd: Path) -> Path:
+    """``~/.codex/hooks.json`` (``user``) or ``<cwd>/.codex/hooks.json`` (``project``)."""
+    if scope == "user":
+        return Path.home() / ".codex" / "hooks.json"
+    if scope == "project":
+        return cwd / ".codex" / "hooks.json"
+    raise InvalidInputError(f"scope={scope!r}: use 'user' or 'project'")
 
 
 def _read(path: Path) -> str | None:
@@ -141,35 +160,35 @@ def _settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def _ours(group: Any) -> bool:
+def _ours(group: Any, mark: str) -> bool:
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return isinstance(hooks, list) and any(
-        isinstance(h, dict) and _CLAUDE_MARK in str(h.get("command", "")) for h in hooks
+        isinstance(h, dict) and mark in str(h.get("command", "")) for h in hooks
     )
 
 
-def _claude_entries() -> dict[str, list[dict[str, Any]]]:
+def _entries(agent: str, events: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
     return {
         event: [
             {
                 "hooks": [
                     {
                         "type": "command",
-                        "command": _shell(hook_command("claude-code", event)),
+                        "command": _shell(hook_command(agent, event)),
                         "timeout": timeout,
                     }
                 ]
             }
         ]
-        for event, timeout in CLAUDE_EVENTS.items()
+        for event, timeout in events.items()
     }
 
 
-def _without_ours(hooks: dict[str, Any]) -> dict[str, Any]:
+def _without_ours(hooks: dict[str, Any], mark: str) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for event, groups in hooks.items():
         if isinstance(groups, list):
-            groups = [g for g in groups if not _ours(g)]
+            groups = [g for g in groups if not _ours(g, mark)]
             if not groups:
                 continue
         kept[event] = groups
@@ -180,34 +199,47 @@ def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def install_claude(path: Path) -> Change:
-    """Write orcamem's SessionStart, UserPromptSubmit and Stop hooks into ``path``."""
+def _install_json(path: Path, agent: str, events: Mapping[str, int], mark: str) -> Change:
     before, data = _settings(path)
-    hooks = _without_ours(data.get("hooks", {}))
-    for event, groups in _claude_entries().items():
+    hooks = _without_ours(data.get("hooks", {}), mark)
+    entries = _entries(agent, events)
+    for event, groups in entries.items():
         hooks[event] = [*hooks.get(event, []), *groups]
     change = _write(path, before, _dump({**data, "hooks": hooks}))
-    return Change(change.path, change.changed, change.backup, _claude_entries())
+    return Change(change.path, change.changed, change.backup, entries)
 
 
-def uninstall_claude(path: Path) -> Change:
-    """Remove orcamem's entries from ``path``, keeping every other hook and setting."""
+def _uninstall_json(path: Path, mark: str) -> Change:
     before, data = _settings(path)
     if before is None:
         return Change(path, False)
-    hooks = _without_ours(data.get("hooks", {}))
+    hooks = _without_ours(data.get("hooks", {}), mark)
     rest = {k: v for k, v in data.items() if k != "hooks"}
     return _write(path, before, _dump({**rest, "hooks": hooks} if hooks else rest))
 
 
-def status_claude(path: Path) -> dict[str, bool]:
-    """For each hooked event, whether orcamem's entry is in ``path``."""
+def _status_json(path: Path, events: Mapping[str, int], mark: str) -> dict[str, bool]:
     _, data = _settings(path)
     hooks = data.get("hooks", {})
     return {
-        event: any(_ours(g) for g in hooks.get(event, []) if isinstance(hooks.get(event), list))
-        for event in CLAUDE_EVENTS
+        event: isinstance(hooks.get(event), list) and any(_ours(g, mark) for g in hooks[event])
+        for event in events
     }
+
+
+def install_claude(path: Path) -> Change:
+    """Write orcamem's SessionStart, UserPromptSubmit and Stop hooks into ``path``."""
+    return _install_json(path, "claude-code", CLAUDE_EVENTS, _CLAUDE_MARK)
+
+
+def uninstall_claude(path: Path) -> Change:
+    """Remove orcamem's entries from ``path``, keeping every other hook and setting."""
+    return _uninstall_json(path, _CLAUDE_MARK)
+
+
+def status_claude(path: Path) -> dict[str, bool]:
+    """For each hooked event, whether orcamem's entry is in ``path``."""
+    return _status_json(path, CLAUDE_EVENTS, _CLAUDE_MARK)
 
 
 def _tail_records(path: Path) -> list[dict[str, Any]]:
@@ -333,6 +365,19 @@ def uninstall_codex(path: Path) -> Change:
 def status_codex(path: Path) -> dict[str, bool]:
     _, parsed = _codex_lines(_read(path) or "")
     return {"notify": _CODEX_MARK in json.dumps(parsed.get("notify"))}
+
+
+def install_codex_hooks(path: Path) -> Change:
+    """Write orcamem's ``UserPromptSubmit`` hook into Codex's ``hooks.json`` at ``path``."""
+    return _install_json(path, "codex", CODEX_EVENTS, _CODEX_HOOK_MARK)
+
+
+def uninstall_codex_hooks(path: Path) -> Change:
+    return _uninstall_json(path, _CODEX_HOOK_MARK)
+
+
+def status_codex_hooks(path: Path) -> dict[str, bool]:
+    return _status_json(path, CODEX_EVENTS, _CODEX_HOOK_MARK)
 
 
 def codex_turn(payload: Any) -> HostTurn | None:

@@ -78,7 +78,8 @@ class AfterTurn:
 
 
 def parse_turn(data: Any, *, finished: bool) -> HostTurn:
-    """Check a payload: ``{"session_id", "cwd", "prompt"}`` before a turn, or ``{"session_id",
+    """Check a payload: ``{"session_id", "cwd", "prompt"}`` (and optionally ``"turn_id"``)
+    before a turn, or ``{"session_id",
     "turn_id", "cwd", "messages": [{"role", "content"}, …]}`` after it (``finished``).
 
     Raises:
@@ -101,7 +102,9 @@ def parse_turn(data: Any, *, finished: bool) -> HostTurn:
         )
     if not finished:
         prompt = validate_prompt(data.get("prompt"), what="prompt")
-        return HostTurn(session, Path(cwd), prompt=prompt)
+        pinned = data.get("turn_id")  # optional before a turn: finds memories pinned to it
+        turn = "" if pinned is None else validate_id(pinned, what="turn_id")
+        return HostTurn(session, Path(cwd), turn_id=turn, prompt=prompt)
     turn = validate_id(data.get("turn_id"), what="turn_id")
     messages = validate_messages(data.get("messages"), what="messages")
     pairs = tuple(

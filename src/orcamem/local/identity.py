@@ -1,20 +1,36 @@
 """Project identity (seed 000): which project a working directory belongs to, so its memory is
 found again from any clone or subfolder: the normalised Git origin when there is one, else the
 repository root, else the directory itself. The id is a SHA-256; nothing here is sent to a model.
+
+Case: the host is always lower-cased; the path is lower-cased only on the forges whose
+owner/repository names are case-insensitive (:data:`CASE_INSENSITIVE_FORGES`), so ``Acme/API``
+and ``acme/api`` are one GitHub project but two on a self-hosted server that keeps case. A
+project directory written under an older, case-kept key is found again (:func:`find_project`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from .._kernel.ids import sha256
 from ..errors import InvalidInputError
 
-__all__ = ["ProjectIdentity", "normalize_origin", "project_identity"]
+__all__ = [
+    "CASE_INSENSITIVE_FORGES",
+    "ProjectIdentity",
+    "find_project",
+    "normalize_origin",
+    "project_identity",
+]
+
+CASE_INSENSITIVE_FORGES = frozenset({"github.com", "gitlab.com"})
+"""Hosts whose owner/repository paths are case-insensitive (a different case is the same
+repository there); elsewhere a path's case is kept, as Git servers may tell ``A`` from ``a``."""
 
 
 @dataclass(frozen=True)
@@ -51,13 +67,14 @@ def normalize_origin(url: str) -> str:
 
     User info (``user:token@``), query parameters and fragments are removed; so are the
     scheme, a trailing ``.git`` and ``/``, so the SSH and HTTPS clones of one repository share
-    one identity. The host is lower-cased. Local origins (a path or ``file://``) become
+    one identity. The host is lower-cased, and so is the path on a
+    :data:`CASE_INSENSITIVE_FORGES` host. Local origins (a path or ``file://``) become
     ``file:<path>``.
 
-    >>> normalize_origin("https://alice:ghp_x@GitHub.com/acme/api.git?ref=1#readme")
+    >>> normalize_origin("https://alice:ghp_x@GitHub.com/Acme/API.git?ref=1#readme")
     'github.com/acme/api'
-    >>> normalize_origin("git@github.com:acme/api.git")
-    'github.com/acme/api'
+    >>> normalize_origin("git@git.example.com:Acme/API.git")
+    'git.example.com/Acme/API'
     """
     text = url.strip()
     if not text:
@@ -85,7 +102,14 @@ def normalize_origin(url: str) -> str:
     if path.endswith(".git"):
         path = path[:-4]
     path = path.rstrip("/")
-    return f"{host}{f':{port}' if port else ''}/{path}"
+    return _fold(f"{host}{f':{port}' if port else ''}/{path}")
+
+
+def _fold(identity: str) -> str:
+    """``identity`` (``host[:port]/path``) with the path lower-cased on a case-insensitive
+    forge; anything else as it is."""
+    host, slash, path = identity.partition("/")
+    return f"{host}{slash}{path.lower()}" if host in CASE_INSENSITIVE_FORGES else identity
 
 
 def _clean_path(path: str) -> str:
@@ -182,3 +206,34 @@ def project_identity(cwd: str | Path) -> ProjectIdentity:
 def _identity(kind: str, identity: str, root: Path, cwd: Path) -> ProjectIdentity:
     ident = sha256(identity)
     return ProjectIdentity(ident, kind, identity, root, cwd)
+
+
+def find_project(identity: ProjectIdentity, projects: Path) -> ProjectIdentity:
+    """``identity``, or the same project under the key an older version wrote it with.
+
+    Versions before path-case folding kept an origin's path case (``github.com/Acme/API``):
+    when the folded key's directory under ``projects`` does not exist, a directory whose
+    ``project.json`` records a Git origin that folds to the same identity is used under its
+    old id (aliased, not renamed: its jobs and spaces keep naming that id). No such directory:
+    ``identity`` as it is.
+    """
+    if identity.kind != "git-origin" or (projects / identity.id).exists():
+        return identity
+    try:
+        found = sorted(projects.glob("*/project.json"))
+    except OSError:
+        return identity
+    for path in found:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (
+            isinstance(record, dict)
+            and record.get("identity_kind") == "git-origin"
+            and isinstance(record.get("project_identity"), str)
+            and _fold(record["project_identity"]) == identity.identity
+            and record.get("project_id") == path.parent.name
+        ):
+            return replace(identity, id=path.parent.name)
+    return identity

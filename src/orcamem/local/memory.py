@@ -78,7 +78,7 @@ from .extract import (
     render_source,
     screen,
 )
-from .identity import project_identity
+from .identity import find_project, project_identity
 from .ledger import (
     MAX_EXPLICIT_BYTES,
     Candidate,
@@ -222,8 +222,9 @@ class LocalMemory:
         barrier_s: float = BARRIER_S,
         deadline_s: float = 60.0,
     ) -> None:
-        self.identity = project_identity(cwd if cwd is not None else Path.cwd())
         self.layout = MemoryLayout(Path(root) if root is not None else memory_dir())
+        found = project_identity(cwd if cwd is not None else Path.cwd())
+        self.identity = find_project(found, self.layout.projects)
         self.files = self.layout.project(self.identity.id)
         self.clock = clock or SystemClock()
         self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"

@@ -5,9 +5,11 @@ loads its files, calls these, and writes what they decide. Lexical, not semantic
 the deal: ``branching`` and ``branch`` are different tokens.
 
 - :func:`query_terms` — the query's distinct words, minus words under two characters and
-  English stop words.
+  the seed's *short* list of English stop words (:data:`STOP_WORDS`, not the engine's 195:
+  ``type``, ``kind`` or ``sort`` are words a user searches by).
 - :func:`match` — the fraction of those words a memory accounts for (a tag word counts
-  ``tag``, a body word ``body``), plus ``verbatim`` when the body holds the query as written.
+  ``tag``, a body word ``body``), plus ``verbatim`` when the body holds a query of two or more
+  words as written (a one-word "phrase" is only a body match: the bonus would let it tie a tag).
 - :func:`decay` — ``0.5 ** (age / half-life)``; importance ≥ 0.7 doubles the half-life,
   ≤ 0.3 halves it, ≥ 0.9 pins the memory (no decay, no archive).
 - :func:`rank` — match × bounded decay and importance nudges; :func:`clears_floor` — the
@@ -22,7 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .._kernel import text as kernel_text
-from .._kernel.text import STOPWORDS
 from .signals import recency
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "MIN_WORD_CHARS",
     "PIN_AT",
     "SLOW_AT",
+    "STOP_WORDS",
+    "VERBATIM_MIN_WORDS",
     "Match",
     "age_days",
     "clears_floor",
@@ -54,12 +57,22 @@ PIN_AT = 0.9
 """Importance at or above this pins a memory: it never decays or archives."""
 ARCHIVE_BELOW = 0.25
 """A decay score below this (two half-lives) makes a memory an archive candidate."""
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or",
+    "our", "so", "that", "the", "their", "them", "they", "this", "to", "was", "we", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+})  # fmt: skip
+"""The seed's "short list of English stop words": articles, pronouns, auxiliaries, prepositions
+and question words, nothing a memory could be about."""
+VERBATIM_MIN_WORDS = 2
+"""A query needs this many content words for the verbatim bonus (one word is a body match)."""
 
 
 def terms(text: str) -> list[str]:
     """Distinct lower-cased words of ``text`` in order, without stop words and words under
     ``MIN_WORD_CHARS``; ``pune's`` stays whole (a search's content words cut it to ``pune``)."""
-    return kernel_text.terms(text, stopwords=STOPWORDS, min_len=MIN_WORD_CHARS, distinct=True)
+    return kernel_text.terms(text, stopwords=STOP_WORDS, min_len=MIN_WORD_CHARS, distinct=True)
 
 
 def query_terms(query: str) -> list[str]:
@@ -97,8 +110,9 @@ def match(
 
     Each distinct query word earns ``weights["tag"]`` when a tag holds it, else
     ``weights["body"]`` when the body does, else nothing; coverage is the mean over the query's
-    words. A body holding the query itself, as whole words (case, spacing and the query's
-    surrounding punctuation aside), gains ``weights["verbatim"]``.
+    words. A body holding a query of :data:`VERBATIM_MIN_WORDS` or more content words itself,
+    as whole words (case, spacing and the query's surrounding punctuation aside), gains
+    ``weights["verbatim"]``; so a tag match always outweighs a body match for one word.
 
     >>> from orcamem.recall.presets import get_preset
     >>> w = get_preset("markdown").weights
@@ -118,7 +132,7 @@ def match(
             credit += weights.get("tag", 1.5)
         elif word in body_words:
             credit += weights.get("body", 1.0)
-    phrase = _verbatim_form(query)
+    phrase = _verbatim_form(query) if len(wanted) >= VERBATIM_MIN_WORDS else ""
     holds = bool(phrase) and (
         re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", " ".join(body.lower().split())) is not None
     )

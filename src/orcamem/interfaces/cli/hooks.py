@@ -43,8 +43,8 @@ ProjectOption = Annotated[
     bool,
     typer.Option(
         "--project/--user",
-        help="Claude Code: the project's .claude/settings.json, or ~/.claude/settings.json "
-        "(default). Codex has only ~/.codex/config.toml.",
+        help="The project's .claude/settings.json (Codex: .codex/hooks.json), or the user's "
+        "under ~ (default). Codex's notify is always in ~/.codex/config.toml.",
     ),
 ]
 CwdOption = Annotated[
@@ -52,46 +52,58 @@ CwdOption = Annotated[
 ]
 SettingsOption = Annotated[
     Path | None,
-    typer.Option("--settings", help="Edit this settings file instead of the default one."),
+    typer.Option(
+        "--settings",
+        help="Edit this settings file instead of the default one (Codex: its config.toml; "
+        "hooks.json is the one beside it).",
+    ),
 ]
 
 
-def _target(agent: Agent, project: bool, cwd: Path | None, settings: Path | None) -> Path:
+def _targets(agent: Agent, project: bool, cwd: Path | None, settings: Path | None) -> list[Path]:
+    """The files an agent's hooks live in: Claude Code's settings.json; Codex's config.toml
+    (``notify``) and hooks.json (``UserPromptSubmit``)."""
     from ...local import hooks
 
-    if settings is not None:
-        return settings
+    scope, where = ("project" if project else "user"), (cwd or Path.cwd()).resolve()
     if agent is Agent.codex:
-        return hooks.codex_config()
-    return hooks.claude_settings("project" if project else "user", (cwd or Path.cwd()).resolve())
+        if settings is not None:
+            return [settings, settings.with_name("hooks.json")]
+        return [hooks.codex_config(), hooks.codex_hooks(scope, where)]
+    return [settings if settings is not None else hooks.claude_settings(scope, where)]
 
 
-def _change(agent: Agent, path: Path, install: bool) -> Any:
+def _changes(agent: Agent, paths: list[Path], install: bool) -> list[Any]:
     from ...local import hooks
 
     try:
         if agent is Agent.codex:
-            return hooks.install_codex(path) if install else hooks.uninstall_codex(path)
-        return hooks.install_claude(path) if install else hooks.uninstall_claude(path)
+            if install:
+                return [hooks.install_codex(paths[0]), hooks.install_codex_hooks(paths[1])]
+            return [hooks.uninstall_codex(paths[0]), hooks.uninstall_codex_hooks(paths[1])]
+        return [hooks.install_claude(paths[0]) if install else hooks.uninstall_claude(paths[0])]
     except OrcamemError as exc:
         raise fail(exc) from None
 
 
-def _report(verb: str, change: Any, as_json: bool) -> None:
+def _report(verb: str, changes: list[Any], as_json: bool) -> None:
     if as_json:
-        print_json(
+        found = [
             {
                 "path": str(change.path),
                 "changed": change.changed,
                 "backup": str(change.backup) if change.backup else None,
                 "entries": change.entries,
             }
-        )
+            for change in changes
+        ]
+        print_json(found[0] if len(found) == 1 else found)
         return
-    state = f"{verb} in {change.path}" if change.changed else f"already {verb} in {change.path}"
-    sys.stdout.write(state + "\n")
-    if change.backup:
-        sys.stdout.write(f"the previous file is kept as {change.backup}\n")
+    for change in changes:
+        done = f"{verb} in {change.path}"
+        sys.stdout.write((done if change.changed else f"already {done}") + "\n")
+        if change.backup:
+            sys.stdout.write(f"the previous file is kept as {change.backup}\n")
 
 
 @hooks_app.command("install")
@@ -103,7 +115,7 @@ def install(
     as_json: JsonOption = False,
 ) -> None:
     """Write orcamem's hook entries (idempotent; the old file is backed up first)."""
-    _report("installed", _change(agent, _target(agent, project, cwd, settings), True), as_json)
+    _report("installed", _changes(agent, _targets(agent, project, cwd, settings), True), as_json)
 
 
 @hooks_app.command("uninstall")
@@ -115,7 +127,8 @@ def uninstall(
     as_json: JsonOption = False,
 ) -> None:
     """Remove orcamem's hook entries, keeping every other setting."""
-    _report("uninstalled", _change(agent, _target(agent, project, cwd, settings), False), as_json)
+    paths = _targets(agent, project, cwd, settings)
+    _report("uninstalled", _changes(agent, paths, False), as_json)
 
 
 @hooks_app.command("status")
@@ -129,20 +142,29 @@ def status(
     """Say which of orcamem's hooks are installed in the settings file."""
     from ...local import hooks
 
-    path = _target(agent, project, cwd, settings)
+    paths = _targets(agent, project, cwd, settings)
+    readers = (
+        [hooks.status_codex, hooks.status_codex_hooks]
+        if agent is Agent.codex
+        else [hooks.status_claude]
+    )
     try:
-        found = hooks.status_codex(path) if agent is Agent.codex else hooks.status_claude(path)
+        found = [(path, read(path)) for path, read in zip(paths, readers, strict=True)]
     except OrcamemError as exc:
         raise fail(exc) from None
     if as_json:
-        print_json({"path": str(path), "hooks": found})
+        shown = [{"path": str(path), "hooks": each} for path, each in found]
+        print_json(shown[0] if len(shown) == 1 else shown)
         return
-    for name, installed in found.items():
-        sys.stdout.write(f"{name}: {'installed' if installed else 'not installed'} ({path})\n")
+    for path, each in found:
+        for name, installed in each.items():
+            state = "installed" if installed else "not installed"
+            sys.stdout.write(f"{name}: {state} ({path})\n")
 
 
 def _context(event: str, text: str) -> None:
-    """Claude Code's documented way to add context: ``hookSpecificOutput.additionalContext``."""
+    """Claude Code's and Codex's documented way to add context:
+    ``hookSpecificOutput.additionalContext``."""
     if text:
         output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
@@ -178,7 +200,10 @@ def run_claude(
         turn = host.parse_turn(payload, finished=False)
         if memory is MemoryKind.capability:
             with capability_for(turn) as capability:
-                _context(event.value, capability.before_turn(turn.prompt).block)
+                _context(
+                    event.value,
+                    capability.before_turn(turn.prompt, turn_id=turn.turn_id or None).block,
+                )
             return
         snapshot = host.turn_before(turn)
         problems(f"hooks run claude-code {event.value}", snapshot.problems)
@@ -189,21 +214,33 @@ def run_claude(
 
 @run_app.command("codex")
 def run_codex(
-    kind: Annotated[str, typer.Argument(help="notify")],
-    payload: Annotated[str, typer.Argument(help="The JSON Codex passes as the last argument.")],
+    kind: Annotated[str, typer.Argument(help="notify or UserPromptSubmit")],
+    payload: Annotated[
+        str | None,
+        typer.Argument(help="notify: the JSON Codex passes as the last argument."),
+    ] = None,
 ) -> None:
-    """Codex's ``notify`` program: capture the turn an ``agent-turn-complete`` ended."""
+    """Codex's ``notify`` program (capture the turn an ``agent-turn-complete`` ended) and its
+    ``UserPromptSubmit`` hook (payload on stdin; the recalled block as additionalContext)."""
 
     def run() -> None:
+        from ...local import host
         from ...local.hooks import codex_turn
 
+        if kind == "UserPromptSubmit":
+            snapshot = host.turn_before(host.parse_turn(read_payload(), finished=False))
+            problems(f"hooks run codex {kind}", snapshot.problems)
+            _context(kind, snapshot.text)
+            return
         if kind != "notify":
-            raise OrcamemError(f"unknown Codex hook {kind!r}: use notify")
+            raise OrcamemError(f"unknown Codex hook {kind!r}: use notify or UserPromptSubmit")
+        if payload is None:
+            raise OrcamemError("notify needs the JSON Codex passes as its last argument")
         turn = codex_turn(read_payload(payload))
         if turn is not None:
             after_turn(turn, MemoryKind.local, as_json=False)
 
-    degrade("hooks run codex notify", run)
+    degrade(f"hooks run codex {kind}", run)
 
 
 def register(app: typer.Typer) -> None:

@@ -117,7 +117,7 @@ def before(as_json: JsonOption = False, memory: MemoryOption = MemoryKind.local)
         turn = parse_turn(read_payload(), finished=False)
         if memory is MemoryKind.capability:
             with capability_for(turn) as capability:
-                found = capability.before_turn(turn.prompt)
+                found = capability.before_turn(turn.prompt, turn_id=turn.turn_id or None)
             data = {
                 "memory": "capability",
                 "text": found.block,

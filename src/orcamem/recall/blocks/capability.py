@@ -43,9 +43,10 @@ COLD_WARNING = (
 
 
 def _item(memory: Recalled) -> str:
-    body = clip(quote(memory.text), MEMORY_CHARS, collapse=False)  # redacted before the cut
-    if memory.archived:
-        body = f"{COLD_WARNING}\n{body}"
+    """One memory, warning included, in at most :data:`MEMORY_CHARS` (the warning is part of
+    the item, so an archived memory's text gets what the warning leaves)."""
+    warning = f"{COLD_WARNING}\n" if memory.archived else ""
+    body = warning + clip(quote(memory.text), MEMORY_CHARS - len(warning), collapse=False)
     lines = body.split("\n")
     return "\n".join([f"- {lines[0]}", *(f"  {line}" if line else "" for line in lines[1:])])
 
@@ -53,8 +54,8 @@ def _item(memory: Recalled) -> str:
 def render_block(memories: Sequence[Recalled]) -> str:
     """The ``<memory>`` block for these memories, in order; ``""`` when there are none.
 
-    Each memory is cut at :data:`MEMORY_CHARS` (an archived one is prefixed with its
-    cold-storage warning); memories that would take the block past :data:`BLOCK_CHARS` are
+    Each memory is cut at :data:`MEMORY_CHARS`, an archived one's cold-storage warning
+    included; memories that would take the block past :data:`BLOCK_CHARS` are
     left out.
     """
     head, tail = f"<memory>\n{INSTRUCTION}\n", "</memory>"
