@@ -57,6 +57,11 @@ def test_every_public_memory_name_has_its_async_twin(tmp_path: Path) -> None:
         twin = inspect.getattr_static(AsyncMemory, name)
         if inspect.isfunction(sync):
             _assert_twin_method(name, sync, twin)
+        elif isinstance(sync, classmethod):  # a constructor: the twin makes an AsyncMemory
+            assert isinstance(twin, classmethod), f"{name} must be a classmethod"
+            assert list(inspect.signature(twin.__func__).parameters) == list(
+                inspect.signature(sync.__func__).parameters
+            ), f"{name}: parameters differ"
         else:  # a property, a cached property, or an attribute set in __init__: no I/O
             assert isinstance(twin, (property, cached_property)), f"{name} must be a property"
             if sync is not None:

@@ -122,6 +122,11 @@ class AsyncMemory:
             api_key=api_key,
         )
 
+    @classmethod
+    def connect(cls, target: str | Path, **options: Any) -> AsyncMemory:
+        """``AsyncMemory(path=target, …)`` said for a URL: ``AsyncMemory.connect("postgresql://…")``."""
+        return cls(target, **options)
+
     # -- what the wrapped Memory holds (no I/O) -----------------------------------------------
 
     @property
@@ -386,6 +391,18 @@ class AsyncMemory:
     ) -> dict[str, int]:
         """Load an ``export`` file; already present episodes and memories are skipped."""
         return await _thread(self.sync.import_jsonl, lines, space=space, progress=progress)
+
+    async def import_history(
+        self,
+        source: str,
+        path: str | Path,
+        *,
+        space: str | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, int]:
+        """Bring another tool's history in with its real dates (``engine.importers``):
+        ``chatgpt``, ``claude``, ``claude-code``, ``mcp-memory`` or ``mem0``."""
+        return await _thread(self.sync.import_history, source, path, space=space, progress=progress)
 
     async def sleep(
         self,
