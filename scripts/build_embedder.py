@@ -17,7 +17,10 @@ become orcamem dependencies. Run it in a throw-away venv:
     /tmp/distill-venv/bin/python scripts/build_embedder.py   # from the repo root
 
 Options: ``--out DIR`` (default ``src/orcamem/_kernel/assets/m2v-minilm-l6-v2``, relative to
-the repo root), ``--pca-dims N`` (default 256), ``--threads N`` (default 1).
+the repo root), ``--pca-dims N`` (default 256), ``--threads N`` (default 1), ``--extra-words N``
+(default 0: add the N most frequent English words of the PyPI package ``wordfreq`` as whole-word
+tokens, each distilled as the teacher reads the full word; ``pip install wordfreq==3.1.1``
+first). The variants are measured in docs/recall.md ("Embedders"); the default stays as built.
 
 Reproducibility: seeds are fixed, torch runs with deterministic algorithms, and torch / BLAS are
 pinned to ``--threads`` threads (default 1) because a different thread count can change float
@@ -118,6 +121,18 @@ def locate_teacher() -> Path:
     return model_dir
 
 
+def extra_words(count: int) -> list[str] | None:
+    """The ``count`` most frequent alphabetic English words of wordfreq, or None for none."""
+    if count <= 0:
+        return None
+    try:
+        from wordfreq import top_n_list
+    except ModuleNotFoundError:
+        sys.exit("error: --extra-words needs wordfreq: pip install wordfreq==3.1.1")
+    words = [w for w in top_n_list("en", count * 2) if w.isalpha() and w.islower()]
+    return words[:count]
+
+
 def prepare_out_dir(out: Path) -> None:
     if out.exists():
         stray = sorted(p.name for p in out.iterdir() if p.name not in OWNED_FILES)
@@ -203,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         help="torch/BLAS threads; keep it fixed for byte-identical rebuilds (default 1)",
     )
     ap.add_argument(
+        "--extra-words",
+        type=int,
+        default=0,
+        help="add the N most frequent English words (wordfreq) as whole-word tokens (default 0)",
+    )
+    ap.add_argument(
         "--allow-other-teacher",
         action="store_true",
         help="do not fail if the teacher weights' sha256 differs from the pinned one",
@@ -243,8 +264,16 @@ def main(argv: list[str] | None = None) -> int:
         "numpy": np.__version__,
         "python": sys.version.split()[0],
     }
+    vocabulary = extra_words(args.extra_words)
+    if vocabulary:
+        versions["wordfreq"] = metadata.version("wordfreq")
     params: dict[str, object] = {
-        "vocabulary": "base tokenizer vocabulary (no custom vocabulary)",
+        "vocabulary": (
+            f"base tokenizer vocabulary plus the {args.extra_words} most frequent English "
+            "words of wordfreq (alphabetic, lowercase)"
+            if vocabulary
+            else "base tokenizer vocabulary (no custom vocabulary)"
+        ),
         "token_remove_pattern": TOKEN_REMOVE_PATTERN,
         "pooling": "mean",
         "pca_dims": args.pca_dims,
@@ -258,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = distill(
         model_name=str(teacher),
-        vocabulary=None,
+        vocabulary=vocabulary,
         device="cpu",
         pca_dims=args.pca_dims,
         sif_coefficient=SIF_COEFFICIENT,

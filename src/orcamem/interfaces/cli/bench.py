@@ -13,6 +13,7 @@ from ..._kernel.config import Config, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
 from ...recall.presets import engine_preset
 from .console import (
+    EmbedderOption,
     command_group,
     fail,
     out,
@@ -40,14 +41,17 @@ def latency_command(
     more: Annotated[list[int] | None, typer.Argument(hidden=True)] = None,
     queries: Annotated[int, typer.Option(help="Searches timed per size.")] = 200,
     adds: Annotated[int, typer.Option(help="Single adds timed per size.")] = 200,
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Time add, search and build_context at each size on a fresh database (default embedder)."""
+    """Time add, search and build_context at each size on a fresh database."""
     from ...bench.runs import latency
 
     sizes = [*records, *(more or [])]
     result = _run(
-        lambda p: latency(sizes, queries=queries, adds=adds, progress=p), "latency", as_json
+        lambda p: latency(sizes, queries=queries, adds=adds, embedder=embedder, progress=p),
+        "latency",
+        as_json,
     )
     if as_json:
         print(json.dumps(result))
@@ -86,15 +90,21 @@ def locomo_command(
     preset: Annotated[str, typer.Option(help="Recall preset.")] = "hybrid",
     fusion: Annotated[str, typer.Option(help="minmax or rrf.")] = "minmax",
     samples: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    conversations: Annotated[
+        str | None, typer.Option(help="Only these conversations, from 0: e.g. 0-2 or 3,4.")
+    ] = None,
+    embedder: EmbedderOption = None,
     spreading: Annotated[
         bool, typer.Option(help="Spreading activation over the entity graph (the ablation).")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
+    from ...bench.context import parse_conversations
     from ...bench.runs import locomo
 
     try:
+        chosen = parse_conversations(conversations)
         config = Config(
             recall=RecallConfig(preset=preset, fusion=fusion),
             signals=SignalsConfig(enable_spreading_activation=spreading),
@@ -103,7 +113,16 @@ def locomo_command(
     except OrcamemError as exc:
         raise fail(exc) from None
     result = _run(
-        lambda p: locomo(data, config=config, progress=p, limit_samples=samples), "locomo", as_json
+        lambda p: locomo(
+            data,
+            config=config,
+            embedder=embedder,
+            progress=p,
+            limit_samples=samples,
+            conversations=chosen,
+        ),
+        "locomo",
+        as_json,
     )
     if as_json:
         print(json.dumps(result))
@@ -154,6 +173,7 @@ def context_command(
             "--proxy-loop", help="Also run N scripted exchanges through the proxy (e.g. 50)."
         ),
     ] = None,
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Judge the injected block itself: evidence recall, tokens, precision and false
@@ -171,7 +191,12 @@ def context_command(
     if data is not None:
         result["locomo"] = _run(
             lambda p: context_bench(
-                data, unrelated=unrelated, conversations=chosen, limit=limit, progress=p
+                data,
+                unrelated=unrelated,
+                conversations=chosen,
+                limit=limit,
+                embedder=embedder,
+                progress=p,
             ),
             "context",
             as_json,
