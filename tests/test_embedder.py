@@ -381,3 +381,83 @@ def test_cli_reembed_with_an_openai_endpoint(tmp_path: Path, server: _Embeddings
 
     bad = runner.invoke(app, ["reembed", "--db", str(path), "--embedder", "nonsense"])
     assert bad.exit_code == 2 and "unknown embedder spec" in " ".join(bad.stderr.split())
+
+
+# -- the benches measure the embedder they are given --------------------------------------------
+
+
+def _tiny_locomo(path: Path) -> Path:
+    """Two one-session LoCoMo samples, one scorable question each."""
+
+    def sample(index: int, said: str, question: str) -> dict[str, Any]:
+        turn = {"speaker": "Ana", "dia_id": "D1:1", "text": said}
+        other = {"speaker": "Ben", "dia_id": "D1:2", "text": "The weather was fine all week."}
+        return {
+            "sample_id": f"tiny-{index}",
+            "conversation": {
+                "speaker_a": "Ana",
+                "speaker_b": "Ben",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [turn, other],
+            },
+            "qa": [{"question": question, "answer": said, "evidence": ["D1:1"], "category": 1}],
+        }
+
+    samples = [
+        sample(0, "I adopted a puppy named Biscuit.", "What is the puppy called?"),
+        sample(1, "I signed up for a pottery class.", "Which class did Ana join?"),
+    ]
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def _embedded(server: _EmbeddingsServer, since: int) -> list[str]:
+    return [text for r in server.requests[since:] for text in r["body"]["input"]]
+
+
+def test_bench_locomo_takes_an_embedder_and_conversations(
+    tmp_path: Path, server: _EmbeddingsServer
+) -> None:
+    data = _tiny_locomo(tmp_path / "locomo.json")
+    before = len(server.requests)
+    spec = f"openai:tiny-64@{_url(server)}"
+    args = ["bench", "locomo", "--data", str(data), "--json", "--embedder", spec]
+    result = CliRunner().invoke(app, [*args, "--conversations", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["overall"]["questions"] == 1  # conversation 1 alone
+    assert report["embedder"] == "openai:tiny-64"
+    texts = _embedded(server, before)
+    assert "I signed up for a pottery class." in texts  # stored with the given embedder
+    assert "Which class did Ana join?" in texts  # and searched with it
+    assert "I adopted a puppy named Biscuit." not in texts  # conversation 0 was left out
+
+    none = CliRunner().invoke(app, [*args, "--conversations", "5"])
+    assert none.exit_code == 2 and "indexes start at 0" in " ".join(none.stderr.split())
+
+
+def test_bench_context_and_latency_take_an_embedder(
+    tmp_path: Path, server: _EmbeddingsServer
+) -> None:
+    data = _tiny_locomo(tmp_path / "locomo.json")
+    spec = f"openai:tiny-64@{_url(server)}"
+    runner = CliRunner()
+    before = len(server.requests)
+    context = runner.invoke(
+        app, ["bench", "context", "--data", str(data), "--embedder", spec, "--json"]
+    )
+    assert context.exit_code == 0, context.output
+    assert json.loads(context.stdout)["locomo"]["embedder"] == "openai:tiny-64"
+    assert "What is the puppy called?" in _embedded(server, before)
+
+    before = len(server.requests)
+    sizes = ["--records", "30", "--queries", "2", "--adds", "2"]
+    latency = runner.invoke(app, ["bench", "latency", *sizes, "--embedder", spec, "--json"])
+    assert latency.exit_code == 0, latency.output
+    report = json.loads(latency.stdout)
+    assert report["records"]["30"]["search_p50_ms"] > 0
+    assert report["embedder"] == "openai:tiny-64"
+    assert len(_embedded(server, before)) >= 30 + 2 + 2  # bulk load, adds, searches
+
+    bad = runner.invoke(app, ["bench", "latency", "--records", "10", "--embedder", "nonsense"])
+    assert bad.exit_code == 2 and "unknown embedder spec" in " ".join(bad.stderr.split())

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .._kernel.config import Config
-from .._kernel.embed import DEFAULT_MODEL_DIR
+from .._kernel.embed import DEFAULT_MODEL_DIR, Embedder
 from .._kernel.model import Episode, MemoryRecord
 from .._kernel.text import STOPWORDS, estimate_tokens, terms, wordpiece_tokens
 from ..engine.memory import Memory
@@ -308,6 +308,7 @@ def context_bench(
     conversations: set[int] | None = None,
     limit: int | None = None,
     config: Config | None = None,
+    embedder: Embedder | str | None = None,
     progress: Progress | None = None,
     workdir: str | None = None,
     sleep: bool = False,
@@ -320,10 +321,11 @@ def context_bench(
         conversations: only these sample indexes (e.g. tune on 0-2, check on 3-4).
         limit: only the first N scored questions of each conversation.
         sleep: consolidate each conversation by the rules (``Memory.sleep``) before asking.
+        embedder: a spec or an ``Embedder`` (default the shipped static model).
 
     Returns:
         ``{"overall": {…}, "by_category": {"1": {…}}, "false_injection": {"episodes": {…},
-        "memories": {…}}, "definition": …, "recall_p50_ms": …, "machine": {…}}``
+        "memories": {…}}, "definition": …, "recall_p50_ms": …, "embedder": id, "machine": {…}}``
     """
     if limit is not None and limit < 1:
         raise InvalidInputError(f"limit={limit}: use a positive number of questions")
@@ -344,7 +346,7 @@ def context_bench(
     recall_ms: list[float] = []
     with (
         tempfile.TemporaryDirectory(dir=workdir) as tmp,
-        Memory(Path(tmp) / "context.db", config=config) as mem,
+        Memory(Path(tmp) / "context.db", config=config, embedder=embedder) as mem,
     ):
         for number, (index, sample) in enumerate(chosen):
             space = f"locomo-{index}"
@@ -395,5 +397,6 @@ def context_bench(
         "tokenizer": f"wordpiece ({DEFAULT_MODEL_DIR.name}); estimate = chars/4",
         "recall_p50_ms": round(_percentile(recall_ms, 50), 3),
         "recall_p95_ms": round(_percentile(recall_ms, 95), 3),
+        "embedder": mem.embedder.id,
         "machine": machine(),
     }

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._kernel.config import Config
-from .._kernel.embed import DEFAULT_MODEL_DIR
+from .._kernel.embed import DEFAULT_MODEL_DIR, Embedder, make_embedder
 from .._kernel.text import STOPWORDS, estimate_tokens
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
@@ -185,24 +185,27 @@ def latency(
     queries: int = 200,
     adds: int = 200,
     config: Config | None = None,
+    embedder: Embedder | str | None = None,
     progress: Progress | None = None,
     workdir: str | None = None,
     db: str | None = None,
 ) -> dict[str, Any]:
-    """Bulk-load N synthetic turns per size, then time single adds, searches and contexts.
+    """Bulk-load N synthetic turns per size, then time single adds, searches and contexts
+    (``embedder``: a spec or an ``Embedder``, default the shipped static model).
 
     ``db``: run on that database (one space ``bench-N`` a size) instead of a fresh SQLite file.
 
     Returns:
-        ``{"records": {"10000": {"add_p50_ms": …, …}}, "machine": {…}}``
+        ``{"records": {"10000": {"add_p50_ms": …, …}}, "embedder": id, "machine": {…}}``
     """
+    model = make_embedder(embedder)  # loaded once for every size
     results: dict[str, Any] = {}
     for size in records:
         if size < 1:
             raise InvalidInputError(f"records={size}: use a positive number")
         space = "bench" if db is None else f"bench-{size}"
         with _database(db, "bench.db", [space], workdir) as path:
-            with Memory(path, space=space, config=config) as mem:
+            with Memory(path, space=space, config=config, embedder=model) as mem:
                 texts = _Texts(_vocabulary())
                 ingest_seconds = load_turns(mem, texts, size, progress)
                 add_ms = []
@@ -236,7 +239,7 @@ def latency(
                 "db_mb": round(size_bytes / 1e6, 2),
                 **pruning,
             }
-    return {"records": results, "machine": machine()}
+    return {"records": results, "embedder": model.id, "machine": machine()}
 
 
 def _pruning(path: Path, questions: Sequence[str], config: Config) -> dict[str, float]:
@@ -361,27 +364,41 @@ def locomo(
     path: str | Path,
     *,
     config: Config | None = None,
+    embedder: Embedder | str | None = None,
     progress: Progress | None = None,
     limit_samples: int | None = None,
+    conversations: set[int] | None = None,
     workdir: str | None = None,
     db: str | None = None,
 ) -> dict[str, Any]:
     """Turn- and session-level recall on LoCoMo (category 5, adversarial, excluded).
 
     ``db``: run on that database (empty of ``locomo-N`` spaces) instead of a fresh SQLite file.
+    ``conversations`` keeps only those sample indexes (tune on 0-2, check on 3-4);
+    ``embedder`` is a spec or an ``Embedder`` (default the shipped static model).
 
     Returns:
-        ``{"overall": {"recall_any@10": …, …}, "by_category": {"1": {…}}, "machine": {…}}``
+        ``{"overall": {"recall_any@10": …, …}, "by_category": {"1": {…}}, "embedder": id,
+        "machine": {…}}``
     """
-    samples = load_locomo(path)[:limit_samples]
+    samples = [
+        (index, sample)
+        for index, sample in enumerate(load_locomo(path)[:limit_samples])
+        if conversations is None or index in conversations
+    ]
+    if not samples:
+        raise InvalidInputError(
+            f"conversations {sorted(conversations or ())} match no sample of {path}: "
+            "indexes start at 0"
+        )
     rows: list[dict[str, Any]] = []
     search_ms: list[float] = []
     spaces = [f"locomo-{index}" for index in range(len(samples))]
     with (
         _database(db, "locomo.db", spaces, workdir) as target,
-        Memory(target, config=config) as mem,
+        Memory(target, config=config, embedder=embedder) as mem,
     ):
-        for index, sample in enumerate(samples):
+        for position, (index, sample) in enumerate(samples):
             space = f"locomo-{index}"
             mem.add_many(_turns(sample), space=space)
             questions = [qa for qa in sample["qa"] if qa.get("category") != 5 and _evidence(qa)]
@@ -393,7 +410,7 @@ def locomo(
                 block = mem.recall(str(qa["question"]), space=space)
                 rows.append(_score(qa, ranked, estimate_tokens(block) if block else 0))
                 if progress and number % 25 == 0:
-                    progress(f"sample {index + 1}/{len(samples)}", number, len(questions))
+                    progress(f"sample {position + 1}/{len(samples)}", number, len(questions))
     by_category: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_category.setdefault(str(row["category"]), []).append(row)
@@ -401,6 +418,7 @@ def locomo(
         "overall": _aggregate(rows),
         "by_category": {key: _aggregate(value) for key, value in sorted(by_category.items())},
         "search_p50_ms": round(_percentile(search_ms, 50), 3),
+        "embedder": mem.embedder.id,
         "machine": machine(),
     }
 

@@ -13,6 +13,7 @@ from ..._kernel.config import Config, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
 from ...recall.presets import engine_preset
 from .console import (
+    EmbedderOption,
     command_group,
     fail,
     out,
@@ -49,15 +50,18 @@ def latency_command(
     more: Annotated[list[int] | None, typer.Argument(hidden=True)] = None,
     queries: Annotated[int, typer.Option(help="Searches timed per size.")] = 200,
     adds: Annotated[int, typer.Option(help="Single adds timed per size.")] = 200,
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     db: BenchDbOption = None,
 ) -> None:
-    """Time add, search and build_context at each size on a fresh database (default embedder)."""
+    """Time add, search and build_context at each size on a fresh database."""
     from ...bench.runs import latency
 
     sizes = [*records, *(more or [])]
     result = _run(
-        lambda p: latency(sizes, queries=queries, adds=adds, progress=p, db=db), "latency", as_json
+        lambda p: latency(sizes, queries=queries, adds=adds, embedder=embedder, progress=p, db=db),
+        "latency",
+        as_json,
     )
     if as_json:
         print(json.dumps(result))
@@ -96,6 +100,10 @@ def locomo_command(
     preset: Annotated[str, typer.Option(help="Recall preset.")] = "hybrid",
     fusion: Annotated[str, typer.Option(help="minmax or rrf.")] = "minmax",
     samples: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    conversations: Annotated[
+        str | None, typer.Option(help="Only these conversations, from 0: e.g. 0-2 or 3,4.")
+    ] = None,
+    embedder: EmbedderOption = None,
     spreading: Annotated[
         bool, typer.Option(help="Spreading activation over the entity graph (the ablation).")
     ] = True,
@@ -103,9 +111,11 @@ def locomo_command(
     db: BenchDbOption = None,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
+    from ...bench.context import parse_conversations
     from ...bench.runs import locomo
 
     try:
+        chosen = parse_conversations(conversations)
         config = Config(
             recall=RecallConfig(preset=preset, fusion=fusion),
             signals=SignalsConfig(enable_spreading_activation=spreading),
@@ -114,7 +124,15 @@ def locomo_command(
     except OrcamemError as exc:
         raise fail(exc) from None
     result = _run(
-        lambda p: locomo(data, config=config, progress=p, limit_samples=samples, db=db),
+        lambda p: locomo(
+            data,
+            config=config,
+            embedder=embedder,
+            progress=p,
+            limit_samples=samples,
+            conversations=chosen,
+            db=db,
+        ),
         "locomo",
         as_json,
     )
@@ -173,6 +191,7 @@ def context_command(
             "--sleep", help="Consolidate each conversation by the rules first (as servers do)."
         ),
     ] = False,
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Judge the injected block itself: evidence recall, tokens, precision and false
@@ -194,6 +213,7 @@ def context_command(
                 unrelated=unrelated,
                 conversations=chosen,
                 limit=limit,
+                embedder=embedder,
                 progress=p,
                 sleep=sleep,
             ),
