@@ -227,7 +227,7 @@ def latency(
                     if progress and i % 20 == 0:
                         progress(f"{size:,} records: querying", i, queries)
                 size_bytes = mem.stats()["size_bytes"]
-            pruning = _pruning(path, questions, config or Config())
+            pruning = _pruning(path, space, model, questions, config or Config())
             results[str(size)] = {
                 "add_p50_ms": round(_percentile(add_ms, 50), 3),
                 "add_p95_ms": round(_percentile(add_ms, 95), 3),
@@ -242,7 +242,9 @@ def latency(
     return {"records": results, "embedder": model.id, "machine": machine()}
 
 
-def _pruning(path: Path, questions: Sequence[str], config: Config) -> dict[str, float]:
+def _pruning(
+    path: Path | str, space: str, model: Embedder, questions: Sequence[str], config: Config
+) -> dict[str, float]:
     """The same searches with vector pruning forced on and off, on the same file: the p50 of
     each and ``pruned_recall``, the share of the exact search's hits the pruned one returns
     (the default config prunes only above ``storage.pruning_threshold``)."""
@@ -252,7 +254,7 @@ def _pruning(path: Path, questions: Sequence[str], config: Config) -> dict[str, 
         ("exact", config.storage.with_(vector_pruning=False)),
         ("pruned", config.storage.with_(vector_pruning=True, pruning_threshold=0)),
     ):
-        with Memory(path, space="bench", config=config.with_(storage=storage)) as mem:
+        with Memory(path, space=space, config=config.with_(storage=storage), embedder=model) as mem:
             mem.search(questions[0])  # load the index (and fit the projection) once
             timings, hits = [], []
             for question in questions:
