@@ -24,6 +24,8 @@ SYSTEMS: dict[str, Callable[[str], object]] = {
     "content_words": content_words,
     "fts_query": fts_query,
     "bank_terms": lambda text: sorted(bank.terms(text)),
+    # re-recorded for issue 18: the Markdown score drops the seed's *short* stop list
+    # (recall.markdown.STOP_WORDS), not the engine's 195 words ("type", "kind", "not", "always" stay)
     "markdown_terms": markdown.terms,
     "normal_words": verify.normal_words,
     # The one deliberate change. There were two slugs: rules.py's (the first four ASCII words
@@ -46,7 +48,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["quick", "brown", "fox", "jumps", "lazy", "dog"],
             "fts_query": '"quick" OR "brown" OR "fox" OR "jumps" OR "lazy" OR "dog"',
             "bank_terms": ["brown", "dog", "fox", "jump", "lazy", "quick"],
-            "markdown_terms": ["quick", "brown", "fox", "jumps", "lazy", "dog"],
+            "markdown_terms": ["quick", "brown", "fox", "jumps", "over", "lazy", "dog"],
             "normal_words": ["the", "quick", "brown", "fox", "jump", "over", "the", "lazy", "dog"],
             "slug": "quick_brown_fox_jumps",
         },
@@ -70,7 +72,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["sure", "fine", "worry", "see"],
             "fts_query": '"sure" OR "fine" OR "worry" OR "see"',
             "bank_terms": ["fine", "see", "sure", "worry"],
-            "markdown_terms": ["sure", "fine", "worry", "see"],
+            "markdown_terms": ["sure", "fine", "worry", "we'll", "see"],
             "normal_words": [
                 "i",
                 "m",
@@ -107,7 +109,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["i̇stanbul", "istanbul", "city"],
             "fts_query": '"i̇stanbul" OR "istanbul" OR "city"',
             "bank_terms": ["city", "istanbul", "i̇stanbul"],
-            "markdown_terms": ["i̇stanbul", "istanbul", "city"],
+            "markdown_terms": ["i̇stanbul", "istanbul", "same", "city"],
             "normal_words": ["i", "stanbul", "and", "istanbul", "are", "the", "same", "city"],
             "slug": "stanbul_istanbul_city",
         },
@@ -274,7 +276,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["moved", "bangalore", "2019", "pune", "3rd", "may", "2021"],
             "fts_query": '"moved" OR "bangalore" OR "2019" OR "pune" OR "3rd" OR "may" OR "2021"',
             "bank_terms": ["2019", "2021", "3rd", "bangalore", "may", "moved", "pune"],
-            "markdown_terms": ["moved", "bangalore", "2019", "pune", "3rd", "may", "2021"],
+            "markdown_terms": ["moved", "bangalore", "2019", "then", "pune", "3rd", "may", "2021"],
             "normal_words": [
                 "i",
                 "moved",
@@ -443,7 +445,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["mention", "user", "ex", "wife", "sarah"],
             "fts_query": '"mention" OR "user" OR "ex" OR "wife" OR "sarah"',
             "bank_terms": ["ex", "mention", "sarah", "user", "wife"],
-            "markdown_terms": ["mention", "user's", "ex", "wife", "sarah"],
+            "markdown_terms": ["not", "mention", "user's", "ex", "wife", "sarah"],
             "normal_words": ["do", "not", "mention", "the", "user", "s", "ex", "wife", "sarah"],
             "slug": "mention_user_ex_wife",
         },
@@ -532,6 +534,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "markdown_terms": [
                 "foo",
                 "bar",
+                "not",
                 "baz",
                 "near",
                 "qux",
@@ -646,7 +649,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["thing", "things"],
             "fts_query": '"thing" OR "things"',
             "bank_terms": ["thing"],
-            "markdown_terms": ["thing", "things"],
+            "markdown_terms": ["own", "thing", "there", "things"],
             "normal_words": [
                 "it",
                 "s",
@@ -695,7 +698,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": ["dentist", "appointment", "9am", "dr", "rao"],
             "fts_query": '"dentist" OR "appointment" OR "9am" OR "dr" OR "rao"',
             "bank_terms": ["9am", "appointment", "dentist", "dr", "rao"],
-            "markdown_terms": ["dentist", "appointment", "9am", "dr", "rao"],
+            "markdown_terms": ["got", "dentist", "appointment", "9am", "dr", "rao"],
             "normal_words": [
                 "i",
                 "ve",
@@ -733,7 +736,7 @@ CASES: list[tuple[str, dict[str, object]]] = [
             "content_words": [],
             "fts_query": None,
             "bank_terms": [],
-            "markdown_terms": [],
+            "markdown_terms": ["themselves", "ourselves", "yours"],
             "normal_words": ["themselve", "ourselve", "doe", "thi", "your"],
             "slug": "rule",  # was "": the gate then filed it as "rule"
         },

@@ -137,8 +137,9 @@ class Fact:
     sources: tuple[str, ...]
 
     @classmethod
-    def of(cls, memory: MemoryRecord, turn_of: dict[int, str], store: Any) -> Fact:
-        """``memory`` judged: ``turn_of`` maps episode ids to turn ids, ``store`` its lines."""
+    def of(cls, memory: MemoryRecord, turn_of: dict[int, str], cited: Sequence[int]) -> Fact:
+        """``memory`` judged: ``turn_of`` maps episode ids to turn ids, ``cited`` holds the
+        episodes it was consolidated from."""
         if memory.category == "event":
             day = (memory.event_date or memory.created_at)[:10]
             text = f"{day} {(memory.event_end or '')[:10]} {memory.content}"
@@ -146,10 +147,7 @@ class Fact:
             text = memory.content
         else:
             text = f"{memory.entity or 'user'} {memory.attribute} {memory.value or ''}"
-        lines = store.lines(list(memory.cited_lines)) if memory.cited_lines else []
-        sources = tuple(
-            sorted({turn_of[row.episode_id] for row in lines if row.episode_id in turn_of})
-        )
+        sources = tuple(sorted({turn_of[episode] for episode in cited if episode in turn_of}))
         return cls(text, memory.value or memory.content, sources)
 
     def evidence(self, turns: dict[str, str], evidence: Sequence[str]) -> set[str]:
@@ -295,7 +293,7 @@ def _consolidated(mem: Memory, space: str, episodes: Sequence[Episode]) -> list[
     mem.sleep(space=space)
     turn_of = {episode.id: episode.turn_id for episode in episodes if episode.turn_id}
     return [
-        Fact.of(memory, turn_of, mem.store)
+        Fact.of(memory, turn_of, mem.cited_episodes(memory.id, space=space))
         for memory in mem.facts(space=space)
         if not memory.prohibited
     ]

@@ -368,6 +368,10 @@ class AsyncMemory:
         """One memory of the space (``NotFoundError`` if it is not there)."""
         return await _thread(self.sync.memory, memory_id, space=space)
 
+    async def cited_episodes(self, memory_id: str, *, space: str | None = None) -> list[int]:
+        """The episodes a memory was consolidated from (those of the lines it cites), in order."""
+        return await _thread(self.sync.cited_episodes, memory_id, space=space)
+
     async def spaces(self) -> list[str]:
         """The names of the database's spaces."""
         return await _thread(self.sync.spaces)

@@ -786,6 +786,12 @@ class Memory:
         """One memory of the space (``NotFoundError`` if it is not there)."""
         return self.store.get_memory(self._space(space), memory_id)
 
+    def cited_episodes(self, memory_id: str, *, space: str | None = None) -> list[int]:
+        """The episodes a memory was consolidated from (those of the lines it cites), in order."""
+        memory = self.store.get_memory(self._space(space), memory_id)
+        positions = self.store.line_positions(list(memory.cited_lines))
+        return sorted({episode for episode, _ in positions.values()})
+
     def spaces(self) -> list[str]:
         return [info.name for info in self.store.list_spaces()]
 

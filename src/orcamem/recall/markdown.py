@@ -62,6 +62,9 @@ STOP_WORDS = frozenset({
     "had", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or",
     "our", "so", "that", "the", "their", "them", "they", "this", "to", "was", "we", "were",
     "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+    # the contractions of those words ("don't stop" is about stopping)
+    "i'm", "i've", "i'll", "i'd", "it's", "don't", "doesn't", "didn't", "that's", "you're",
+    "we're", "they're", "isn't", "aren't", "wasn't", "let's", "there's",
 })  # fmt: skip
 """The seed's "short list of English stop words": articles, pronouns, auxiliaries, prepositions
 and question words, nothing a memory could be about."""
