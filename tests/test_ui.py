@@ -86,7 +86,7 @@ def _seed(db: Path) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test does)")
     home = tmp_path_factory.mktemp("ui")
     db = home / "memory.db"
     admin, alice = _seed(db)
