@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,3 +28,14 @@ def test_the_client_is_typed_by_the_servers_openapi_document() -> None:
     assert "dependencies" not in package  # built-in fetch: nothing to install at run time
     assert (CLIENT / "package-lock.json").exists()  # `npm ci` in .ci/run
     assert "clients/typescript" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_committed_openapi_document_is_the_one_the_server_publishes() -> None:
+    # a route added or changed on the server must reach the client's types in the same commit;
+    # .ci/run then regenerates src/schema.ts from this file and fails if it differs
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "openapi.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr

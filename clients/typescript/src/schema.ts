@@ -4,6 +4,27 @@
  */
 
 export interface paths {
+    "/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Consolidation audit log
+         * @description The newest entries first: each claim consolidation refused (ungrounded value, bad
+         *     citation, …) or each memory closed by hand, with the reason. Never shown to recall.
+         */
+        get: operations["audit_log_api_audit_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/automations/{automation_id}/memory": {
         parameters: {
             query?: never;
@@ -49,6 +70,33 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/capability/settings/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a workspace override
+         * @description Write ``defaults.memory.<key>`` into the workspace's ``config.json`` (atomically; the
+         *     rest of the file is kept). A value the layer would be discarded for is refused with the
+         *     rule it broke, and nothing is written. Applies to sessions started afterwards.
+         */
+        put: operations["set_setting_api_capability_settings__key__put"];
+        post?: never;
+        /**
+         * Clear a workspace override
+         * @description Drop the workspace's override of ``key`` (it reverts to the instance default); nothing
+         *     to clear is not an error. Answers with the report afterwards.
+         */
+        delete: operations["clear_setting_api_capability_settings__key__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -153,6 +201,27 @@ export interface paths {
          * @description Delete the episode with its lines (memories that cited it keep their text).
          */
         delete: operations["delete_episode_api_episodes__episode_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why this block
+         * @description The block ``build_context`` would inject for ``q``, what went into it and why (each
+         *     hit's ``breakdown``), what was left out and why, and its token count.
+         */
+        get: operations["explain_api_explain_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -525,7 +594,14 @@ export interface paths {
         get: operations["get_space_api_spaces__space__get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a space
+         * @description Delete the space with all it holds: episodes, memories, rules, audit log, jobs.
+         *
+         *     Irreversible ("forget this user"): export it first if you may want it back. ``confirm``
+         *     must repeat the name, so a mistyped path deletes nothing.
+         */
+        delete: operations["delete_space_api_spaces__space__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -573,6 +649,38 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AuditEntryOut */
+        AuditEntryOut: {
+            /** Created At */
+            created_at: string;
+            /** Id */
+            id: number;
+            /**
+             * Item
+             * @description The claim as proposed (or the memory closed).
+             */
+            item: {
+                [key: string]: unknown;
+            };
+            /**
+             * Job Id
+             * @description The consolidation job, if a job ran it.
+             */
+            job_id: string | null;
+            /**
+             * Reason
+             * @description Why it was rejected, skipped or closed.
+             */
+            reason: string;
+        };
+        /** AuditOut */
+        AuditOut: {
+            /**
+             * Entries
+             * @description Newest first.
+             */
+            entries: components["schemas"]["AuditEntryOut"][];
+        };
         /** BankHitOut */
         BankHitOut: {
             memory: components["schemas"]["BankMemoryOut"];
@@ -967,6 +1075,43 @@ export interface components {
              */
             type: string;
         };
+        /** ExplainOut */
+        ExplainOut: {
+            /**
+             * Block
+             * @description The exact block build_context would inject (may be empty).
+             */
+            block: string;
+            /**
+             * Budget Tokens
+             * @description The block's budget (config.pack).
+             */
+            budget_tokens: number;
+            /**
+             * Cut
+             * @description Ranked hits the block left out, with why.
+             */
+            cut: components["schemas"]["LeftOutHit"][];
+            /**
+             * Included
+             * @description Ranked hits that made it into the block.
+             */
+            included: components["schemas"]["HitOut"][];
+            /** Query */
+            query: string;
+            /**
+             * Rules
+             * @description Forbidden rules that bear on the query (hoisted).
+             */
+            rules: components["schemas"]["HitOut"][];
+            /** Space */
+            space: string;
+            /**
+             * Tokens
+             * @description The block's tokens, as budgets count them (WordPiece).
+             */
+            tokens: number;
+        };
         /** FactsOut */
         FactsOut: {
             /**
@@ -1115,6 +1260,51 @@ export interface components {
         KeysOut: {
             /** Keys */
             keys: components["schemas"]["KeyOut"][];
+        };
+        /** LeftOutHit */
+        LeftOutHit: {
+            /**
+             * Breakdown
+             * @description Per-signal contributions to the score.
+             */
+            breakdown: {
+                [key: string]: number;
+            };
+            /** Episode Id */
+            episode_id: number | null;
+            /**
+             * Id
+             * @description `ep-<episode id>` for a passage (its line in `line`), or a memory id.
+             */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "passage" | "memory" | "rule";
+            /** Line */
+            line: string | null;
+            memory?: components["schemas"]["MemoryOut"] | null;
+            /** Occurred At */
+            occurred_at: string | null;
+            /**
+             * Reason
+             * @description outdated: a newer state says otherwise and is what the block shows; budget: no room left in its section of the token budget.
+             * @enum {string}
+             */
+            reason: "outdated" | "budget";
+            /** Role */
+            role: string | null;
+            /** Score */
+            score: number;
+            /** Session Id */
+            session_id: string | null;
+            /** Space */
+            space: string;
+            /** Text */
+            text: string;
+            /** Turn Id */
+            turn_id: string | null;
         };
         /**
          * MemoryCreateRequest
@@ -1478,6 +1668,14 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /** SettingIn */
+        SettingIn: {
+            /**
+             * Value
+             * @description The new value: enabled/autoLoad/autoSave/includeArchived true or false, provider builtin-markdown or headroom-mcp, topK 1-50, decayHalfLifeDays 1-3650.
+             */
+            value: boolean | number | string;
+        };
         /** SkippedOut */
         SkippedOut: {
             /**
@@ -1535,6 +1733,21 @@ export interface components {
             /** @description The batch another worker holds under an unexpired lease, if any. */
             waiting?: components["schemas"]["WaitingBatch"] | null;
         };
+        /** SpaceDeletedOut */
+        SpaceDeletedOut: {
+            /**
+             * Deleted
+             * @description Rows deleted, by kind (memories, episodes, consolidation_audit, jobs).
+             */
+            deleted: {
+                [key: string]: number;
+            };
+            /**
+             * Space
+             * @description The space that was deleted.
+             */
+            space: string;
+        };
         /** SpaceOut */
         SpaceOut: {
             /**
@@ -1557,6 +1770,11 @@ export interface components {
              * @description Episodes stored.
              */
             episodes: number;
+            /**
+             * Last Activity
+             * @description When it was last written: its newest episode or memory change (UTC).
+             */
+            last_activity: string | null;
             /**
              * Lines
              * @description Indexed lines (sentences) of those episodes.
@@ -1665,6 +1883,76 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    audit_log_api_audit_get: {
+        parameters: {
+            query?: {
+                /** @description How many entries. */
+                limit?: number;
+                /** @description The space (user, tenant, project) to use; the key must allow it. */
+                space?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditOut"];
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get_note_api_automations__automation_id__memory_get: {
         parameters: {
             query?: never;
@@ -1919,6 +2207,150 @@ export interface operations {
             };
             /** @description The key is valid but not for this space, or the route needs an admin key. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_setting_api_capability_settings__key__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The setting, e.g. topK, enabled. */
+                key: "enabled" | "provider" | "topK" | "autoLoad" | "autoSave" | "decayHalfLifeDays" | "includeArchived";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SettingIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is over the server's limit (`max_body_bytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    clear_setting_api_capability_settings__key__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The setting, e.g. topK, enabled. */
+                key: "enabled" | "provider" | "topK" | "autoLoad" | "autoSave" | "decayHalfLifeDays" | "includeArchived";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2466,6 +2898,85 @@ export interface operations {
             };
             /** @description No such record in this space. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The space was embedded with another embedder: run `orcamem reembed`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    explain_api_explain_get: {
+        parameters: {
+            query: {
+                /** @description The user's message. */
+                q: string;
+                /** @description The space (user, tenant, project) to use; the key must allow it. */
+                space?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExplainOut"];
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4160,6 +4671,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SpaceOut"];
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_space_api_spaces__space__delete: {
+        parameters: {
+            query: {
+                /** @description The space name again: a typed confirmation. */
+                confirm: string;
+            };
+            header?: never;
+            path: {
+                /** @description The space name. */
+                space: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpaceDeletedOut"];
                 };
             };
             /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
