@@ -284,3 +284,22 @@ def test_a_write_to_a_deleted_space_starts_it_anew_and_keeps_its_embedder_rule(
     with pytest.raises(EmbedderMismatchError):
         ready.put_memory(NewMemory(space="a", content="x"), unit(4), "test", NOW)
     assert ready.space_info("a").episodes == 0
+
+
+def test_key_rows_keep_hashes_list_in_insertion_order_and_revoke_once(store: Store) -> None:
+    # created in the same instant: the list still comes in the order they were made
+    for key_id, name in (("k-2", "second"), ("k-1", "first-by-id"), ("k-3", "third")):
+        store.keys.add(key_id, f"hash-{key_id}", name, ["b", "a"], key_id == "k-3", NOW)
+    assert [k["name"] for k in store.keys.list()] == ["second", "first-by-id", "third"]
+    assert store.keys.active("hash-k-3") == ("k-3", "hash-k-3", ["a", "b"], True)
+    assert store.keys.revoke("k-3", NOW) and not store.keys.revoke("k-3", NOW)
+    assert store.keys.active("hash-k-3") is None and store.keys.active("nope") is None
+    assert store.keys.list()[2]["revoked_at"] == NOW
+
+
+def test_note_rows_replace_read_and_delete(store: Store) -> None:
+    assert store.notes.get("nightly") is None
+    store.notes.put("nightly", "first", NOW)
+    assert store.notes.put("nightly", "second", NOW).note == "second"
+    assert store.notes.get("nightly").note == "second"
+    assert store.notes.delete("nightly") and not store.notes.delete("nightly")

@@ -47,10 +47,9 @@ from .base import (
     SpaceInfo,
     same_embedder,
 )
-from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
-from .notes import SQLiteNotes
 from .readers import ReaderPool
+from .rows import KeyTable, NoteTable
 from .vector_index import VectorIndex, encode_vector
 
 __all__ = ["APPLICATION_ID", "SQLiteStore"]
@@ -161,6 +160,8 @@ class SQLiteStore:
     """
 
     capabilities = frozenset({"episodes", "vectors", "lexical"}) & CAPABILITIES
+    PARAM = "?"  # the parameter marker of the shared row tables (``store.rows``)
+    TIE_ORDER = "rowid"  # and what orders rows created in the same instant
 
     def __init__(
         self,
@@ -1237,14 +1238,14 @@ class SQLiteStore:
     # -- the role stores on this connection ---------------------------------------------------
 
     @cached_property
-    def keys(self) -> SQLiteKeys:
+    def keys(self) -> KeyTable:
         """The API key rows (hashes only) in this file; the rules live in ``engine.keys``."""
-        return SQLiteKeys(self)
+        return KeyTable(self)
 
     @cached_property
-    def notes(self) -> SQLiteNotes:
+    def notes(self) -> NoteTable:
         """The automation notes in this file (``engine.automations`` owns their rules)."""
-        return SQLiteNotes(self)
+        return NoteTable(self)
 
     @cached_property
     def jobs(self) -> SQLiteJobStore:

@@ -261,6 +261,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "the spec that rebuilds a space's embedder (SQLite schema 8)",
         ["ALTER TABLE spaces ADD COLUMN embedder_spec TEXT"],
     ),
+    (
+        3,
+        "keys list in the order they were made, as SQLite's rowid gives (store.rows TIE_ORDER)",
+        ["ALTER TABLE api_keys ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -49,8 +49,8 @@ from ..base import (
     same_embedder,
 )
 from ..graph import memory_names
+from ..rows import KeyTable, NoteTable
 from . import graph, lexical, vectors
-from .rows import PostgresKeys, PostgresNotes
 from .schema import LATEST, MIGRATIONS, TABLES, hnsw_index
 
 __all__ = ["WRITE_LOCK", "PostgresStore", "safe_url"]
@@ -114,6 +114,8 @@ class PostgresStore:
     """
 
     capabilities = frozenset({"episodes", "vectors", "lexical"}) & CAPABILITIES
+    PARAM = "%s"  # the parameter marker of the shared row tables (``store.rows``)
+    TIE_ORDER = "seq"  # and what orders rows created in the same instant
 
     def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 30.0) -> None:
         refuse_bad_url(url)
@@ -1156,12 +1158,12 @@ class PostgresStore:
     # -- the role stores on this database ----------------------------------------------------
 
     @cached_property
-    def keys(self) -> PostgresKeys:
-        return PostgresKeys(self)
+    def keys(self) -> KeyTable:
+        return KeyTable(self)
 
     @cached_property
-    def notes(self) -> PostgresNotes:
-        return PostgresNotes(self)
+    def notes(self) -> NoteTable:
+        return NoteTable(self)
 
     @cached_property
     def jobs(self) -> PostgresJobStore:
