@@ -4,12 +4,13 @@ The server (``orcamem up``: REST API + proxy + MCP) and a stub upstream that ans
 completions at once (it measures orcamem, not a model) run as their own processes on
 127.0.0.1, so the load generator's threads do not share their interpreter. Every
 acknowledged add is checked to be in the database afterwards. Traffic goes to 127.0.0.1 only
-and stops by itself after ``seconds``.
+and stops by itself after ``seconds``, once each client has made one request of each kind.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 import socket
 import statistics
 import subprocess
@@ -18,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,19 +92,28 @@ def load_test(
     seconds: float = 10.0,
     spaces: int = 4,
     preload: int = 1000,
+    db: str | None = None,
+    replicas: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the mixed load and return throughput, p50/p99 per operation, errors, and the
-    check that every acknowledged write is present."""
+    check that every acknowledged write is present.
+
+    ``db``: a database URL (``postgresql://…``) instead of a fresh SQLite file; the run's
+    spaces get a fresh prefix and are deleted afterwards. ``replicas``: that many ``orcamem
+    up`` processes on the one database, the clients spread over them round-robin.
+    """
+    run = secrets.token_hex(3)
+    names = [f"load-{run}-{n}" for n in range(spaces)]
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "load.db"
-        with Memory(path) as seed:
-            for n in range(spaces):
+        path = db or str(Path(tmp) / "load.db")
+        with Memory.connect(path) as seed:
+            for n, name in enumerate(names):
                 seed.add_many(
                     [f"seed note {i} for space {n} about project planning" for i in range(preload)],
-                    space=f"load-{n}",
+                    space=name,
                 )
-        stub_port, port = _free_port(), _free_port()
+        stub_port = _free_port()
         stub = [
             sys.executable,
             "-m",
@@ -116,42 +126,44 @@ def load_test(
             "--log-level",
             "warning",
         ]
-        server = [
-            sys.executable,
-            "-m",
-            "orcamem",
-            "up",
-            "--no-browser",
-            "--db",
-            str(path),
-            "--port",
-            str(port),
-            "--upstream",
-            f"http://127.0.0.1:{stub_port}/v1",
-            "--model",
-            "stub",
-        ]
-        base = f"http://127.0.0.1:{port}"
-        with (
-            _process(stub, f"http://127.0.0.1:{stub_port}/docs"),
-            _process(server, f"{base}/healthz"),
-        ):
-            result = _drive(base, clients, seconds, spaces, progress)
-        with Memory(path) as check:
-            present = {
-                e.text for n in range(spaces) for e in check.iter_episodes(space=f"load-{n}")
-            }
+        ports = [_free_port() for _ in range(replicas)]
+        with ExitStack() as running:
+            running.enter_context(_process(stub, f"http://127.0.0.1:{stub_port}/docs"))
+            for port in ports:
+                running.enter_context(
+                    _process(_server(path, port, stub_port), f"http://127.0.0.1:{port}/healthz")
+                )
+            bases = [f"http://127.0.0.1:{port}" for port in ports]
+            result = _drive(bases, clients, seconds, names, progress)
+        with Memory.connect(path) as check:
+            present = {e.text for name in names for e in check.iter_episodes(space=name)}
+            if db:
+                for name in names:
+                    check.delete_space(name)
     missing = [text for text in result.pop("acknowledged_texts") if text not in present]
     result["missing_acknowledged"] = len(missing)
+    result["replicas"] = replicas
+    result["engine"] = db.split(":", 1)[0] if db else "sqlite"
     result["machine"] = machine()
     return result
 
 
+def _server(path: str, port: int, stub_port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "orcamem", "up", "--no-browser", "--db", path,
+        "--port", str(port), "--upstream", f"http://127.0.0.1:{stub_port}/v1", "--model", "stub",
+    ]  # fmt: skip
+
+
+FIRST = (0.0, 0.5, 0.8)
+"""The picks of a client's first requests: an add, a search, a proxy turn."""
+
+
 def _drive(
-    base: str,
+    bases: list[str],
     clients: int,
     seconds: float,
-    spaces: int,
+    spaces: list[str],
     progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, Any]:
     timings: dict[str, list[float]] = {"add": [], "search": [], "proxy": []}
@@ -162,11 +174,13 @@ def _drive(
 
     def client(number: int) -> None:
         rng = random.Random(number)
-        with http_client(base_url=base, timeout=30) as http:
+        with http_client(base_url=bases[number % len(bases)], timeout=30) as http:
             count = 0
-            while time.monotonic() < stop_at:
-                space = f"load-{rng.randrange(spaces)}"
-                pick = rng.random()
+            # each client's first three requests are one of each kind, however busy the
+            # machine: every run exercises every path, then the mix is random until the end
+            while count < len(FIRST) or time.monotonic() < stop_at:
+                space = rng.choice(spaces)
+                pick = FIRST[count] if count < len(FIRST) else rng.random()
                 begin = time.perf_counter()
                 try:
                     if pick < 0.5:

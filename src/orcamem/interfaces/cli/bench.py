@@ -450,11 +450,16 @@ def load_command(
     ] = 10.0,
     spaces: Annotated[int, typer.Option(help="Spaces the clients spread over.")] = 4,
     preload: Annotated[int, typer.Option(help="Lines in each space before the run.")] = 1000,
+    db: BenchDbOption = None,
+    replicas: Annotated[
+        int, typer.Option(help="`orcamem up` processes on the one database (try with --db).")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Mixed add/search/proxy load on loopback against a stub upstream, one run per client
     count in one invocation (compare them: same machine, same minute); checks that every
-    acknowledged write is present afterwards."""
+    acknowledged write is present afterwards. With --db and --replicas N, N servers share
+    one database and the clients spread over them."""
     from ...bench.load import load_test
 
     counts = [*clients, *(more or [])]
@@ -462,11 +467,19 @@ def load_command(
         raise fail("use 1-256 clients and 0-600 seconds", 2)
     if not 1 <= spaces <= 64 or not 1 <= preload <= 10_000_000:
         raise fail("use 1-64 spaces and 1-10,000,000 preloaded lines", 2)
+    if not 1 <= replicas <= 8:
+        raise fail("use 1-8 replicas", 2)
 
     def runs(p):
         return {
             str(n): load_test(
-                clients=n, seconds=seconds, spaces=spaces, preload=preload, progress=p
+                clients=n,
+                seconds=seconds,
+                spaces=spaces,
+                preload=preload,
+                db=db,
+                replicas=replicas,
+                progress=p,
             )
             for n in counts
         }
@@ -482,7 +495,7 @@ def load_command(
         *(f"{op} p50/p99" for op in ("search", "add", "proxy")),
         "errors",
         "lost",
-        title=f"orcamem bench load ({seconds:g} s a run; ms)",
+        title=f"orcamem bench load ({seconds:g} s a run; ms; {replicas} replica(s))",
     )
     for count, run in result.items():
         ops = run["ops"]
