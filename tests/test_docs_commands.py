@@ -101,6 +101,8 @@ NOT_RUNNABLE = {
     "test_postgres_replicas.py runs two `orcamem serve` on a real PostgreSQL",
     "orcamem keys create --admin --name replicas": "on the example database above; "
     "test_postgres_replicas.py makes keys in a real one that both replicas honour",
+    'orcamem bench load --db "$ORCAMEM_DB" --replicas 2 --clients 8 32 --seconds 10': "a "
+    "benchmark on the example database; test_up.py runs two replicas on a real PostgreSQL",
     "orcamem serve --host 0.0.0.0 --require-keys": "binds every interface: run here on loopback "
     "with --require-keys for the key block",
 }
