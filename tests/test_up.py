@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,6 +158,19 @@ def test_bench_load_runs_each_client_count_in_one_invocation() -> None:
     runs = json.loads(result.stdout)["clients"]
     assert list(runs) == ["1", "3"] and [run["clients"] for run in runs.values()] == [1, 3]
     assert all(run["missing_acknowledged"] == 0 and run["errors"] == 0 for run in runs.values())
+
+
+def test_a_bench_child_that_logs_a_line_a_request_keeps_serving() -> None:
+    """The load bench's server logs every request to stderr: 300 requests write ~160 KiB,
+    more than a pipe holds, and a child blocked on a full pipe stops answering."""
+    from orcamem.bench.load import _free_port, _process
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+    with _process(server, base), httpx.Client(base_url=base, timeout=5) as http:
+        codes = {http.get("/" + "x" * 500).status_code for _ in range(300)}
+    assert codes == {404}
 
 
 def _serve_once(monkeypatch: pytest.MonkeyPatch, args: list[str], then: Any) -> tuple[int, str]:

@@ -11,10 +11,12 @@ import calendar
 import math
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -177,6 +179,26 @@ def _prior(row: LineRow, config: Config) -> float:
     return share * config.signals.question_prior if _asks(row.text) else share
 
 
+_T = TypeVar("_T")
+
+_CHANNELS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orcamem-recall")
+"""One small pool every recall shares: the BM25 query runs on it while the calling thread
+scans the vectors (SQLite and numpy release the GIL), outside any lock. Recall never runs
+inside a store write transaction (a ``":memory:"`` store's reads would wait for it)."""
+
+
+def _begin(call: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+    """Start ``call(*args)`` on the pool; the returned function waits for its answer, or
+    runs it on the calling thread when no worker has started it yet (all busy under load),
+    so a search never queues behind other searches' queries."""
+    job = _CHANNELS.submit(call, *args)
+
+    def answer() -> _T:
+        return call(*args) if job.cancel() else job.result()
+
+    return answer
+
+
 def _age_days(now: datetime, stamp: str | None) -> float:
     if not stamp:
         return 0.0
@@ -214,17 +236,16 @@ def recall(
 
     mark = time.perf_counter()
     weights = preset.weights
-    lexical = (
-        dict(
-            store.lexical_lines(
-                space,
-                match,
-                config.recall.lexical_candidates,
-                (1.0, config.recall.lexical_context_weight),
-            )
+    lexical_lines = (
+        _begin(
+            store.lexical_lines,
+            space,
+            match,
+            config.recall.lexical_candidates,
+            (1.0, config.recall.lexical_context_weight),
         )
         if (match and weights.get("lexical", 0) > 0)
-        else {}
+        else list
     )
     floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vector_hits = (
@@ -232,6 +253,7 @@ def recall(
         if (weights.get("vector", 0) > 0)
         else []
     )
+    lexical = dict(lexical_lines())
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vector_hits}
     timings["candidates"] = (time.perf_counter() - mark) * 1000
 
