@@ -336,7 +336,7 @@ def build_server(
     def orma_recall(query: Query, ctx: Context, space: Space = default_space) -> str:
         try:
             space = scoped(ctx, space)
-            block = memory.recall(query, space=space)
+            block = memory.recall(query, space=space, surface="mcp")
         except OrcamemError as exc:
             raise failing(exc) from None
         return block or f"Nothing in memory space {space!r} matches this query yet."
