@@ -365,7 +365,7 @@ def test_get_blocks_lists_what_post_context_injected(client: TestClient, mem: Me
     ask = {"messages": [{"role": "user", "content": "Which city is my home?"}]}
     client.post("/api/context", params={"space": "alice"}, json=ask)
     off = client.get("/api/blocks", params={"space": "alice"}).json()
-    assert off == {"entries": [], "logging": False}  # off by default: nothing kept
+    assert off == {"entries": [], "logging": False, "keep": 1000, "retention_days": 7.0}
     mem.config = mem.config.with_(pack=mem.config.pack.with_(log_blocks=True))
     block = client.post("/api/context", params={"space": "alice"}, json=ask).json()["block"]
     on = client.get("/api/blocks", params={"space": "alice"}).json()

@@ -21,10 +21,13 @@ def injected_blocks(
 ) -> BlocksOut:
     """The blocks injected in the space (proxy, SDK, ``POST /api/context``, MCP), newest
     first: time, surface, item ids, tokens, the query's hash. Empty unless the server runs
-    with ``--log-blocks`` (``ORCAMEM_LOG_BLOCKS=1``); kept: the last 1000 per space, 7 days."""
+    with ``--log-blocks`` (``ORCAMEM_LOG_BLOCKS=1``); kept: ``keep`` per space (default 1000)
+    for ``retention_days`` (default 7)."""
     return BlocksOut(
         entries=[
             BlockEntryOut(**e.to_dict()) for e in memory.injected_blocks(space=space, limit=limit)
         ],
         logging=memory.config.pack.log_blocks,
+        keep=memory.config.pack.log_blocks_keep,
+        retention_days=memory.config.pack.log_blocks_days,
     )

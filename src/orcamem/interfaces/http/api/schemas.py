@@ -244,6 +244,8 @@ class BlockEntryOut(BaseModel):
 class BlocksOut(BaseModel):
     entries: list[BlockEntryOut] = Field(description="Newest first.")
     logging: bool = Field(description="Whether this server logs injected blocks now.")
+    keep: int = Field(description="Entries kept per space (the oldest beyond are dropped).")
+    retention_days: float = Field(description="Entries older than this are dropped.")
 
 
 class MemoryOut(BaseModel):
