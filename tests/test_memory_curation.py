@@ -5,6 +5,7 @@ of the blocks actually injected before turns."""
 from __future__ import annotations
 
 import io
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from orcamem import Config, InvalidInputError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
-from orcamem.engine import PackConfig
+from orcamem.engine import PackConfig, StorageConfig
 
 FACTS = (
     "My home city is Bangalore.", "I work as a nurse at the city hospital.",
@@ -219,3 +220,23 @@ def test_the_log_is_bounded_per_space_and_by_its_retention(
     assert len(facts.injected_blocks(space="work")) == 1  # each space its own bound
     facts.delete_space("work")
     assert facts.injected_blocks(space="work") == []
+
+
+def test_a_log_that_cannot_be_written_costs_the_turn_nothing(
+    tmp_path: Path, clock: FrozenClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "busy.db"
+    config = Config(pack=PackConfig(log_blocks=True), storage=StorageConfig(busy_timeout_ms=0))
+    with Memory(path, clock=clock, config=config) as memory:
+        for fact in FACTS:
+            memory.remember(fact)
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        try:
+            built = memory.context(ask("Which city is my home?"))
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert "Bangalore" in built.block  # the block still reaches the turn
+        assert "could not log the injected block" in caplog.text
+        assert memory.injected_blocks() == []

@@ -48,7 +48,7 @@ from .._kernel.model import (
 from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
-from ..errors import ClosedError, InvalidInputError, NotFoundError
+from ..errors import ClosedError, InvalidInputError, NotFoundError, OrcamemError
 from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
 from . import health
 from .automations import AutomationNotes
@@ -762,16 +762,19 @@ class Memory:
                 lambda: self.store.mark_accessed(result.space, accessed, stamp(self.clock))
             )
         if surface is not None:
-            log_block(
-                self.store,
-                self.config,
-                self.clock,
-                space=result.space,
-                surface=surface,
-                query=result.query,
-                block=block,
-                used=used,
-            )
+            try:
+                log_block(
+                    self.store,
+                    self.config,
+                    self.clock,
+                    space=result.space,
+                    surface=surface,
+                    query=result.query,
+                    block=block,
+                    used=used,
+                )
+            except OrcamemError as exc:  # the log never costs a turn its block
+                log.warning("orcamem could not log the injected block: %s", exc)
         return block
 
     def injected_blocks(self, *, space: str | None = None, limit: int = 100) -> list[BlockEntry]:

@@ -405,6 +405,7 @@ def register(app: typer.Typer) -> None:
                 bank=memory_bank,
                 profile=profile,
                 delete_space=allow_delete_space,
+                config=loaded.settings.config(),
             )
         except OrcamemError as exc:
             raise fail(exc) from None
