@@ -11,9 +11,9 @@ each entry is written; ``delete_space`` deletes it with the space.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from .._kernel.clock import Clock, format_time
+from .._kernel.clock import format_time
 from .._kernel.config import Config
 from .._kernel.ids import tagged
 from .._kernel.model import Hit
@@ -36,7 +36,7 @@ def check_surface(surface: object) -> str:
 def log_block(
     store: BlockLog,
     config: Config,
-    clock: Clock,
+    now: datetime,
     *,
     space: str,
     surface: str,
@@ -44,10 +44,9 @@ def log_block(
     block: str,
     used: Sequence[Hit],
 ) -> None:
-    """Record one injected block when the log is on (a no-op otherwise)."""
+    """Record one block injected at ``now`` when the log is on (a no-op otherwise)."""
     if not config.pack.log_blocks or not block:
         return
-    now = clock.now()
     content = config.pack.log_block_content
     store.log_block(
         BlockEntry(

@@ -48,7 +48,7 @@ from .._kernel.model import (
 from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
-from ..errors import ClosedError, InvalidInputError, NotFoundError, OrcamemError
+from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
 from . import health
 from .automations import AutomationNotes
@@ -252,7 +252,8 @@ class Memory:
         return True
 
     def _after_read(self, work: Callable[[], None]) -> None:
-        """Run a side effect (mark accessed) off the hot path; its failure is only logged."""
+        """Run a side effect (mark accessed, the block log) off the hot path; its failure is only
+        logged."""
 
         def run() -> None:
             try:
@@ -263,6 +264,13 @@ class Memory:
         with self._lock:
             if not self._closed:
                 self._background.submit(run)
+
+    def _settle(self) -> None:
+        """Wait for the side effects queued so far (mark accessed, the block log)."""
+        with self._lock:
+            pending = None if self._closed else self._background.submit(lambda: None)
+        if pending is not None:
+            pending.result()
 
     # -- writing episodes ------------------------------------------------------------------
 
@@ -761,20 +769,21 @@ class Memory:
             self._after_read(
                 lambda: self.store.mark_accessed(result.space, accessed, stamp(self.clock))
             )
-        if surface is not None:
-            try:
-                log_block(
+        if surface is not None and block and self.config.pack.log_blocks:
+            now = self.clock.now()  # when it was injected, whenever the entry is written
+            config = self.config
+            self._after_read(  # off the hot path: the log never costs a turn its block
+                lambda: log_block(
                     self.store,
-                    self.config,
-                    self.clock,
+                    config,
+                    now,
                     space=result.space,
                     surface=surface,
                     query=result.query,
                     block=block,
                     used=used,
                 )
-            except OrcamemError as exc:  # the log never costs a turn its block
-                log.warning("orcamem could not log the injected block: %s", exc)
+            )
         return block
 
     def injected_blocks(self, *, space: str | None = None, limit: int = 100) -> list[BlockEntry]:
@@ -786,6 +795,7 @@ class Memory:
         """
         space = self._space(space)
         validate_count(limit, what="limit", low=1, high=10_000)
+        self._settle()  # this Memory's own entries, still queued, are read too
         return self.store.injected_blocks(space, limit)
 
     def context(
