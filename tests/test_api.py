@@ -318,6 +318,64 @@ def test_an_event_said_as_a_range_keeps_its_last_day_over_http(
     assert [r["event_end"] for r in rows if r["type"] == "memory"] == ["2026-10-18"]
 
 
+def test_patch_edits_a_memory_into_a_new_version_and_keeps_the_old(
+    client: TestClient, mem: Memory
+) -> None:
+    old = mem.remember("I live in Pune.", space="alice")
+    r = client.patch(
+        f"/api/memories/{old.id}", params={"space": "alice"}, json={"text": "I live in Mumbai."}
+    )
+    assert r.status_code == 200, r.text
+    new = r.json()
+    assert new["content"] == "I live in Mumbai." and new["id"] != old.id and new["active"]
+    was = client.get(f"/api/memories/{old.id}", params={"space": "alice"}).json()
+    assert (was["active"], was["superseded_by"], was["content"]) == (
+        False,
+        new["id"],
+        "I live in Pune.",
+    )
+    again = client.patch(f"/api/memories/{old.id}", params={"space": "alice"}, json={"text": "x"})
+    assert_error(again, 400, "InvalidInputError", f"edit {new['id']} instead")
+    bad = client.patch(f"/api/memories/{new['id']}", params={"space": "alice"}, json={"text": 5})
+    assert_error(bad, 422)
+    assert len(mem.facts(space="alice", include_history=True)) == 2  # nothing more written
+
+
+def test_put_pin_pins_and_unpins(client: TestClient, mem: Memory) -> None:
+    made = mem.remember("Our cat is called Pepper.", space="alice")
+    path = f"/api/memories/{made.id}/pin"
+    r = client.put(path, params={"space": "alice"}, json={"pinned": True})
+    assert r.status_code == 200 and r.json()["pinned"] is True
+    assert mem.memory(made.id, space="alice").pinned
+    listed = client.get("/api/memories", params={"space": "alice"}).json()["memories"]
+    assert [m["pinned"] for m in listed] == [True]
+    assert (
+        client.put(path, params={"space": "alice"}, json={"pinned": False}).json()["pinned"]
+        is False
+    )
+    assert_error(client.put(path, params={"space": "alice"}, json={"pinned": "yes"}), 422)
+    missing = client.put(
+        "/api/memories/mem-00000000/pin", params={"space": "alice"}, json={"pinned": True}
+    )
+    assert_error(missing, 404)
+
+
+def test_get_blocks_lists_what_post_context_injected(client: TestClient, mem: Memory) -> None:
+    mem.remember("My home city is Bangalore.", space="alice")
+    ask = {"messages": [{"role": "user", "content": "Which city is my home?"}]}
+    client.post("/api/context", params={"space": "alice"}, json=ask)
+    off = client.get("/api/blocks", params={"space": "alice"}).json()
+    assert off == {"entries": [], "logging": False, "keep": 1000, "retention_days": 7.0}
+    mem.config = mem.config.with_(pack=mem.config.pack.with_(log_blocks=True))
+    block = client.post("/api/context", params={"space": "alice"}, json=ask).json()["block"]
+    on = client.get("/api/blocks", params={"space": "alice"}).json()
+    [entry] = on["entries"]
+    assert on["logging"] is True and entry["surface"] == "rest" and entry["space"] == "alice"
+    assert entry["query"] is None and entry["block"] is None and "Bangalore" not in str(entry)
+    assert entry["item_ids"] and entry["tokens"] > 0 and block
+    assert client.get("/api/blocks", params={"space": "bob"}).json()["entries"] == []
+
+
 # -- sleep, stats, spaces -----------------------------------------------------------------------
 
 
@@ -572,6 +630,15 @@ ROUTES: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "DELETE /api/memories/{memory_id}": lambda s, ids: (
         "DELETE", f"/api/memories/{ids[s]['memory']}", {"params": {"space": s}}
     ),
+    "PATCH /api/memories/{memory_id}": lambda s, ids: (
+        "PATCH", f"/api/memories/{ids[s]['memory']}",
+        {"params": {"space": s}, "json": {"text": "Sneaky edit."}},
+    ),
+    "PUT /api/memories/{memory_id}/pin": lambda s, ids: (
+        "PUT", f"/api/memories/{ids[s]['memory']}/pin",
+        {"params": {"space": s}, "json": {"pinned": True}},
+    ),
+    "GET /api/blocks": lambda s, ids: ("GET", "/api/blocks", {"params": {"space": s}}),
     "POST /api/sleep": lambda s, ids: ("POST", "/api/sleep", {"params": {"space": s}}),
     "GET /api/export": lambda s, ids: ("GET", "/api/export", {"params": {"space": s}}),
     "POST /api/import": lambda s, ids: (

@@ -17,9 +17,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from orcamem import Memory
+from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem.bank.bank import MemoryBank
+from orcamem.engine import PackConfig
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
 
@@ -57,10 +58,15 @@ schemathesis.serializer.alias("application/x-ndjson", "text/plain")
 
 
 def _app():
-    memory = Memory(":memory:", clock=FrozenClock("2026-11-01T10:00:00Z"))
+    memory = Memory(
+        ":memory:",
+        clock=FrozenClock("2026-11-01T10:00:00Z"),
+        config=Config(pack=PackConfig(log_blocks=True)),  # GET /api/blocks has entries
+    )
     memory.add("I live in Pune and I work as a backend engineer.")
     memory.remember("The user prefers tea over coffee.", category="preference")
     memory.forbid("Never schedule meetings on Fridays.")
+    memory.context([{"role": "user", "content": "Where do I live?"}])  # one logged block
     # a real folder: the settings routes write its config.json (PUT/DELETE /api/capability/…)
     workspace = tempfile.mkdtemp(prefix="orcamem-schema-workspace-")
     # schemathesis' ASGI client sends `Host: testserver`: allowed here, by name, as a deployer

@@ -265,6 +265,24 @@ def test_forget_close_keeps_the_memory_in_history(db: Path) -> None:
     assert "is not a memory id" in flat(refused.stderr)
 
 
+def test_edit_supersedes_and_pin_toggles(db: Path) -> None:
+    memory_id = remember(db, "Likes green tea")
+    said = flat(run("edit", memory_id, "Likes oolong tea", "--db", db).stdout)
+    (new,) = json.loads(run("facts", "--json", "--db", db).stdout)
+    assert said == f"{new['id']} supersedes {memory_id} in space 'default'"
+    assert new["content"] == "Likes oolong tea"
+    old = json.loads(run("facts", "--json", "--history", "--db", db).stdout)[0]
+    assert (old["id"], old["active"], old["superseded_by"]) == (memory_id, False, new["id"])
+    refused = run("edit", memory_id, "Likes coffee", "--db", db, code=2)
+    assert f"edit {new['id']} instead" in flat(refused.stderr)
+    assert (
+        flat(run("pin", new["id"], "--db", db).stdout) == f"pinned {new['id']} in space 'default'"
+    )
+    assert json.loads(run("facts", "--json", "--db", db).stdout)[0]["pinned"] is True
+    run("pin", new["id"], "--unpin", "--db", db)
+    assert json.loads(run("facts", "--json", "--db", db).stdout)[0]["pinned"] is False
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [

@@ -211,7 +211,13 @@ def test_each_setting_comes_from_default_file_env_or_flag_and_says_which(tmp_pat
         encoding="utf-8",
     )
     shown = _show(
-        "--model", "llama3.2:3b", env={"ORCAMEM_CONTEXT_BUDGET": "120", "ORCAMEM_AUTO_SLEEP": "no"}
+        "--model",
+        "llama3.2:3b",
+        env={
+            "ORCAMEM_CONTEXT_BUDGET": "120",
+            "ORCAMEM_AUTO_SLEEP": "no",
+            "ORCAMEM_LOG_BLOCKS": "1",
+        },
     )
     assert {name: (row["value"], row["origin"]) for name, row in shown.items()} == {
         "db": (str(tmp_path / "file.db"), "file"),
@@ -219,6 +225,8 @@ def test_each_setting_comes_from_default_file_env_or_flag_and_says_which(tmp_pat
         "timezone": ("Asia/Kolkata", "file"),
         "context_budget": (120, "env"),  # the environment beats the file
         "auto_sleep": (False, "env"),
+        "log_blocks": (True, "env"),
+        "log_block_content": (False, "default"),
         "upstream": (None, "default"),
         "model": ("llama3.2:3b", "flag"),
         "require_keys": (False, "default"),
@@ -264,7 +272,7 @@ def test_config_show_prints_one_line_per_setting_and_never_a_key() -> None:
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert len(lines) == 10
+    assert len(lines) == 12
     assert "auto_sleep = False  (flag --no-auto-sleep)" in lines
     assert "openai_api_key = ********  (env OPENAI_API_KEY)" in lines
     assert "sk-very-secret" not in result.output

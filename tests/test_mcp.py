@@ -198,6 +198,21 @@ class TestOneServerForReads:
 
 
 @pytest.mark.anyio
+async def test_stdio_recall_is_logged_as_an_mcp_injection_when_the_log_is_on(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as mem:
+        mem.remember("We deploy the API with Helm on Fridays.", category="decision")
+    env = {"ORCAMEM_LOG_BLOCKS": "1"}
+    async with stdio_session([*SERVER, "--db", str(db)], env=env) as session:
+        block = text(await ok(session, "orma_recall", query="how do we deploy the API?"))
+    with Memory(db) as mem:
+        [entry] = mem.injected_blocks()
+        assert entry.surface == "mcp" and entry.block is None and "Helm" in block
+
+
+@pytest.mark.anyio
 async def test_stdio_remember_recall_forbid_facts_forget(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     async with stdio_session([*SERVER, "--db", str(db)]) as session:

@@ -321,6 +321,23 @@ def test_the_injected_block_is_the_spaces_recall_and_other_fields_pass_untouched
     assert forwarded["accept-encoding"] == "identity"
 
 
+def test_with_the_block_log_on_each_injected_block_is_logged_as_the_proxys(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    mem.add("I work as a backend engineer and I live in Pune.", space="user_alice")
+    chat = {"messages": [{"role": "user", "content": QUESTION}]}
+    headers = {"x-orma-space": "user_alice"}
+    httpx.post(f"{proxy}/v1/chat/completions", json=chat, headers=headers)
+    assert mem.injected_blocks(space="user_alice") == []  # off by default
+    mem.config = mem.config.with_(pack=mem.config.pack.with_(log_blocks=True))
+    reply = httpx.post(f"{proxy}/v1/chat/completions", json=chat, headers=headers)
+    assert reply.headers["x-orcamem-memory"] == "injected"
+    [entry] = mem.injected_blocks(space="user_alice")
+    sent = stub.chats()[1]["messages"][0]["content"]
+    assert entry.surface == "proxy" and entry.item_ids and entry.block is None
+    assert "Pune" in sent and "Pune" not in repr(entry)
+
+
 def test_a_request_with_nothing_to_recall_is_forwarded_byte_for_byte(
     stub: Stub, proxy: str
 ) -> None:

@@ -4,6 +4,7 @@ test here through the ``store`` fixture (``store_target`` names what it is opene
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from orcamem import EmbedderMismatchError, NotFoundError, StoreError
 from orcamem._kernel.model import NewEpisode, NewMemory
 from orcamem.engine.store import is_postgres, open_store
-from orcamem.engine.store.base import EpisodeWrite, MemoryUpdate, Store
+from orcamem.engine.store.base import BlockEntry, EpisodeWrite, MemoryUpdate, Store
 
 NOW = "2026-11-01T10:00:00.000000Z"
 DIM = 8
@@ -303,3 +304,45 @@ def test_note_rows_replace_read_and_delete(store: Store) -> None:
     assert store.notes.put("nightly", "second", NOW).note == "second"
     assert store.notes.get("nightly").note == "second"
     assert store.notes.delete("nightly") and not store.notes.delete("nightly")
+
+
+# -- pinned memories and the log of injected blocks (issue 17) ---------------------------------
+
+
+def test_a_pin_is_stored_changed_and_restored_as_exported(ready: Store) -> None:
+    made = ready.put_memory(NewMemory(space="a", content="Lives in Pune"), unit(30), "test", NOW)
+    assert made.pinned is False
+    pinned = ready.update_memory("a", made.id, MemoryUpdate(pinned=True), NOW)
+    assert pinned.pinned is True and ready.get_memory("a", made.id).pinned is True
+    assert ready.update_memory("a", made.id, MemoryUpdate(active=False), NOW).pinned is True
+    restored = ready.restore_memory(replace(pinned, space="b"), unit(30))
+    assert ready.get_memory("b", restored).pinned is True
+    assert ready.update_memory("a", made.id, MemoryUpdate(pinned=False), NOW).pinned is False
+
+
+def _entry(space: str, at: str, query: str = "q") -> BlockEntry:
+    return BlockEntry(
+        space=space,
+        created_at=at,
+        surface="sdk",
+        item_ids=("mem-00000001", "line-3"),
+        tokens=12,
+        query_hash=f"sha256:{query}",
+    )
+
+
+def test_the_block_log_keeps_the_newest_per_space_within_its_retention(ready: Store) -> None:
+    for day in range(1, 6):
+        ready.log_block(
+            _entry("a", f"2026-11-0{day}T10:00:00.000000Z", f"q{day}"), keep=3, since=""
+        )
+    ready.log_block(_entry("b", "2026-11-01T10:00:00.000000Z"), keep=3, since="")
+    kept = ready.injected_blocks("a")
+    assert [e.query_hash for e in kept] == ["sha256:q5", "sha256:q4", "sha256:q3"]  # newest first
+    assert kept[0].item_ids == ("mem-00000001", "line-3") and kept[0].query is None
+    assert [e.space for e in ready.injected_blocks("b")] == ["b"]  # another space's bound
+    ready.log_block(_entry("a", "2026-11-06T10:00:00.000000Z", "q6"), keep=3, since="2026-11-05")
+    assert [e.query_hash for e in ready.injected_blocks("a")] == ["sha256:q6", "sha256:q5"]
+    assert len(ready.injected_blocks("a", limit=1)) == 1
+    ready.delete_space("a")
+    assert ready.injected_blocks("a") == [] and len(ready.injected_blocks("b")) == 1

@@ -100,6 +100,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     command = [
         sys.executable, "-m", "orcamem", "up", "--db", str(db), "--port", str(port),
         "--require-keys", "--no-browser", "--no-auto-sleep", "--workspace", str(home / "ws"),
+        "--log-blocks",
     ]  # fmt: skip
     log = (home / "server.log").open("w")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -482,4 +483,89 @@ def test_delete_a_space_with_typed_confirmation_and_see_it_gone(
     assert api(server, "/api/search", space="carol", q="Lisbon")["hits"] == []
     names = [s["name"] for s in api(server, "/api/spaces")["spaces"]]
     assert "carol" not in names and {"alice", "bob", "dora"} <= set(names)  # the others stay
+    assert watch.outside == [] and watch.errors == []
+
+
+# -- edit in place, pin, the injected-block log (issue 17 items 2-3) ------------------------------
+
+
+def _remember(server: Server, space: str, **body: Any) -> dict:
+    saved = httpx.post(
+        f"{server.url}/api/memories",
+        params={"space": space},
+        json=body,
+        headers={"authorization": f"Bearer {server.admin}"},
+        timeout=30,
+    )
+    assert saved.status_code == 201, saved.text
+    return saved.json()
+
+
+def test_edit_a_memory_and_see_the_new_version_with_its_history(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    old = _remember(
+        server, "erin", text="I live in Porto.", category="state", entity="user",
+        attribute="home_city", value="Porto",
+    )  # fmt: skip
+    use_key(tab, server, server.admin)
+    tab.goto(f"{server.url}/ui#/space/erin/memories")
+    row = tab.locator(f"tr[data-memory='{old['id']}']")
+    row.locator("button", has_text="Edit").click()
+    row.locator("textarea").fill("I live in Faro.")
+    row.locator("text=Save as new version").click()
+    tab.wait_for_selector("#status.info")
+    facts = api(server, "/api/facts", space="erin", include_history="true")["facts"]
+    [new] = [m for m in facts if m["active"]]
+    was = next(m for m in facts if m["id"] == old["id"])
+    assert (was["active"], was["superseded_by"]) == (False, new["id"])
+    shown = tab.locator(f"tr[data-memory='{new['id']}']")
+    expect(shown).to_contain_text("user · home_city: I live in Faro.")
+    expect(shown).to_contain_text(f"replaced {old['id']} (Porto")  # the history, under it
+    expect(tab.locator(f"tr[data-memory='{old['id']}']")).to_have_count(0)
+    assert f"{old['id']} is kept as its history" in tab.inner_text("#status")
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_pin_and_unpin_a_memory(page: tuple[Any, Watch], server: Server) -> None:
+    tab, watch = page
+    made = _remember(server, "erin", text="Our cat is called Pepper.")
+    use_key(tab, server, server.admin)
+    tab.goto(f"{server.url}/ui#/space/erin/memories")
+    row = tab.locator(f"tr[data-memory='{made['id']}']")
+    row.locator("button", has_text="Pin").click()
+    expect(row.locator(".badge.pinned")).to_have_text("pinned")
+    expect(row.locator("button[aria-pressed=true]")).to_have_text("Unpin")
+    assert api(server, f"/api/memories/{made['id']}", space="erin")["pinned"] is True
+    row.locator("button", has_text="Unpin").click()
+    expect(row.locator(".badge.pinned")).to_have_count(0)
+    assert api(server, f"/api/memories/{made['id']}", space="erin")["pinned"] is False
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_the_injected_blocks_tab_lists_a_block_without_its_text(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    made = _remember(server, "finn", text="My home city is Bangalore.")
+    injected = httpx.post(
+        f"{server.url}/api/context",
+        params={"space": "finn"},
+        json={"messages": [{"role": "user", "content": "Which city is my home?"}]},
+        headers={"authorization": f"Bearer {server.admin}"},
+        timeout=30,
+    ).json()
+    assert "Bangalore" in injected["block"]
+    use_key(tab, server, server.admin)
+    tab.goto(f"{server.url}/ui#/space/finn/blocks")
+    row = tab.locator("tr[data-block]")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("rest")
+    expect(row).to_contain_text(made["id"])
+    expect(row).to_contain_text("sha256:")
+    assert "Bangalore" not in row.inner_text()  # no memory text in the log
+    note = tab.inner_text("#blocks-note")
+    assert "no memory text" in note and "the last 1000 per space, 7 days" in note
+    shot(tab, "blocks")
     assert watch.outside == [] and watch.errors == []

@@ -244,6 +244,9 @@ class SignalsConfig(_Section):
     base_level_weight: float = 0.05
     base_level_decay: float = 0.5
     """ACT-R's ``d`` (Anderson's 0.5)."""
+    pinned_weight: float = 0.2
+    """What a pinned memory (``Memory.pin``) adds to its score once its own evidence admits
+    it; pinned, time does not lower its recency, Hawkes, Ebbinghaus or base-level signals."""
     enable_spreading_activation: bool = True
     """ACT-R spreading activation over the space's entity graph (``recall.spreading``): turns
     that name an entity of the query, of its best turns or of its states are lifted by
@@ -298,6 +301,7 @@ _NON_NEGATIVE = (
     "activation_weight",
     "base_level_weight",
     "fact_key_weight",
+    "pinned_weight",
 )
 _POSITIVE = (
     "base_level_decay",
@@ -343,6 +347,15 @@ class PackConfig(_Section):
     max_passage_chars: int = 160
     """A passage shows its matched sentence (a short one with the sentences around it) in at
     most this many characters, cut around the query's words; a longer memory is clipped."""
+    log_blocks: bool = False
+    """Log every block injected before a turn (``Memory.context``, the proxy, MCP recall):
+    time, space, surface, item ids, tokens and the query's hash (``Memory.injected_blocks``)."""
+    log_block_content: bool = False
+    """With ``log_blocks``, keep the query and the block's text too (off: never in the log)."""
+    log_blocks_keep: int = 1000
+    """Entries kept per space; the oldest beyond it are dropped as a new one is logged."""
+    log_blocks_days: float = 7.0
+    """Retention: entries older than this many days are dropped as a new one is logged."""
 
     def __post_init__(self) -> None:
         self._bool("enable_sutra_packing")
@@ -360,6 +373,10 @@ class PackConfig(_Section):
         self._int("max_items", 1, 1000)
         self._int("max_forbidden_rules", 0, 1000)
         self._int("max_passage_chars", 1, 1_000_000)
+        self._bool("log_blocks")
+        self._bool("log_block_content")
+        self._int("log_blocks_keep", 1, 1_000_000)
+        self._number("log_blocks_days", above=True)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -353,6 +353,9 @@ class MemoryRecord:
     superseded_by: str | None
     event_end: str | None = None
     """The last day of an event said as a range; ``event_date`` is its first."""
+    pinned: bool = False
+    """Pinned by a user: time does not lower it and it ranks higher when a query bears on
+    it; it is never injected into a block it is not relevant to (docs/recall.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -40,6 +40,8 @@ ENV_NAMES = {
     "timezone": env.TIMEZONE_ENV,
     "context_budget": env.CONTEXT_BUDGET_ENV,
     "auto_sleep": env.AUTO_SLEEP_ENV,
+    "log_blocks": env.LOG_BLOCKS_ENV,
+    "log_block_content": env.LOG_BLOCK_CONTENT_ENV,
     "upstream": env.UPSTREAM_ENV,
     "model": env.MODEL_ENV,
     "require_keys": env.REQUIRE_KEYS_ENV,
@@ -83,6 +85,10 @@ class Settings(BaseSettings):
     """The memory block's budget in WordPiece tokens."""
     auto_sleep: bool = True
     """Servers consolidate in the background."""
+    log_blocks: bool = False
+    """Log every injected block: ids, tokens, the query's hash (``Config.pack.log_blocks``)."""
+    log_block_content: bool = False
+    """With ``log_blocks``, the query and the block's text too."""
     upstream: str | None = None
     """The OpenAI-compatible chat server the proxy forwards to and sleep asks."""
     model: str | None = None
@@ -132,11 +138,15 @@ class Settings(BaseSettings):
         return None if value is None else check_upstream(value)
 
     def config(self, base: Config | None = None, *, auto_sleep: bool = False) -> Config:
-        """``base`` (default ``Config()``) with the time zone and the block budget of these
-        settings, and the background sleeper on when ``auto_sleep`` (servers pass theirs)."""
+        """``base`` (default ``Config()``) with the time zone, the block budget and the block
+        log of these settings, and the background sleeper on when ``auto_sleep`` (servers pass theirs)."""
         base = base or Config()
         return base.with_(
-            pack=base.pack.with_(context_budget_tokens=self.context_budget),
+            pack=base.pack.with_(
+                context_budget_tokens=self.context_budget,
+                log_blocks=self.log_blocks,
+                log_block_content=self.log_block_content,
+            ),
             sleep=base.sleep.with_(timezone=self.timezone, auto=auto_sleep),
         )
 

@@ -27,7 +27,7 @@ from .consolidate.sleep import SleepReport
 from .health import CheckReport, RepairReport
 from .keys import ApiKeys, Principal
 from .memory import BuiltContext, Memory, Progress
-from .store.base import AutomationNote, SpaceInfo, Store
+from .store.base import AutomationNote, BlockEntry, SpaceInfo, Store
 
 __all__ = ["AsyncApiKeys", "AsyncAutomationNotes", "AsyncMemory"]
 
@@ -293,6 +293,37 @@ class AsyncMemory:
         """Close a memory (``mem-…``) that is obsolete: it stays in history, never current."""
         return await _thread(self.sync.close_memory, memory_id, space=space, reason=reason)
 
+    async def edit_memory(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        space: str | None = None,
+        category: str | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        tags: Sequence[str] | None = None,
+        value: str | None = None,
+    ) -> MemoryRecord:
+        """Correct a memory: a new version supersedes it, and the old one stays as history."""
+        return await _thread(
+            self.sync.edit_memory,
+            memory_id,
+            text,
+            space=space,
+            category=category,
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            value=value,
+        )
+
+    async def pin(
+        self, memory_id: str, pinned: bool = True, *, space: str | None = None
+    ) -> MemoryRecord:
+        """Pin a memory (``pinned=False`` unpins it): it no longer decays with time."""
+        return await _thread(self.sync.pin, memory_id, pinned, space=space)
+
     async def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
         """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines."""
         await _thread(self.sync.forget, memory_or_episode_id, space=space)
@@ -309,9 +340,17 @@ class AsyncMemory:
         """Rank passages and memories for ``query`` with the per-signal breakdown."""
         return await _thread(self.sync.search, query, space=space, top_k=top_k)
 
-    async def recall(self, query: str, *, space: str | None = None) -> str:
+    async def recall(
+        self, query: str, *, space: str | None = None, surface: str | None = None
+    ) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``."""
-        return await _thread(self.sync.recall, query, space=space)
+        return await _thread(self.sync.recall, query, space=space, surface=surface)
+
+    async def injected_blocks(
+        self, *, space: str | None = None, limit: int = 100
+    ) -> list[BlockEntry]:
+        """The blocks injected in the space, newest first, while ``pack.log_blocks`` was on."""
+        return await _thread(self.sync.injected_blocks, space=space, limit=limit)
 
     async def context(
         self,
@@ -319,9 +358,12 @@ class AsyncMemory:
         *,
         space: str | None = None,
         automation_id: str | None = None,
+        surface: str = "sdk",
     ) -> BuiltContext:
         """The blocks a chat gets before its next turn, and the messages with them prepended."""
-        return await _thread(self.sync.context, messages, space=space, automation_id=automation_id)
+        return await _thread(
+            self.sync.context, messages, space=space, automation_id=automation_id, surface=surface
+        )
 
     async def build_context(
         self,
@@ -329,10 +371,15 @@ class AsyncMemory:
         *,
         space: str | None = None,
         automation_id: str | None = None,
+        surface: str = "sdk",
     ) -> list[dict[str, Any]]:
         """Return ``messages`` with the memory block prepended as a system message."""
         return await _thread(
-            self.sync.build_context, messages, space=space, automation_id=automation_id
+            self.sync.build_context,
+            messages,
+            space=space,
+            automation_id=automation_id,
+            surface=surface,
         )
 
     async def stats(self, *, space: str | None = None) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
 from . import health
 from .automations import AutomationNotes
+from .blocklog import check_surface, log_block
 from .consolidate.gate import held_rule
 from .consolidate.sleep import SleepReport
 from .health import CheckReport, RepairReport
@@ -59,7 +60,7 @@ from .ingest import prepare_writes
 from .keys import ApiKeys
 from .sleeper import Sleeper
 from .store import open_store
-from .store.base import MemoryUpdate, SpaceInfo, Store
+from .store.base import BlockEntry, MemoryUpdate, SpaceInfo, Store
 
 __all__ = ["BuiltContext", "Memory"]
 
@@ -251,7 +252,8 @@ class Memory:
         return True
 
     def _after_read(self, work: Callable[[], None]) -> None:
-        """Run a side effect (mark accessed) off the hot path; its failure is only logged."""
+        """Run a side effect (mark accessed, the block log) off the hot path; its failure is only
+        logged."""
 
         def run() -> None:
             try:
@@ -262,6 +264,13 @@ class Memory:
         with self._lock:
             if not self._closed:
                 self._background.submit(run)
+
+    def _settle(self) -> None:
+        """Wait for the side effects queued so far (mark accessed, the block log)."""
+        with self._lock:
+            pending = None if self._closed else self._background.submit(lambda: None)
+        if pending is not None:
+            pending.result()
 
     # -- writing episodes ------------------------------------------------------------------
 
@@ -503,46 +512,27 @@ class Memory:
         naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
         """
         space = self._space(space)
-        content = refuse_secrets(validate_text(text, what="memory text"), what="memory text")
-        for name, field_value in (("value", value), ("condition", condition)):
-            if isinstance(field_value, str):
-                refuse_secrets(field_value, what=name)
-        if category not in CATEGORIES:
-            raise InvalidInputError(f"category={category!r}: use one of {', '.join(CATEGORIES)}")
-        for name, number in (("importance", importance), ("confidence", confidence)):
-            if not isinstance(number, (int, float)) or not 0.0 <= float(number) <= 1.0:
-                raise InvalidInputError(f"{name}={number!r}: use a number from 0 to 1")
-        if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
-            raise InvalidInputError("tags must be a list of non-blank strings")
-        for tag in tags:
-            validate_id(tag, what="tag")
-        for name, field_value in (("entity", entity), ("attribute", attribute)):
-            if field_value is not None:
-                validate_id(field_value, what=name)
-        if source not in SOURCES:
-            raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
-        prohibited = prohibited or inhibitory(attribute)  # avoid_* is a rule too (seed 003)
-        memory = NewMemory(
+        memory = _new_memory(
+            text,
             space=space,
-            content=content,
             category=category,
-            source=source,
-            confidence=float(confidence),
-            importance=float(importance),
-            tags=tuple(tags),
+            importance=importance,
+            confidence=confidence,
+            tags=tags,
+            prohibited=prohibited,
             entity=entity,
             attribute=attribute,
             value=value,
             condition=condition,
-            prohibited=prohibited,
-            event_date=validate_time(event_date, what="event_date"),
+            event_date=event_date,
+            source=source,
         )
         self._ready_for_write(space)
         embedder = self.embedder_of(space)
-        vector = embed_texts(embedder, [content])[0]
+        vector = embed_texts(embedder, [memory.content])[0]
         with self.store.writing():  # the look-up and the insert in one transaction
-            rules = self.store.list_memories(space, prohibited=True) if prohibited else []
-            held = held_rule(rules, content)
+            rules = self.store.list_memories(space, prohibited=True) if memory.prohibited else []
+            held = held_rule(rules, memory.content)
             if held is not None:
                 return held
             return self.store.put_memory(memory, vector, embedder.id, stamp(self.clock))
@@ -584,12 +574,7 @@ class Memory:
             NotFoundError: no such memory in the space.
         """
         space = self._space(space)
-        key = str(memory_id).strip()
-        if not is_memory_id(key):
-            raise InvalidInputError(
-                f"{memory_id!r} is not a memory id (mem-xxxxxxxx): list them with "
-                "`orcamem facts`; an episode is deleted with `orcamem forget ep-12`"
-            )
+        key = _memory_id(memory_id)
         reason = validate_text(reason, what="reason")
         with self.store.writing():  # the close and its audit entry in one transaction
             current = self.store.get_memory(space, key)
@@ -600,6 +585,100 @@ class Memory:
             item = {"closed": key, "content": closed.content}
             self.store.add_audit(space, None, item, reason, now)
         return closed
+
+    def edit_memory(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        space: str | None = None,
+        category: str | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        tags: Sequence[str] | None = None,
+        value: str | None = None,
+    ) -> MemoryRecord:
+        """Correct a memory: a new version supersedes it, and the old one stays as history.
+
+        The new version (a new id, ``source="explicit"``) keeps what is not given: entity,
+        attribute, condition, dates, the pin, and ``value`` while the text is unchanged (a new
+        text without ``value`` clears it, so a state shows the words given). It is indexed
+        (words and vector) at once; the old one is closed with ``superseded_by`` the new id,
+        as consolidation supersedes a state, and the edit goes to the audit log. Everything
+        is checked as ``remember`` checks it before anything is written.
+
+        Raises:
+            InvalidInputError: bad input, a rule turned into another category (or back), or
+                a memory no longer current (edit the version that superseded it).
+            NotFoundError: no such memory in the space.
+        """
+        space = self._space(space)
+        key = _memory_id(memory_id)
+        current = self.store.get_memory(space, key)
+        _refuse_closed(current, "edit")
+        if category is not None and (category == "rule") != current.prohibited:
+            raise InvalidInputError(
+                f"category={category!r}: {key} is {'a forbidden rule' if current.prohibited else 'not a rule'} "
+                "and an edit keeps it so; forget it and `forbid` (or `remember`) it instead"
+            )
+        same_text = isinstance(text, str) and text.strip() == current.content
+        memory = _new_memory(
+            text,
+            space=space,
+            category=category or current.category,
+            importance=current.importance if importance is None else importance,
+            confidence=current.confidence if confidence is None else confidence,
+            tags=current.tags if tags is None else tags,
+            prohibited=current.prohibited,
+            entity=current.entity,
+            attribute=current.attribute,
+            value=value if value is not None else current.value if same_text else None,
+            condition=current.condition,
+            event_date=current.event_date,
+            source="explicit",
+        )
+        memory = replace(memory, event_end=current.event_end)
+        embedder = self.embedder_of(space)
+        vector = embed_texts(embedder, [memory.content])[0]
+        with self.store.writing():  # the new version, the close and the audit entry at once
+            current = self.store.get_memory(space, key)
+            _refuse_closed(current, "edit")
+            now = stamp(self.clock)
+            edited = self.store.put_memory(memory, vector, embedder.id, now)
+            if current.pinned:
+                edited = self.store.update_memory(space, edited.id, MemoryUpdate(pinned=True), now)
+            self.store.update_memory(
+                space, key, MemoryUpdate(active=False, superseded_by=edited.id), now
+            )
+            item = {"edited": key, "into": edited.id, "content": current.content}
+            self.store.add_audit(space, None, item, "edited", now)
+        return edited
+
+    def pin(self, memory_id: str, pinned: bool = True, *, space: str | None = None) -> MemoryRecord:
+        """Pin a memory (``pinned=False`` unpins it): it no longer decays with time.
+
+        A pinned memory keeps its recency, Hawkes, Ebbinghaus and base-level signals at their
+        value of now and gains ``signals.pinned_weight`` when a query admits it by its own
+        evidence; it is never added to a block it is not relevant to. Pinning what is already
+        pinned changes nothing. An edit keeps the pin.
+
+        Raises:
+            InvalidInputError: not a memory id, ``pinned`` not a bool, or a memory no longer
+                current (pin the version that superseded it).
+            NotFoundError: no such memory in the space.
+        """
+        space = self._space(space)
+        key = _memory_id(memory_id)
+        if not isinstance(pinned, bool):
+            raise InvalidInputError(f"pinned={pinned!r}: use True or False")
+        with self.store.writing():
+            current = self.store.get_memory(space, key)
+            _refuse_closed(current, "pin")
+            if current.pinned == pinned:
+                return current
+            return self.store.update_memory(
+                space, key, MemoryUpdate(pinned=pinned), stamp(self.clock)
+            )
 
     def forget(self, memory_or_episode_id: str | int, *, space: str | None = None) -> None:
         """Delete a memory (``mem-…``) or an episode (``ep-<n>`` or ``n``) with its lines.
@@ -673,8 +752,14 @@ class Memory:
             current.set_attribute("orcamem.hits", len(result.hits))
             return result
 
-    def recall(self, query: str, *, space: str | None = None) -> str:
-        """The exact memory block that ``build_context`` would inject for ``query``."""
+    def recall(self, query: str, *, space: str | None = None, surface: str | None = None) -> str:
+        """The exact memory block that ``build_context`` would inject for ``query``.
+
+        ``surface`` (``sdk``, ``proxy``, ``rest``, ``mcp``) says the block is injected, not
+        previewed: with ``Config.pack.log_blocks`` on it is logged (``injected_blocks``).
+        """
+        if surface is not None:
+            check_surface(surface)
         result = self.search(query, space=space, top_k=self.config.pack.max_items)
         block, used = pack_context(
             result.hits, result.rules, self.config, self.clock.now(), result.query
@@ -684,7 +769,34 @@ class Memory:
             self._after_read(
                 lambda: self.store.mark_accessed(result.space, accessed, stamp(self.clock))
             )
+        if surface is not None and block and self.config.pack.log_blocks:
+            now = self.clock.now()  # when it was injected, whenever the entry is written
+            config = self.config
+            self._after_read(  # off the hot path: the log never costs a turn its block
+                lambda: log_block(
+                    self.store,
+                    config,
+                    now,
+                    space=result.space,
+                    surface=surface,
+                    query=result.query,
+                    block=block,
+                    used=used,
+                )
+            )
         return block
+
+    def injected_blocks(self, *, space: str | None = None, limit: int = 100) -> list[BlockEntry]:
+        """The blocks injected in the space, newest first, while ``pack.log_blocks`` was on.
+
+        Each entry has its time, surface, item ids, tokens and the query's ``sha256:``; the
+        query and block text only when ``pack.log_block_content`` was on too. Kept: the last
+        ``pack.log_blocks_keep`` per space, none older than ``pack.log_blocks_days``.
+        """
+        space = self._space(space)
+        validate_count(limit, what="limit", low=1, high=10_000)
+        self._settle()  # this Memory's own entries, still queued, are read too
+        return self.store.injected_blocks(space, limit)
 
     def context(
         self,
@@ -692,13 +804,16 @@ class Memory:
         *,
         space: str | None = None,
         automation_id: str | None = None,
+        surface: str = "sdk",
     ) -> BuiltContext:
         """The blocks a chat gets before its next turn, and the messages with them prepended.
 
         The query is the latest user message; with no user text or nothing to recall there is
         no memory block. With ``automation_id`` the automation's note block comes first, as its
-        own system message (a scribe's observation; see ``engine.automations``).
+        own system message (a scribe's observation; see ``engine.automations``). ``surface``
+        names who injects it in the block log (``Config.pack.log_blocks``).
         """
+        check_surface(surface)
         if not isinstance(messages, Sequence):
             raise InvalidInputError(
                 "messages must be a list of {'role': ..., 'content': ...} dicts, got "
@@ -714,7 +829,7 @@ class Memory:
             ),
             "",
         )
-        block = (self.recall(query, space=space) or None) if query else None
+        block = (self.recall(query, space=space, surface=surface) or None) if query else None
         built = [{"role": "system", "content": text} for text in (note, block) if text]
         return BuiltContext(messages=[*built, *messages], block=block, note_block=note)
 
@@ -724,6 +839,7 @@ class Memory:
         *,
         space: str | None = None,
         automation_id: str | None = None,
+        surface: str = "sdk",
     ) -> list[dict[str, Any]]:
         """Return ``messages`` with the memory block prepended as a system message.
 
@@ -731,7 +847,9 @@ class Memory:
         messages come back unchanged (as a new list). With ``automation_id`` that
         automation's note block comes first (see :meth:`context`).
         """
-        return self.context(messages, space=space, automation_id=automation_id).messages
+        return self.context(
+            messages, space=space, automation_id=automation_id, surface=surface
+        ).messages
 
     def stats(self, *, space: str | None = None) -> dict[str, Any]:
         """Counts for the space and the whole database, the embedder and the file size."""
@@ -1120,7 +1238,80 @@ _EPISODE_FIELDS = {
 }  # fmt: skip
 _EPISODE_REQUIRED = ("id", "kind", "text", "occurred_at")
 _MEMORY_FIELDS = {f.name for f in fields(MemoryRecord)}
-_MEMORY_OPTIONAL = {"space", "tags", "cited_lines"}
+_MEMORY_OPTIONAL = {"space", "tags", "cited_lines", "pinned"}
+
+
+def _memory_id(memory_id: object) -> str:
+    key = str(memory_id).strip()
+    if not is_memory_id(key):
+        raise InvalidInputError(
+            f"{memory_id!r} is not a memory id (mem-xxxxxxxx): list them with "
+            "`orcamem facts`; an episode is deleted with `orcamem forget ep-12`"
+        )
+    return key
+
+
+def _refuse_closed(memory: MemoryRecord, action: str) -> None:
+    """An edit or a pin acts on the current version only: history stays as it was."""
+    if not memory.active:
+        after = f" by {memory.superseded_by}" if memory.superseded_by else ""
+        nxt = f"{action} {memory.superseded_by}" if memory.superseded_by else "remember it again"
+        raise InvalidInputError(
+            f"memory {memory.id} is no longer current (closed{after}): {nxt} instead"
+        )
+
+
+def _new_memory(
+    text: Any,
+    *,
+    space: str,
+    category: Any,
+    importance: Any,
+    confidence: Any,
+    tags: Any,
+    prohibited: bool,
+    entity: Any,
+    attribute: Any,
+    value: Any,
+    condition: Any,
+    event_date: Any,
+    source: Any,
+) -> NewMemory:
+    """The memory ``remember`` and ``edit_memory`` write, every field checked first."""
+    content = refuse_secrets(validate_text(text, what="memory text"), what="memory text")
+    for name, field_value in (("value", value), ("condition", condition)):
+        if isinstance(field_value, str):
+            refuse_secrets(field_value, what=name)
+    if category not in CATEGORIES:
+        raise InvalidInputError(f"category={category!r}: use one of {', '.join(CATEGORIES)}")
+    for name, number in (("importance", importance), ("confidence", confidence)):
+        if not isinstance(number, (int, float)) or not 0.0 <= float(number) <= 1.0:
+            raise InvalidInputError(f"{name}={number!r}: use a number from 0 to 1")
+    if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
+        raise InvalidInputError("tags must be a list of non-blank strings")
+    for tag in tags:
+        validate_id(tag, what="tag")
+    for name, field_value in (("entity", entity), ("attribute", attribute)):
+        if field_value is not None:
+            validate_id(field_value, what=name)
+    if source not in SOURCES:
+        raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
+    prohibited = prohibited or inhibitory(attribute)  # avoid_* is a rule too (seed 003)
+    return NewMemory(
+        space=space,
+        content=content,
+        category=category,
+        source=source,
+        confidence=float(confidence),
+        importance=float(importance),
+        tags=tuple(tags),
+        entity=entity,
+        attribute=attribute,
+        value=value,
+        condition=condition,
+        prohibited=prohibited,
+        event_date=validate_time(event_date, what="event_date"),
+    )
 
 
 class _Bad(Exception):
@@ -1266,6 +1457,7 @@ def _parse_memory(
         active=_flag(record, "active"),
         superseded_by=_optional_id(record, "superseded_by"),
         event_end=_time(record, "event_end", required=False),
+        pinned=_flag(record, "pinned") if "pinned" in record else False,
     )
     return memory, [(episode, seq) for episode, seq in cited]
 

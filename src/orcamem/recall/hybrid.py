@@ -668,30 +668,36 @@ def _memory_score(
 ) -> dict[str, float]:
     lex, vec = relevance
     breakdown = {"lexical": lex, "vector": vec}
+    if memory.pinned:
+        breakdown["pinned"] = config.signals.pinned_weight
+
+    def age(stamp: str | None) -> float:  # a pinned memory does not decay: its age stays 0
+        return 0.0 if memory.pinned else _age_days(now, stamp)
+
     touched = memory.last_accessed_at or memory.created_at
     if config.signals.enable_recency:
         breakdown["recency"] = config.signals.recency_weight * signals.recency(
-            _age_days(now, memory.updated_at), config.signals.recency_half_life_days
+            age(memory.updated_at), config.signals.recency_half_life_days
         )
     if config.signals.enable_usage:
         breakdown["usage"] = config.signals.usage_weight * signals.usage(memory.access_count)
     if config.signals.enable_hawkes:
         breakdown["hawkes"] = config.signals.hawkes_weight * signals.hawkes_intensity(
-            _age_days(now, touched) * 86400,
+            age(touched) * 86400,
             config.signals.hawkes_alpha,
             config.signals.hawkes_half_life_seconds,
         )
     if config.signals.enable_ebbinghaus:
         breakdown["ebbinghaus"] = config.signals.ebbinghaus_weight * signals.ebbinghaus_retention(
-            _age_days(now, touched),
+            age(touched),
             memory.access_count + 1,
             config.signals.ebbinghaus_s0_days,
             config.signals.ebbinghaus_gain,
         )
     if config.signals.enable_base_level:
-        made = _age_days(now, memory.created_at)
+        made = age(memory.created_at)
         mentions = [made] * max(1, len(memory.cited_lines))
-        retrieved = [_age_days(now, touched)] * memory.access_count
+        retrieved = [age(touched)] * memory.access_count
         breakdown["base_level"] = _base_level([*mentions, *retrieved], config)
     return breakdown
 

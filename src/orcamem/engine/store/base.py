@@ -28,6 +28,8 @@ __all__ = [
     "CAPABILITIES",
     "Admin",
     "AutomationNote",
+    "BlockEntry",
+    "BlockLog",
     "CandidateSource",
     "EpisodeLog",
     "EpisodeWrite",
@@ -97,6 +99,7 @@ class MemoryUpdate:
     superseded_by: str | None = None
     archived_at: str | None = None
     staleness: float | None = None
+    pinned: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,28 @@ class AutomationNote:
     automation_id: str
     note: str
     updated_at: str
+
+
+@dataclass(frozen=True)
+class BlockEntry:
+    """One block injected before a turn, as the opt-in log keeps it (``engine.blocklog``)."""
+
+    space: str
+    created_at: str
+    surface: str
+    """Who injected it: ``proxy``, ``sdk``, ``rest`` or ``mcp``."""
+    item_ids: tuple[str, ...]
+    """The ids of the items the block holds (memories, rules, passages), in block order."""
+    tokens: int
+    query_hash: str
+    """``sha256:`` of the query: equal queries match, the words are not kept."""
+    query: str | None = None
+    """The query and the block themselves: only with ``pack.log_block_content``."""
+    block: str | None = None
+    id: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**vars(self), "item_ids": list(self.item_ids)}
 
 
 class EpisodeLog(Protocol):
@@ -179,6 +204,19 @@ class MemoryTable(Protocol):
     def audit_log(self, space: str, limit: int = 100) -> list[dict]: ...
 
 
+class BlockLog(Protocol):
+    """The bounded log of injected blocks (in the database, so replicas share it)."""
+
+    def log_block(self, entry: BlockEntry, *, keep: int, since: str) -> None:
+        """Append ``entry``; then drop the space's entries older than ``since`` and all but
+        its newest ``keep``, in the same transaction."""
+        ...
+
+    def injected_blocks(self, space: str, limit: int = 100) -> list[BlockEntry]:
+        """The space's logged blocks, newest first."""
+        ...
+
+
 class Admin(Protocol):
     """Re-embedding, sizes and closing."""
 
@@ -247,7 +285,7 @@ class NoteRows(Protocol):
     def delete(self, automation_id: str) -> bool: ...
 
 
-class Store(EpisodeLog, MemoryTable, CandidateSource, Admin, Health, Protocol):
+class Store(EpisodeLog, MemoryTable, BlockLog, CandidateSource, Admin, Health, Protocol):
     """The whole engine store: its roles, plus the role stores on the same connection."""
 
     capabilities: frozenset[str]

@@ -247,6 +247,25 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "the spec that rebuilds a space's embedder (a space opens with its own embedder)",
         ["ALTER TABLE spaces ADD COLUMN embedder_spec TEXT"],
     ),
+    (
+        9,
+        "pinned memories, and the opt-in log of injected blocks",
+        [
+            "ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+            """CREATE TABLE injected_blocks (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                space TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                surface TEXT NOT NULL,
+                item_ids TEXT NOT NULL,
+                tokens INTEGER NOT NULL,
+                query_hash TEXT NOT NULL,
+                query TEXT,
+                block TEXT
+            )""",
+            "CREATE INDEX injected_blocks_space ON injected_blocks(space, id)",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -2,7 +2,7 @@
 
 The statements are plain SQL that SQLite and PostgreSQL both accept; the only difference is
 the parameter marker (``?`` / ``%s``) and what breaks a tie of creation times in insertion
-order (SQLite's ``rowid``; PostgreSQL's ``seq`` identity column, its migration 3), which each store names as ``PARAM``
+order (SQLite's ``rowid``; PostgreSQL's ``seq`` identity column, its migration 4), which each store names as ``PARAM``
 and ``TIE_ORDER``. The rules live
 elsewhere (what a key may reach: ``engine.keys``; a note's size and framing:
 ``engine.automations``); this is row access inside the store's own transactions.

@@ -40,6 +40,7 @@ from ...errors import (
 from . import check, graph
 from .base import (
     CAPABILITIES,
+    BlockEntry,
     EpisodeWrite,
     LineRow,
     MemoryUpdate,
@@ -78,7 +79,7 @@ _MEMORY_COLUMNS = (
     "id, space, category, content, summary, confidence, importance, tags, source, entity, "
     "attribute, value, condition, prohibited, event_date, session_id, turn_id, cited_lines, "
     "created_at, updated_at, last_accessed_at, access_count, staleness, archived_at, active, "
-    "superseded_by, event_end"
+    "superseded_by, event_end, pinned"
 )
 
 
@@ -468,7 +469,7 @@ class SQLiteStore:
                 table: conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,)).rowcount
                 for table in ("episodes", "memories", "consolidation_audit", "jobs")
             }
-            for table in ("consolidation_progress", "entities"):
+            for table in ("consolidation_progress", "entities", "injected_blocks"):
                 conn.execute(f"DELETE FROM {table} WHERE space = ?", (space,))
             conn.execute("DELETE FROM spaces WHERE name = ?", (space,))
         self._line_index.drop(space)
@@ -804,6 +805,7 @@ class SQLiteStore:
                 cited_lines=json.dumps(data["cited_lines"]),
                 prohibited=int(data["prohibited"]),
                 active=int(data["active"]),
+                pinned=int(data["pinned"]),
             )
             values = [data[name] for name in names] + [encode_vector(vector)]
             conn.execute(
@@ -846,6 +848,7 @@ class SQLiteStore:
         values[13] = bool(values[13])
         values[17] = tuple(json.loads(values[17]))
         values[24] = bool(values[24])
+        values[27] = bool(values[27])
         return MemoryRecord(*values)
 
     def get_memory(self, space: str, memory_id: str) -> MemoryRecord:
@@ -889,8 +892,9 @@ class SQLiteStore:
         self, space: str, memory_id: str, update: MemoryUpdate, now: str
     ) -> MemoryRecord:
         changes = {k: v for k, v in vars(update).items() if v is not None}
-        if "active" in changes:
-            changes["active"] = int(changes["active"])
+        for flag in ("active", "pinned"):
+            if flag in changes:
+                changes[flag] = int(changes[flag])
         with self.writing() as conn:
             found = conn.execute(
                 "SELECT 1 FROM memories WHERE space = ? AND id = ?", (space, memory_id)
@@ -932,6 +936,43 @@ class SQLiteStore:
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)
             )
         self._memory_index.discard(space, {memory_id})
+
+    # -- the log of injected blocks (engine.blocklog decides what goes in) -----------------
+
+    def log_block(self, entry: BlockEntry, *, keep: int, since: str) -> None:
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO injected_blocks (space, created_at, surface, item_ids, tokens, "
+                "query_hash, query, block) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    entry.space,
+                    entry.created_at,
+                    entry.surface,
+                    json.dumps(list(entry.item_ids)),
+                    entry.tokens,
+                    entry.query_hash,
+                    entry.query,
+                    entry.block,
+                ),
+            )
+            conn.execute(
+                "DELETE FROM injected_blocks WHERE space = ? AND (created_at < ? OR id <= "
+                "coalesce((SELECT id FROM injected_blocks WHERE space = ? ORDER BY id DESC "
+                "LIMIT 1 OFFSET ?), 0))",
+                (entry.space, since, entry.space, keep),
+            )
+
+    def injected_blocks(self, space: str, limit: int = 100) -> list[BlockEntry]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT space, created_at, surface, item_ids, tokens, query_hash, query, block, "
+                "id FROM injected_blocks WHERE space = ? ORDER BY id DESC LIMIT ?",
+                (space, limit),
+            ).fetchall()
+        return [
+            BlockEntry(*row[:3], tuple(json.loads(row[3])), *row[4:])  # type: ignore[misc]
+            for row in rows
+        ]
 
     # -- the entity graph (engine.store.graph writes it) ------------------------------------
 

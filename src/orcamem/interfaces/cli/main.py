@@ -231,6 +231,33 @@ def forget(
 
 
 @app.command()
+def edit(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (mem-…) to correct.")],
+    text: Annotated[str, typer.Argument(help="Its corrected text.")],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+) -> None:
+    """Correct a memory: a new version supersedes it; the old one stays in `facts --history`."""
+    with _memory(db, space) as mem:
+        edited = mem.edit_memory(memory_id, text)
+    out.print(f"{edited.id} supersedes {memory_id} in space {space!r}")
+
+
+@app.command()
+def pin(
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory (mem-…) to pin.")],
+    db: DbOption = None,
+    space: SpaceOption = "default",
+    unpin: Annotated[bool, typer.Option("--unpin", help="Unpin it instead.")] = False,
+) -> None:
+    """Pin a memory: it no longer decays, and ranks higher where a query bears on it (never
+    injected where none does)."""
+    with _memory(db, space) as mem:
+        memory = mem.pin(memory_id, not unpin)
+    out.print(f"{'pinned' if memory.pinned else 'unpinned'} {memory.id} in space {space!r}")
+
+
+@app.command()
 def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOption = False) -> None:
     """Counts, embedder and database size."""
     with _memory(db, space) as mem:

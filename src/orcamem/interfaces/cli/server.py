@@ -86,6 +86,15 @@ AutoSleepOption = Annotated[
         "auto_sleep setting, else on.",
     ),
 ]
+LogBlocksOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--log-blocks/--no-log-blocks",
+        help="Log every injected block (time, space, surface, item ids, tokens, the query's "
+        "hash; never text unless the log_block_content setting is on): GET /api/blocks. "
+        "Default: the log_blocks setting, else off.",
+    ),
+]
 BankOption = Annotated[
     str | None,
     typer.Option(
@@ -159,13 +168,19 @@ def _serve(
     allowed_hosts: list[str] | None = None,
     bank_storage: str | None = None,
     auto_sleep: bool | None = None,
+    log_blocks: bool | None = None,
 ) -> None:
     from ...engine.memory import Memory
     from ..http.server import build_app, run
     from ..http.settings import ServerSettings
 
     loaded = load_settings(
-        db=db, upstream=upstream, model=model, require_keys=require_keys, auto_sleep=auto_sleep
+        db=db,
+        upstream=upstream,
+        model=model,
+        require_keys=require_keys,
+        auto_sleep=auto_sleep,
+        log_blocks=log_blocks,
     )
     chosen = loaded.settings
     upstream, model = chosen.upstream, chosen.model
@@ -247,6 +262,7 @@ def register(app: typer.Typer) -> None:
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
         auto_sleep: AutoSleepOption = None,
+        log_blocks: LogBlocksOption = None,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -262,6 +278,7 @@ def register(app: typer.Typer) -> None:
             allowed_host,
             bank,
             auto_sleep,
+            log_blocks,
         )
 
     @app.command()
@@ -274,6 +291,7 @@ def register(app: typer.Typer) -> None:
         allowed_host: AllowedHostOption = None,
         bank: BankOption = None,
         auto_sleep: AutoSleepOption = None,
+        log_blocks: LogBlocksOption = None,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
         _serve(
@@ -289,6 +307,7 @@ def register(app: typer.Typer) -> None:
             allowed_host,
             bank,
             auto_sleep,
+            log_blocks,
         )
 
     @app.command()
@@ -301,6 +320,7 @@ def register(app: typer.Typer) -> None:
         require_keys: KeysOption = None,
         allowed_host: AllowedHostOption = None,
         auto_sleep: AutoSleepOption = None,
+        log_blocks: LogBlocksOption = None,
     ) -> None:
         """Run the OpenAI-compatible memory proxy: point any OpenAI client at http://HOST:PORT/v1.
 
@@ -315,6 +335,7 @@ def register(app: typer.Typer) -> None:
             require_keys,
             allowed_hosts=allowed_host,
             auto_sleep=auto_sleep,
+            log_blocks=log_blocks,
         )
 
     @app.command()
@@ -384,6 +405,7 @@ def register(app: typer.Typer) -> None:
                 bank=memory_bank,
                 profile=profile,
                 delete_space=allow_delete_space,
+                config=loaded.settings.config(),
             )
         except OrcamemError as exc:
             raise fail(exc) from None

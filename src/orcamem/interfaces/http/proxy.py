@@ -222,7 +222,7 @@ async def _with_memory(
     if conversation is not None:
         try:
             built = await anyio.to_thread.run_sync(
-                partial(memory.context, conversation, space=space)
+                partial(memory.context, conversation, space=space, surface="proxy")
             )
         except Exception as exc:  # recall must never break chat: forward without memory
             log.warning("recall failed for space %r, forwarding without memory: %s", space, exc)

@@ -44,6 +44,7 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from ... import __version__
+from ..._kernel.config import Config
 from ..._kernel.model import CATEGORIES, validate_space
 from ..._kernel.names import PROFILE
 from ..._kernel.redact import redact
@@ -336,7 +337,7 @@ def build_server(
     def orma_recall(query: Query, ctx: Context, space: Space = default_space) -> str:
         try:
             space = scoped(ctx, space)
-            block = memory.recall(query, space=space)
+            block = memory.recall(query, space=space, surface="mcp")
         except OrcamemError as exc:
             raise failing(exc) from None
         return block or f"Nothing in memory space {space!r} matches this query yet."
@@ -776,10 +777,12 @@ def run_stdio(
     bank: MemoryBank | None = None,
     profile: str | None = None,
     delete_space: bool = False,
+    config: Config | None = None,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe.
 
-    Opens ``Memory(db_path)`` (None: ``$ORCA_HOME/memory.db`` or ``~/.orca/memory.db``); tools
+    Opens ``Memory(db_path, config=config)`` (None: ``$ORCA_HOME/memory.db`` or
+    ``~/.orca/memory.db``; the command passes its settings' config: the block log); tools
     default to ``space_default``. With ``bank``, the session is bound to ``profile`` (None: no
     ``memory_*`` tools); ``delete_space`` adds ``orma_delete_space``. Nothing but JSON-RPC
     is written to stdout.
@@ -787,7 +790,7 @@ def run_stdio(
     Raises:
         OrcamemError: the database cannot be opened (before anything is served).
     """
-    with Memory(db_path, space=space_default, embedder=embedder) as memory:
+    with Memory(db_path, space=space_default, embedder=embedder, config=config) as memory:
         build_server(memory, bank=bank, profile=profile, delete_space=delete_space).run("stdio")
 
 

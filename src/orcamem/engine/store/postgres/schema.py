@@ -263,6 +263,25 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         3,
+        "pinned memories, and the opt-in log of injected blocks (SQLite schema 9)",
+        [
+            "ALTER TABLE memories ADD COLUMN pinned BOOLEAN NOT NULL DEFAULT FALSE",
+            """CREATE TABLE injected_blocks (
+                id BIGSERIAL PRIMARY KEY,
+                space TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                surface TEXT NOT NULL,
+                item_ids TEXT NOT NULL,
+                tokens INTEGER NOT NULL,
+                query_hash TEXT NOT NULL,
+                query TEXT,
+                block TEXT
+            )""",
+            "CREATE INDEX injected_blocks_space ON injected_blocks(space, id)",
+        ],
+    ),
+    (
+        4,
         "keys list in the order they were made, as SQLite's rowid gives (store.rows TIE_ORDER)",
         ["ALTER TABLE api_keys ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY"],
     ),
@@ -273,7 +292,7 @@ LATEST = MIGRATIONS[-1][0]
 TABLES = (
     "schema_version", "spaces", "episodes", "lines", "memories", "fts_stats", "memory_citations",
     "jobs", "consolidation_audit", "consolidation_progress", "api_keys", "automation_notes",
-    "entities", "entity_lines", "entity_memories",
+    "entities", "entity_lines", "entity_memories", "injected_blocks",
 )  # fmt: skip
 """Every table the migrations make (what ``size_bytes`` counts)."""
 

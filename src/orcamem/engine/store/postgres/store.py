@@ -41,6 +41,7 @@ from ....errors import (
 from .. import check
 from ..base import (
     CAPABILITIES,
+    BlockEntry,
     EpisodeWrite,
     LineRow,
     MemoryUpdate,
@@ -69,7 +70,7 @@ _MEMORY_COLUMNS = (
     "id, space, category, content, summary, confidence, importance, tags, source, entity, "
     "attribute, value, condition, prohibited, event_date, session_id, turn_id, cited_lines, "
     "created_at, updated_at, last_accessed_at, access_count, staleness, archived_at, active, "
-    "superseded_by, event_end"
+    "superseded_by, event_end, pinned"
 )
 _MEMORY_NAMES = [name.strip() for name in _MEMORY_COLUMNS.split(",")]
 _PASSWORD = re.compile(r"(//[^/:@]*):[^/@]*@")
@@ -325,7 +326,7 @@ class PostgresStore:
                 table: conn.execute(f"DELETE FROM {table} WHERE space = %s", (space,)).rowcount
                 for table in ("episodes", "memories", "consolidation_audit", "jobs")
             }
-            for table in ("consolidation_progress", "entities"):
+            for table in ("consolidation_progress", "entities", "injected_blocks"):
                 conn.execute(f"DELETE FROM {table} WHERE space = %s", (space,))
             conn.execute("DELETE FROM spaces WHERE name = %s", (space,))
             self._seen.pop(space, None)
@@ -808,6 +809,7 @@ class PostgresStore:
                 cited_lines=json.dumps(data["cited_lines"]),
                 prohibited=bool(data["prohibited"]),
                 active=bool(data["active"]),
+                pinned=bool(data["pinned"]),
             )
             values = [data[name] for name in _MEMORY_NAMES] + [vectors.encode(vector)]
             conn.execute(
@@ -953,6 +955,41 @@ class PostgresStore:
                 "updated_at = excluded.updated_at",
                 (space, last_episode_id, now),
             )
+
+    def log_block(self, entry: BlockEntry, *, keep: int, since: str) -> None:
+        with self.writing() as conn:
+            conn.execute(
+                "INSERT INTO injected_blocks (space, created_at, surface, item_ids, tokens, "
+                "query_hash, query, block) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    entry.space,
+                    entry.created_at,
+                    entry.surface,
+                    json.dumps(list(entry.item_ids)),
+                    entry.tokens,
+                    entry.query_hash,
+                    entry.query,
+                    entry.block,
+                ),
+            )
+            conn.execute(
+                "DELETE FROM injected_blocks WHERE space = %s AND (created_at < %s OR id <= "
+                "coalesce((SELECT id FROM injected_blocks WHERE space = %s ORDER BY id DESC "
+                "LIMIT 1 OFFSET %s), 0))",
+                (entry.space, since, entry.space, keep),
+            )
+
+    def injected_blocks(self, space: str, limit: int = 100) -> list[BlockEntry]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT space, created_at, surface, item_ids, tokens, query_hash, query, block, "
+                "id FROM injected_blocks WHERE space = %s ORDER BY id DESC LIMIT %s",
+                (space, limit),
+            ).fetchall()
+        return [
+            BlockEntry(*row[:3], tuple(json.loads(row[3])), *row[4:])  # type: ignore[misc]
+            for row in rows
+        ]
 
     def add_audit(self, space: str, job_id: str | None, item: dict, reason: str, now: str) -> None:
         with self.writing() as conn:

@@ -25,6 +25,8 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``DELETE /api/spaces/{s}?confirm={s}``      delete a whole space (typed confirmation)
 ``GET /api/audit``                          the consolidation audit log of a space
 ``GET /api/explain``                        why this block: included, cut, breakdown, tokens
+``PATCH /api/memories/{id}``, ``…/{id}/pin`` edit (a new version), pin or unpin
+``GET /api/blocks``                         the opt-in log of injected blocks
 ==========================================  =================================================
 """
 
@@ -39,6 +41,7 @@ from ..errors import error_body
 from . import (
     audit,
     automations,
+    blocks,
     capability,
     check,
     context,
@@ -74,6 +77,7 @@ ROUTERS = (
     capability,
     audit,
     explain,
+    blocks,
 )
 
 TAGS = [
@@ -91,6 +95,7 @@ TAGS = [
     {"name": "automations", "description": "Automation notes (admin keys only)."},
     {"name": "capability", "description": "The host memory capability's settings and provider."},
     {"name": "audit", "description": "What consolidation refused or closed, and why."},
+    {"name": "blocks", "description": "The opt-in log of the blocks injected before turns."},
     {
         "name": "memory-bank",
         "description": "Profile-scoped agent memory (Memory Bank); 503 when not wired.",

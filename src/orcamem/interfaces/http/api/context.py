@@ -33,7 +33,7 @@ def build_context(
     if body.automation_id is not None:
         principal.require_admin()
     messages = [m.model_dump(exclude_unset=True) for m in body.messages]
-    built = memory.context(messages, space=space, automation_id=body.automation_id)
+    built = memory.context(messages, space=space, automation_id=body.automation_id, surface="rest")
     return ContextOut(messages=built.messages, block=built.block, note_block=built.note_block)
 
 

@@ -1,4 +1,5 @@
-"""``/api/memories``: remember (facts, preferences, forbidden rules), read, list, delete."""
+"""``/api/memories``: remember (facts, preferences, forbidden rules), read, list, edit, pin,
+delete."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from fastapi import APIRouter, Path, Query, Response
 from ...._kernel.model import MemoryRecord
 from ..deps import MemoryDep
 from .common import SpaceDep
-from .schemas import MEMORY_ID_PATTERN, Category, MemoryIn, MemoryOut, MemoryPage, errors
+from .schemas import (
+    MEMORY_ID_PATTERN,
+    Category,
+    MemoryEdit,
+    MemoryIn,
+    MemoryOut,
+    MemoryPage,
+    PinIn,
+    errors,
+)
 
 router = APIRouter(
     prefix="/memories", tags=["memories"], responses=errors(400, 401, 403, 409, 422, 503)
@@ -81,6 +91,35 @@ def list_memories(
 def get_memory(memory: MemoryDep, space: SpaceDep, memory_id: MemoryId) -> MemoryOut:
     """One memory of the space, active or not (404 if the id is in another space)."""
     return memory_out(memory.memory(memory_id, space=space))
+
+
+@router.patch("/{memory_id}", summary="Edit a memory", responses=errors(404, 413))
+def edit_memory(
+    memory: MemoryDep, space: SpaceDep, memory_id: MemoryId, body: MemoryEdit
+) -> MemoryOut:
+    """Correct a memory: returns the new version, which supersedes it (a new id).
+
+    The old one stays as history (``active: false``, ``superseded_by`` the new id). A memory
+    that is no longer current is refused with 400 naming the version to edit instead.
+    """
+    record = memory.edit_memory(
+        memory_id,
+        body.text,
+        space=space,
+        category=body.category,
+        importance=body.importance,
+        confidence=body.confidence,
+        tags=body.tags,
+        value=body.value,
+    )
+    return memory_out(record)
+
+
+@router.put("/{memory_id}/pin", summary="Pin or unpin a memory", responses=errors(404))
+def pin_memory(memory: MemoryDep, space: SpaceDep, memory_id: MemoryId, body: PinIn) -> MemoryOut:
+    """A pinned memory does not decay and ranks higher when a query bears on it; it is never
+    injected where nothing bears on it."""
+    return memory_out(memory.pin(memory_id, body.pinned, space=space))
 
 
 @router.delete("/{memory_id}", status_code=204, summary="Forget a memory", responses=errors(404))

@@ -210,6 +210,44 @@ class MemoryIn(_Closed):
     event_date: str | None = Field(None, description="Event time (ISO-8601).")
 
 
+class MemoryEdit(_Closed):
+    text: str = Field(min_length=1, description="The corrected memory, as it should be recalled.")
+    category: Category | None = Field(
+        None, description="A new category (a rule stays a rule); default: the memory's own."
+    )
+    importance: float | None = Field(None, ge=0, le=1, description="0–1; default: unchanged.")
+    confidence: float | None = Field(None, ge=0, le=1, description="0–1; default: unchanged.")
+    tags: list[str] | None = Field(None, max_length=64, description="Default: unchanged.")
+    value: str | None = Field(
+        None,
+        max_length=4096,
+        description="A state's value; default: kept when the text is unchanged, else cleared.",
+    )
+
+
+class PinIn(_Closed):
+    pinned: bool = Field(description="true pins the memory, false unpins it.")
+
+
+class BlockEntryOut(BaseModel):
+    id: int
+    space: str
+    created_at: str
+    surface: str = Field(description="Who injected it: proxy, sdk, rest or mcp.")
+    item_ids: list[str] = Field(description="The items the block held, in block order.")
+    tokens: int = Field(description="The block's WordPiece tokens.")
+    query_hash: str = Field(description="sha256: of the query (the words are not kept).")
+    query: str | None = Field(description="Only with the log_block_content setting.")
+    block: str | None = Field(description="Only with the log_block_content setting.")
+
+
+class BlocksOut(BaseModel):
+    entries: list[BlockEntryOut] = Field(description="Newest first.")
+    logging: bool = Field(description="Whether this server logs injected blocks now.")
+    keep: int = Field(description="Entries kept per space (the oldest beyond are dropped).")
+    retention_days: float = Field(description="Entries older than this are dropped.")
+
+
 class MemoryOut(BaseModel):
     id: str = Field(description="mem-<8hex>")
     space: str
@@ -240,6 +278,9 @@ class MemoryOut(BaseModel):
     archived_at: str | None
     active: bool = Field(description="False once superseded or deactivated.")
     superseded_by: str | None
+    pinned: bool = Field(
+        False, description="Pinned: does not decay, ranks higher where it is relevant."
+    )
 
 
 class MemoryPage(BaseModel):

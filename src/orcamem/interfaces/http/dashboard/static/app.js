@@ -151,7 +151,7 @@ async function exportSpace(name) {
 // -- one space --------------------------------------------------------------------------------
 
 const TABS = [["memories", "Memories"], ["episodes", "Episodes"], ["search", "Search"],
-  ["audit", "Consolidation audit"]];
+  ["audit", "Consolidation audit"], ["blocks", "Injected blocks"]];
 
 async function spacePage(name, tab) {
   const info = await get(`/api/spaces/${encodeURIComponent(name)}`);
@@ -165,8 +165,8 @@ async function spacePage(name, tab) {
       href: `#/space/${encodeURIComponent(name)}/${id}`, class: id === tab ? "active" : null,
     }, label))),
     body);
-  await { memories: memoriesTab, episodes: episodesTab, search: searchTab, audit: auditTab }[tab](
-    name, body);
+  await { memories: memoriesTab, episodes: episodesTab, search: searchTab, audit: auditTab,
+    blocks: blocksTab }[tab](name, body);
 }
 
 function memoryKind(m) {
@@ -183,24 +183,56 @@ function statusBadge(m) {
 }
 
 function memoryRow(space, m, history) {
-  const subject = m.attribute ? `${m.entity || "user"} · ${m.attribute}: ${m.value ?? ""}` : null;
+  // as the block shows it: a state edited to new words has no separate value any more
+  const subject = m.attribute ? `${m.entity || "user"} · ${m.attribute}: ${m.value ?? m.content}` : null;
   const older = history.filter((h) => h.superseded_by === m.id);
+  const editor = m.active ? editForm(space, m) : null;
   return el("tr", { "data-memory": m.id },
     el("td", {}, el("code", {}, m.id)),
     el("td", { class: "text" }, subject ? el("div", {}, el("strong", {}, subject)) : null,
       m.content, m.condition ? el("div", { class: "muted" }, `only when: ${m.condition}`) : null,
       older.length ? el("ul", { class: "lineage" }, older.map((o) => el("li", { class: "muted" },
-        `replaced ${o.id} (${o.value ?? o.content}, since ${day(o.created_at)})`))) : null),
-    el("td", {}, statusBadge(m), el("span", { class: "badge" }, m.category),
+        `replaced ${o.id} (${o.value ?? o.content}, since ${day(o.created_at)})`))) : null,
+      editor),
+    el("td", {}, statusBadge(m), m.pinned ? el("span", { class: "badge pinned" }, "pinned") : null,
+      el("span", { class: "badge" }, m.category),
       el("span", { class: "badge" }, `confidence ${Number(m.confidence).toFixed(2)}`)),
     el("td", {}, `since ${day(m.event_date || m.created_at)}`,
       m.cited_lines.length ? el("div", { class: "muted" }, `cites lines ${m.cited_lines.join(", ")}`) : null),
-    el("td", {}, el("button", { type: "button", class: "danger",
-      onclick: () => guarded(async () => {
-        await call("DELETE", `/api/memories/${m.id}`, { space });
-        say(`Forgot ${m.id}.`, "info");
-        await route();
-      }) }, "Forget")));
+    el("td", {}, el("div", { class: "actions" },
+      editor ? el("button", { type: "button", onclick: () => {
+        editor.hidden = false;
+        editor.querySelector("textarea").focus();
+      } }, "Edit") : null,
+      m.active ? el("button", { type: "button", "aria-pressed": m.pinned ? "true" : "false",
+        onclick: () => guarded(async () => {
+          await call("PUT", `/api/memories/${m.id}/pin`, { space }, { pinned: !m.pinned });
+          say(`${m.pinned ? "Unpinned" : "Pinned"} ${m.id}.`, "info");
+          await route();
+        }) }, m.pinned ? "Unpin" : "Pin") : null,
+      el("button", { type: "button", class: "danger",
+        onclick: () => guarded(async () => {
+          await call("DELETE", `/api/memories/${m.id}`, { space });
+          say(`Forgot ${m.id}.`, "info");
+          await route();
+        }) }, "Forget"))));
+}
+
+// An edit writes a new version (PATCH): the old one stays in the lineage, superseded by it.
+function editForm(space, m) {
+  const text = el("textarea", { "aria-label": `new text of ${m.id}` }, m.content);
+  const form = el("form", { class: "edit", hidden: true, onsubmit: (event) => {
+    event.preventDefault();
+    guarded(async () => {
+      const edited = await call("PATCH", `/api/memories/${m.id}`, { space }, { text: text.value });
+      say(`Saved ${edited.id}; ${m.id} is kept as its history.`, "info");
+      await route();
+    });
+  } }, text, el("div", { class: "row" },
+    el("button", { type: "submit", class: "primary" }, "Save as new version"),
+    el("button", { type: "button", onclick: () => { form.hidden = true; text.value = m.content; } },
+      "Cancel")));
+  return form;
 }
 
 async function memoriesTab(space, body) {
@@ -269,6 +301,22 @@ async function auditTab(space, body) {
       el("td", {}, day(e.created_at)), el("td", {}, e.reason),
       el("td", { class: "text breakdown" }, JSON.stringify(e.item)))))
     : el("p", { class: "muted" }, "Nothing rejected or closed yet."));
+}
+
+async function blocksTab(space, body) {
+  const { entries, logging, keep, retention_days: days } = await get("/api/blocks", { space });
+  const note = logging
+    ? "Blocks injected before turns (proxy, SDK, REST, MCP), newest first: ids and token counts, and the query's hash — no memory text unless the log_block_content setting is on. " +
+      `Kept: the last ${keep} per space, ${days} days.`
+    : "The block log is off: start the server with --log-blocks (ORCAMEM_LOG_BLOCKS=1) to record which blocks are injected.";
+  body.replaceChildren(el("p", { class: "muted", id: "blocks-note" }, note),
+    entries.length
+      ? table(["When", "Surface", "Items", "Tokens", "Query"], entries.map((e) => el("tr", { "data-block": e.id },
+        el("td", {}, day(e.created_at)), el("td", {}, el("span", { class: "badge" }, e.surface)),
+        el("td", { class: "breakdown" }, e.item_ids.join(", ")), el("td", { class: "num" }, e.tokens),
+        el("td", { class: "text" }, e.query ?? el("code", { class: "breakdown" }, e.query_hash.slice(0, 19)),
+          e.block ? el("pre", { class: "block" }, e.block) : null))))
+      : el("p", { class: "muted" }, "No injected block logged yet."));
 }
 
 // -- why this block ---------------------------------------------------------------------------
