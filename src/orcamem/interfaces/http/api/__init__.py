@@ -25,6 +25,7 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``DELETE /api/spaces/{s}?confirm={s}``      delete a whole space (typed confirmation)
 ``GET /api/audit``                          the consolidation audit log of a space
 ``GET /api/explain``                        why this block: included, cut, breakdown, tokens
+``/api/local/projects``, ``…/{id}/…``       local agent memory: facts, ledger, jobs (admin)
 ==========================================  =================================================
 """
 
@@ -46,6 +47,7 @@ from . import (
     explain,
     facts,
     keys,
+    local,
     memories,
     memory_bank,
     search,
@@ -74,6 +76,7 @@ ROUTERS = (
     capability,
     audit,
     explain,
+    local,
 )
 
 TAGS = [
@@ -91,6 +94,7 @@ TAGS = [
     {"name": "automations", "description": "Automation notes (admin keys only)."},
     {"name": "capability", "description": "The host memory capability's settings and provider."},
     {"name": "audit", "description": "What consolidation refused or closed, and why."},
+    {"name": "local", "description": "Local agent memory: projects, facts, ledger, jobs (admin)."},
     {
         "name": "memory-bank",
         "description": "Profile-scoped agent memory (Memory Bank); 503 when not wired.",
