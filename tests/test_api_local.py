@@ -5,6 +5,7 @@ rule-based extractor, and a model that fails), the server's clock driven by a ``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,6 +225,28 @@ def test_jobs_show_their_state_attempts_lease_and_error(local: Local, client: Te
     again = client.get(f"/api/local/projects/{project}/jobs", params={"limit": 2}).json()
     assert [j["turn_id"] for j in again["jobs"]] == ["t4", "t3"]
     assert again["jobs"][1]["lease_expired"] is True
+
+
+def test_a_hand_edited_job_file_is_reported_and_the_others_still_list(
+    local: Local, client: TestClient
+) -> None:
+    cwd = plain_project(local)
+    project = captured(local, cwd)
+    jobs = local.root / "projects" / project / "jobs"
+    (good,) = jobs.glob("job-*.json")
+    for name, change in (
+        ("job-odd-status", {"status": "paused"}),
+        ("job-odd-owner", {"lease_owner": 5}),
+    ):
+        doc = {**json.loads(good.read_text()), "id": name, **change}
+        (jobs / f"{name}.json").write_text(json.dumps(doc))
+    out = client.get(f"/api/local/projects/{project}/jobs")
+    assert out.status_code == 200, out.text
+    assert [j["id"] for j in out.json()["jobs"]] == [good.stem]
+    problems = out.json()["problems"]
+    assert len(problems) == 2 and "status 'paused' is not one of" in " ".join(problems)
+    assert "lease_owner is not a string or null" in " ".join(problems)
+    assert client.get(f"/api/local/projects/{project}").json()["problems"] == problems
 
 
 # -- deleting -----------------------------------------------------------------------------------

@@ -298,7 +298,8 @@ def get_jobs(
     now = stamp(project.clock)
     jobs = []
     for job in project.list_jobs(limit):
-        result = job.result if isinstance(job.result, dict) else {}
+        published = job.result.get("candidates") if isinstance(job.result, dict) else None
+        extractor = job.provenance.get("extractor")
         expires = job.lease_expires_at
         jobs.append(
             JobOut(
@@ -312,10 +313,10 @@ def get_jobs(
                 lease_expired=job.status == "running" and (expires or "") <= now,
                 not_before=job.not_before,
                 error=job.error,
-                extractor=job.provenance.get("extractor"),
+                extractor=extractor if isinstance(extractor, str) else None,
                 session_id=job.session_id,
                 turn_id=job.turn_id,
-                candidates=[str(c) for c in result.get("candidates", [])],
+                candidates=[str(c) for c in published] if isinstance(published, list) else [],
                 created_at=job.created_at,
                 updated_at=job.updated_at,
             )
