@@ -13,7 +13,8 @@ fencing, three attempts, retention of 128 done jobs) are ``orcamem._kernel.jobs.
   runs again, and the ledger — idempotent by job id — adds nothing the second time.
 - ``reading()`` takes no lock: every file is replaced whole, so each read is consistent.
 - A job file that cannot be parsed (or holds a column of the wrong type, an unknown status) is
-  skipped by scans and reported by :meth:`problems`; it is never overwritten (an enqueue of the same id fails until it is moved away).
+  skipped by scans and reported by :meth:`problems`; it is never overwritten (an enqueue of
+  the same id fails until it is moved away).
 - Failed (exhausted) jobs are kept for audit like done ones, and bounded the same way: the
   newest 128 per project.
 
