@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,10 @@ class LocalProjects:
         self.layout = MemoryLayout(Path(root) if root is not None else memory_dir())
         self.clock = clock or SystemClock()
         self.lock_timeout_s = lock_timeout_s
+        self._opened: dict[str, Project] = {}
+        """One ``Project`` an id, kept: its job store parses a job file again only when the
+        file changed, so listing many projects reads little after the first time."""
+        self._guard = threading.Lock()
 
     @property
     def root(self) -> Path:
@@ -209,13 +214,20 @@ class LocalProjects:
                 f"{project_id!r} is not a project id: use the 64 hex digits of a directory "
                 "under memory/projects/ (list them first)"
             )
-        project = Project(
-            self.layout, project_id, clock=self.clock, lock_timeout_s=self.lock_timeout_s
-        )
+        with self._guard:
+            project = self._opened.get(project_id)
+            if project is None:
+                project = Project(
+                    self.layout, project_id, clock=self.clock, lock_timeout_s=self.lock_timeout_s
+                )
         if not project.files.dir.is_dir():
+            with self._guard:
+                self._opened.pop(project_id, None)
             raise NotFoundError(
                 f"no project {project_id} under {self.layout.projects}: list the projects again"
             )
+        with self._guard:
+            self._opened.setdefault(project_id, project)
         return project
 
     def summaries(self) -> list[ProjectSummary]:

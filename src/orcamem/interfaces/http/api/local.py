@@ -13,9 +13,10 @@ what its sessions said, so a key scoped to spaces sees none of it (403).
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 
@@ -50,9 +51,18 @@ router = APIRouter(
 )
 
 
-def local_projects(memory: MemoryDep, settings: SettingsDep) -> LocalProjects:
-    """The server's local-memory root, on the server's clock."""
-    return LocalProjects(settings.local_memory_dir, clock=memory.clock)
+_OPENING = threading.Lock()
+
+
+def local_projects(request: Request, memory: MemoryDep, settings: SettingsDep) -> LocalProjects:
+    """The server's local-memory root on the server's clock: one per app, resolved on first
+    use and kept, so job files are parsed again only when they change."""
+    with _OPENING:
+        projects = getattr(request.app.state, "local_projects", None)
+        if projects is None:
+            projects = LocalProjects(settings.local_memory_dir, clock=memory.clock)
+            request.app.state.local_projects = projects
+    return projects
 
 
 ProjectsDep = Annotated[LocalProjects, Depends(local_projects)]
