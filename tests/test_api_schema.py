@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -23,6 +24,7 @@ from orcamem.bank.bank import MemoryBank
 from orcamem.engine import PackConfig
 from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http.api import install
+from orcamem.local import JsonlTranscript, LocalMemory
 
 EXAMPLES = 25
 
@@ -69,10 +71,14 @@ def _app():
     memory.context([{"role": "user", "content": "Where do I live?"}])  # one logged block
     # a real folder: the settings routes write its config.json (PUT/DELETE /api/capability/…)
     workspace = tempfile.mkdtemp(prefix="orcamem-schema-workspace-")
+    local = _local_memory(Path(workspace))
     # schemathesis' ASGI client sends `Host: testserver`: allowed here, by name, as a deployer
     # would allow a reverse proxy's name (`--allowed-host`)
     settings = ServerSettings(
-        max_body_bytes=256 * 1024, workspace=workspace, allowed_hosts=("testserver",)
+        max_body_bytes=256 * 1024,
+        workspace=workspace,
+        allowed_hosts=("testserver",),
+        local_memory_dir=str(local),
     )
     app = create_app(memory, settings)
     install(app)
@@ -83,6 +89,24 @@ def _app():
     )
     app.state.bank.save("researcher", content="The user is allergic to peanuts.", category="fact")
     return app
+
+
+def _local_memory(workspace: Path) -> Path:
+    """A local-memory root with one project: explicit facts and a ledger from a real job run
+    (``/api/local``); kept under the workspace folder, removed with it."""
+    root, project = workspace / "local-memory", workspace / "project"
+    project.mkdir()
+    transcript = JsonlTranscript(workspace / "transcript.jsonl")
+    transcript.message("s1", "t1", "user", "I prefer pytest. Never commit directly to main.")
+    transcript.message("s1", "t1", "assistant", "Understood.")
+    transcript.complete("s1", "t1", status="succeeded", verifier="passed", kind="root")
+    with LocalMemory(
+        project, root=root, session_id="s1", transcript=transcript, start=False
+    ) as memory:
+        memory.remember("project: We deploy with Helm.")
+        memory.finish_turn("t1")
+        memory.run_jobs()
+    return root
 
 
 APP = _app()

@@ -569,3 +569,139 @@ def test_the_injected_blocks_tab_lists_a_block_without_its_text(
     assert "no memory text" in note and "the last 1000 per space, 7 days" in note
     shot(tab, "blocks")
     assert watch.outside == [] and watch.errors == []
+
+
+# -- local agent memory (issue 17, item 6) -----------------------------------------------------
+
+
+def _local_project(server: Server, name: str, *, facts: tuple[str, ...] = ()) -> str:
+    """A project under the server's $ORCA_HOME/memory: facts, two ledger entries from a real
+    job run (the rule-based extractor) and one job still queued; its id."""
+    from local_memory_helpers import turn
+    from orcamem.local import JsonlTranscript, LocalMemory
+
+    home = server.db.parent
+    cwd = home / "projects" / name
+    cwd.mkdir(parents=True)
+    transcript = JsonlTranscript(home / f"{name}.jsonl")
+    turn(transcript, "t1", "I prefer pytest over unittest. Never commit directly to main.", "Ok.")
+    turn(transcript, "t2", "I prefer dark mode.", "Noted.")
+    clock = FrozenClock(NOW)
+    with LocalMemory(
+        cwd, root=home / "memory", session_id="s1", transcript=transcript, clock=clock,
+        start=False,
+    ) as memory:  # fmt: skip
+        for fact in facts:
+            memory.remember(fact)
+        memory.finish_turn("t1")
+        assert [r.outcome for r in memory.run_jobs()] == ["done"]
+        clock.advance(minutes=1)
+        memory.finish_turn("t2")  # queued: no worker runs in the server
+        return memory.identity.id
+
+
+def _open_local_project(tab: Any, server: Server, project: str) -> None:
+    use_key(tab, server, server.admin)
+    tab.click("nav >> text=Local memory")
+    tab.click(f"tr[data-project='{project}'] a")
+    tab.wait_for_selector("tr[data-entry]")
+
+
+def test_the_local_memory_page_shows_projects_facts_ledger_and_jobs(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    hostile = '<img src="x" onerror="document.title=\'pwned\'">'
+    project = _local_project(
+        server, "shop", facts=("project: We deploy with Helm on Fridays.", f"project: {hostile}")
+    )
+    use_key(tab, server, server.admin)
+    tab.click("nav >> text=Local memory")
+    row = tab.locator(f"tr[data-project='{project}']")
+    expect(row).to_contain_text("shop")
+    assert str(server.db.parent / "projects" / "shop") in row.inner_text()  # last seen in
+    row.locator("a").click()
+    tab.wait_for_selector("tr[data-entry]")
+    body = tab.inner_text("main")
+    assert "We deploy with Helm on Fridays." in body and hostile in body  # text, not markup
+    assert "null" not in body and "undefined" not in body
+    assert tab.locator("main img").count() == 0 and tab.title() == "orcamem"
+    ledger = api(server, f"/api/local/projects/{project}/ledger")
+    shown = tab.locator("tr[data-entry]").evaluate_all("rs => rs.map(r => r.dataset.entry)")
+    assert shown == [e["id"] for e in ledger["entries"]] and len(shown) == 2
+    entry = tab.inner_text(f"tr[data-entry='{shown[0]}']")
+    assert "Never commit directly to main." in entry
+    assert "session s1 · turn t1" in entry and "extractor rules" in entry  # provenance
+    assert f"Automatic memory ledger · revision {ledger['revision']}" in body
+    jobs = tab.locator("tr[data-job]")
+    expect(jobs).to_have_count(2)
+    assert "queued" in jobs.nth(0).inner_text() and "done" in jobs.nth(1).inner_text()
+    assert "1 queued · 1 done" in tab.inner_text("#job-counts")
+    shot(tab, "local")
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_delete_a_ledger_entry_and_see_it_gone(page: tuple[Any, Watch], server: Server) -> None:
+    tab, watch = page
+    project = _local_project(server, "cart")
+    _open_local_project(tab, server, project)
+    before = api(server, f"/api/local/projects/{project}/ledger")
+    gone = next(e for e in before["entries"] if e["text"] == "The user prefers pytest.")
+    row = tab.locator(f"tr[data-entry='{gone['id']}']")
+    row.locator("text=Delete…").click()
+    row.locator("text=Delete entry").click()
+    expect(tab.locator("tr[data-entry]")).to_have_count(1)
+    assert tab.locator(f"tr[data-entry='{gone['id']}']").count() == 0
+    status = tab.inner_text("#status")
+    assert f"Deleted {gone['id']}: the ledger is at revision {before['revision'] + 1}" in status
+    after = api(server, f"/api/local/projects/{project}/ledger")
+    assert [e["text"] for e in after["entries"]] == ["Never commit directly to main."]
+    derived = server.db.parent / "memory" / "projects" / project / "auto-memory.md"
+    assert "pytest" not in derived.read_text()  # the projection follows the ledger
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_a_stale_revision_says_the_ledger_changed_and_deletes_nothing(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    project = _local_project(server, "stale")
+    _open_local_project(tab, server, project)
+    seen = api(server, f"/api/local/projects/{project}/ledger")
+    first = seen["entries"][0]["id"]
+    other = seen["entries"][1]["id"]
+    moved = httpx.delete(  # another client changes the ledger after the page loaded
+        f"{server.url}/api/local/projects/{project}/ledger/{other}",
+        params={"revision": seen["revision"]},
+        headers={"authorization": f"Bearer {server.admin}"},
+    )
+    assert moved.status_code == 200, moved.text
+    row = tab.locator(f"tr[data-entry='{first}']")
+    row.locator("text=Delete…").click()
+    row.locator("text=Delete entry").click()
+    tab.wait_for_selector("#status.error")
+    message = tab.inner_text("#status")
+    assert (
+        "the ledger changed" in message and "reload" in message and "nothing was deleted" in message
+    )
+    assert first in [
+        e["id"] for e in api(server, f"/api/local/projects/{project}/ledger")["entries"]
+    ]
+    tab.click("main button >> text=Reload")
+    expect(tab.locator("tr[data-entry]")).to_have_count(1)  # the current ledger
+    assert watch.outside == []
+    assert watch.errors and all("409" in error for error in watch.errors), watch.errors
+
+
+def test_a_key_scoped_to_spaces_sees_no_local_memory(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    project = _local_project(server, "private", facts=("project: The launch is on 3 March.",))
+    use_key(tab, server, server.alice)
+    tab.goto(f"{server.url}/ui#/local/{project}")
+    tab.wait_for_selector("#status.error")
+    assert "needs an admin key" in tab.inner_text("#status")
+    assert "launch" not in tab.inner_text("body") and "pytest" not in tab.inner_text("body")
+    assert watch.outside == []
+    assert all("403" in error for error in watch.errors), watch.errors

@@ -280,16 +280,23 @@ def test_a_public_prefix_reaches_the_packaged_files_only(seeded: Memory) -> None
 
 
 def test_the_dashboard_writes_stored_text_as_text_never_as_markup() -> None:
-    script = (ROOT / "src/orcamem/interfaces/http/dashboard/static/app.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in script, sink
+    scripts = sorted((ROOT / "src/orcamem/interfaces/http/dashboard/static").glob("*.js"))
+    assert {"app.js", "local.js"} <= {p.name for p in scripts}  # a new page has its own file
+    for path in scripts:
+        script = path.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in script, (path.name, sink)
 
 
 def test_the_wheel_carries_the_dashboard_files() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"interfaces/http/dashboard/static/*"' in pyproject
     static = ROOT / "src/orcamem/interfaces/http/dashboard/static"
-    assert sorted(p.name for p in static.iterdir()) == ["app.js", "index.html", "style.css"]
+    page = (static / "index.html").read_text()
+    files = sorted(p.name for p in static.iterdir())
+    assert {"app.js", "index.html", "style.css"} <= set(files)
+    for name in files:  # nothing stray: every file is the page or loaded by it
+        assert name == "index.html" or f'"/ui/assets/{name}"' in page, name
 
 
 def _attrs(html: str, names: tuple[str, ...]) -> list[str]:

@@ -83,6 +83,7 @@ __all__ = [
     "Candidate",
     "CorruptLine",
     "DeleteResult",
+    "FactFile",
     "Ledger",
     "LedgerState",
     "MemoryLayout",
@@ -91,6 +92,7 @@ __all__ = [
     "Tombstone",
     "candidate_id",
     "normalize_fact",
+    "read_facts",
 ]
 
 CATEGORIES = ("user", "feedback", "project", "reference")
@@ -190,6 +192,30 @@ def read_bounded(path: Path, limit: int = MAX_EXPLICIT_BYTES) -> tuple[str, int]
     return head.decode("utf-8", errors="replace"), size
 
 
+def _fact_lines(text: str) -> list[str]:
+    """The facts of a Markdown fact file: its ``- fact`` lines, without the dash."""
+    return [line[2:] for line in text.splitlines() if line.startswith("- ")]
+
+
+@dataclass(frozen=True)
+class FactFile:
+    """The explicit facts of ``user.md`` or a project's ``memory.md`` as a session loads them:
+    the first 8 KiB, cut at a line end."""
+
+    path: Path
+    facts: tuple[str, ...]
+    size: int
+    """The file's bytes (0: it does not exist)."""
+    loaded: int
+    """The bytes a session loads (``< size``: the rest is never loaded)."""
+
+
+def read_facts(path: Path, limit: int = MAX_EXPLICIT_BYTES) -> FactFile:
+    """The facts a session would load from ``path`` (:func:`read_bounded`)."""
+    text, size = read_bounded(path, limit)
+    return FactFile(path, tuple(_fact_lines(text)), size, len(text.encode("utf-8")))
+
+
 def append_fact(path: Path, lock: FileLock, title: str, fact: str) -> bool:
     """Add ``- fact`` to a Markdown fact file under ``lock``; ``False`` if it is already there."""
     with lock.hold():
@@ -200,9 +226,8 @@ def append_fact(path: Path, lock: FileLock, title: str, fact: str) -> bool:
         except OSError as exc:
             raise store_error("read", path, exc) from exc
         wanted = normalize_fact(fact)
-        for line in current.splitlines():
-            if line.startswith("- ") and normalize_fact(line[2:]) == wanted:
-                return False
+        if any(normalize_fact(known) == wanted for known in _fact_lines(current)):
+            return False
         if not current.strip():
             current = f"# {title}\n\n"
         elif not current.endswith("\n"):

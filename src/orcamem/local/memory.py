@@ -42,13 +42,11 @@ from .._kernel.claims.turn import turn_statements
 from .._kernel.clock import Clock, SystemClock, stamp
 from .._kernel.env import memory_dir
 from .._kernel.files import FileLock, remove_stale_temps
-from .._kernel.jobs import Job, JobQueue, JobResult, JobWorker, Ran, job_id
-from .._kernel.jobs.files import FileJobStore
+from .._kernel.jobs import Job, JobResult, JobWorker, Ran, job_id
 from .._kernel.llm import NOTHING, is_nothing
 from .._kernel.model import (
     validate_count,
     validate_id,
-    validate_items,
     validate_prompt,
     validate_text,
 )
@@ -83,7 +81,6 @@ from .ledger import (
     MAX_EXPLICIT_BYTES,
     Candidate,
     DeleteResult,
-    Ledger,
     LedgerState,
     MemoryLayout,
     append_fact,
@@ -91,6 +88,7 @@ from .ledger import (
     read_bounded,
 )
 from .projection import publish_project_json, read_project_json
+from .projects import Project
 from .setting import read_setting
 from .transcript import Transcript, TranscriptRecord
 from .worker import SessionWorker
@@ -225,17 +223,20 @@ class LocalMemory:
         self.layout = MemoryLayout(Path(root) if root is not None else memory_dir())
         found = project_identity(cwd if cwd is not None else Path.cwd())
         self.identity = find_project(found, self.layout.projects)
-        self.files = self.layout.project(self.identity.id)
         self.clock = clock or SystemClock()
+        self.project = Project(
+            self.layout, self.identity.id, clock=self.clock, lock_timeout_s=lock_timeout_s
+        )
+        self.files = self.project.files
         self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
         self.model = model
         self.transcript = transcript
         self.history_persistent = history_persistent and transcript is not None
-        self.lock = FileLock(self.files.lock, lock_timeout_s)
+        self.lock = self.project.lock
         self.user_lock = FileLock(self.layout.lock, lock_timeout_s)
-        self.ledger = Ledger(self.files, self.lock, self.clock)
-        self.job_store = FileJobStore(self.files.jobs, self.lock)
-        self.jobs = JobQueue(self.job_store)
+        self.ledger = self.project.ledger
+        self.job_store = self.project.job_store
+        self.jobs = self.project.jobs
         self.setting = read_setting(self.identity, trust_project=trust_project)
         self.barrier_s = barrier_s
         self.deadline_s = deadline_s
@@ -771,11 +772,7 @@ class LocalMemory:
             NotFoundError: an unknown id; nothing was deleted.
         """
         self._check_open()
-        if ids is not None:
-            ids = validate_items(ids, what="ids", of="candidate ids")
-            for candidate_id in ids:
-                validate_id(candidate_id, what="id")
-        result = self.ledger.delete(ids, revision=revision, now=stamp(self.clock))
+        result = self.project.forget(ids, revision=revision)
         for problem in result.problems:
             self._problem(problem)
         return result
@@ -805,9 +802,7 @@ class LocalMemory:
             "revision": state.revision,
             "candidates": len(state.candidates),
             "corrupt_lines": [c.describe() for c in state.corrupt],
-            "stale_projections": (
-                self.ledger.stale_projections(state) if self.files.candidates.exists() else []
-            ),
+            "stale_projections": self.project.stale_projections(state),
             "jobs": self.jobs.counts(self.space) if self.files.jobs.is_dir() else {},
             "unreadable_jobs": self.job_store.problems(),
             "problems": [p for p in [metadata_problem, *self.problems] if p],

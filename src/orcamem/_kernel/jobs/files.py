@@ -12,8 +12,9 @@ fencing, three attempts, retention of 128 done jobs) are ``orcamem._kernel.jobs.
   before the job's ``done`` file landed. The job then stays ``running``, its lease expires, it
   runs again, and the ledger — idempotent by job id — adds nothing the second time.
 - ``reading()`` takes no lock: every file is replaced whole, so each read is consistent.
-- A job file that cannot be parsed is skipped by scans and reported by :meth:`problems`; it is
-  never overwritten (an enqueue of the same id fails until it is moved away).
+- A job file that cannot be parsed (or holds a column of the wrong type, an unknown status) is
+  skipped by scans and reported by :meth:`problems`; it is never overwritten (an enqueue of
+  the same id fails until it is moved away).
 - Failed (exhausted) jobs are kept for audit like done ones, and bounded the same way: the
   newest 128 per project.
 
@@ -33,12 +34,17 @@ from typing import Any
 
 from ...errors import CorruptStoreError, StoreError
 from ..files import FileLock, make_dirs, remove, remove_stale_temps, store_error, write_atomic
+from .queue import JOB_STATUSES
 
 __all__ = ["FileJobStore"]
 
 Row = dict[str, Any]
 _JSON_COLUMNS = ("payload", "result", "provenance")
 _ACTIVE = ("pending", "running")
+_OPTIONAL_TEXT = (
+    "session_id", "turn_id", "source_digest", "lease_owner", "lease_expires_at", "not_before",
+    "error",
+)  # fmt: skip
 
 
 def _to_file(row: Row) -> dict[str, Any]:
@@ -63,6 +69,13 @@ def _to_row(doc: dict[str, Any]) -> Row:
     for name in ("attempts", "max_attempts", "fence"):
         if not isinstance(row.get(name), int):
             raise ValueError(f"{name} is missing or not an integer")
+    if row["status"] not in JOB_STATUSES:
+        raise ValueError(f"status {row['status']!r} is not one of {', '.join(JOB_STATUSES)}")
+    for name in _OPTIONAL_TEXT:
+        if not isinstance(row.setdefault(name, None), (str, type(None))):
+            raise ValueError(f"{name} is not a string or null")
+    if not isinstance(doc.get("provenance") or {}, dict):
+        raise ValueError("provenance is not a JSON object")
     return row
 
 

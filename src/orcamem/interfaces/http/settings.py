@@ -42,6 +42,8 @@ class ServerSettings:
     require_keys: bool = False
     workspace: str | None = None
     """The host workspace whose memory capability ``GET /api/capability`` reports."""
+    local_memory_dir: str | None = None
+    """The local agent memory ``/api/local`` reads; None: ``$ORCA_HOME/memory``, the CLI's."""
     max_body_bytes: int = 2 * 1024 * 1024
     upstream_timeout_s: float = 600.0
     allowed_hosts: tuple[str, ...] = ()

@@ -27,6 +27,7 @@ FastAPI runs them in its threadpool and they call the synchronous SDK.
 ``GET /api/explain``                        why this block: included, cut, breakdown, tokens
 ``PATCH /api/memories/{id}``, ``…/{id}/pin`` edit (a new version), pin or unpin
 ``GET /api/blocks``                         the opt-in log of injected blocks
+``/api/local/projects``, ``…/{id}/…``       local agent memory: facts, ledger, jobs (admin)
 ==========================================  =================================================
 """
 
@@ -49,6 +50,7 @@ from . import (
     explain,
     facts,
     keys,
+    local,
     memories,
     memory_bank,
     search,
@@ -78,6 +80,7 @@ ROUTERS = (
     audit,
     explain,
     blocks,
+    local,
 )
 
 TAGS = [
@@ -96,6 +99,7 @@ TAGS = [
     {"name": "capability", "description": "The host memory capability's settings and provider."},
     {"name": "audit", "description": "What consolidation refused or closed, and why."},
     {"name": "blocks", "description": "The opt-in log of the blocks injected before turns."},
+    {"name": "local", "description": "Local agent memory: projects, facts, ledger, jobs (admin)."},
     {
         "name": "memory-bank",
         "description": "Profile-scoped agent memory (Memory Bank); 503 when not wired.",

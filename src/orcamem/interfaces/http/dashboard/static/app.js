@@ -518,6 +518,7 @@ async function route() {
     else if (page === "why") await whyPage();
     else if (page === "bank") await bankPage(parts[1]);
     else if (page === "settings") await settingsPage();
+    else if (page === "local") await localPage(parts[1]);
     else await spacesPage();
   });
 }
