@@ -483,3 +483,24 @@ def test_delete_a_space_with_typed_confirmation_and_see_it_gone(
     names = [s["name"] for s in api(server, "/api/spaces")["spaces"]]
     assert "carol" not in names and {"alice", "bob", "dora"} <= set(names)  # the others stay
     assert watch.outside == [] and watch.errors == []
+
+
+def test_the_search_tab_filters_by_session(page: tuple[Any, Watch], server: Server) -> None:
+    tab, watch = page
+    use_key(tab, server, server.admin)
+    tab.click("a[href='#/space/alice']")
+    tab.wait_for_selector("tr[data-memory]")
+    tab.click(".tabs >> text=Search")
+    tab.fill("#query", "Where did I live, Berlin or Lisbon?")
+    tab.click("#tab button[type=submit]")
+    hits = tab.locator("tr[data-hit]")
+    expect(hits).to_have_count(3)  # the Lisbon state, and a turn of each session
+    tab.fill("#filter-session", "s1")
+    tab.click("#tab button[type=submit]")
+    expect(hits).to_have_count(1)
+    assert "I live in Berlin." in hits.first.inner_text()
+    assert "s1" in hits.first.inner_text() and "Lisbon." not in tab.inner_text("#tab table")
+    tab.select_option("#filter-kind", "memory")
+    tab.click("#tab button[type=submit]")
+    expect(tab.locator("#tab")).to_contain_text("Nothing recalled for that.")
+    assert watch.outside == [] and watch.errors == []
