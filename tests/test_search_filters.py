@@ -212,3 +212,29 @@ def test_cli_search_filters_with_json(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*args, "--since", "2026-10-05", "--until", "2026-10-01"])
     assert bad.exit_code != 0 and "is before since" in " ".join(bad.output.split())
     assert "Traceback" not in bad.output
+
+
+# -- Memory Bank -------------------------------------------------------------------------------
+
+
+def test_bank_search_by_category_in_the_sdk_and_the_api(mem: Memory) -> None:
+    from orcamem import MemoryBank
+
+    with MemoryBank(profiles={"alice": ["@memory"]}, clock=FrozenClock(NOW)) as bank:
+        fact = bank.save("alice", content="The user is allergic to peanuts.", category="fact")
+        liked = bank.save("alice", content="The user likes peanut butter.", category="preference")
+        every = {hit.memory.id for hit in bank.search("alice", "peanuts", min_score=0.0)}
+        assert every == {fact.id, liked.id}
+        only = bank.search("alice", "peanuts", min_score=0.0, category="preference")
+        assert [hit.memory.id for hit in only] == [liked.id]
+        with pytest.raises(InvalidInputError, match="use one of preference, fact"):
+            bank.search("alice", "peanuts", category="state")
+        application = create_app(mem, ServerSettings(workspace=str(Path(mem.store.path).parent)))
+        install(application)
+        application.state.bank = bank
+        with TestClient(application, base_url=LOCAL_BASE) as client:
+            url = "/api/profiles/alice/memories/search"
+            got = client.get(url, params={"q": "peanuts", "minScore": 0, "category": "fact"})
+            assert got.status_code == 200, got.text
+            assert [hit["memory"]["id"] for hit in got.json()["hits"]] == [fact.id]
+            assert client.get(url, params={"q": "peanuts", "category": "x"}).status_code == 422
