@@ -122,12 +122,6 @@ class SearchFilter:
             and (self.until is None or moment <= self.until)
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fields that are set (``metadata`` as a mapping): what a response echoes."""
-        data = {field.name: getattr(self, field.name) for field in fields(self)}
-        data["metadata"] = dict(self.metadata)
-        return {key: value for key, value in data.items() if value}
-
 
 def _metadata(value: Any) -> tuple[tuple[str, str], ...]:
     items = value.items() if isinstance(value, Mapping) else value

@@ -16,7 +16,15 @@ from typing import Any
 
 from ...recall.filters import SearchFilter
 
-__all__ = ["POSTGRES", "SQLITE", "Clauses", "Dialect", "line_clauses", "memory_clauses"]
+__all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "Clauses",
+    "Dialect",
+    "episode_clauses",
+    "line_clauses",
+    "memory_clauses",
+]
 
 
 @dataclass(frozen=True)
@@ -64,9 +72,9 @@ def _render(dialect: Dialect, parts: list[tuple[str, list[Any]]], prefix: str) -
     return Clauses(joined, values)
 
 
-def line_clauses(where: SearchFilter, dialect: Dialect, lines: str, space: str) -> Clauses:
-    """Lines (table or alias ``lines``) whose episode matches ``where``: role, session,
-    ``occurred_at`` within since/until, every metadata pair."""
+def episode_clauses(where: SearchFilter, dialect: Dialect, space: str) -> Clauses:
+    """Episodes ``e`` of ``space`` that match ``where`` (the WHERE itself, no leading AND):
+    role, session, ``occurred_at`` within since/until, every metadata pair."""
     parts: list[tuple[str, list[Any]]] = [("e.space = {}", [space])]
     if where.session is not None:
         parts.append(("e.session_id = {}", [where.session]))
@@ -78,7 +86,14 @@ def line_clauses(where: SearchFilter, dialect: Dialect, lines: str, space: str) 
         parts.append(("e.occurred_at <= {}", [where.until]))
     parts.extend(dialect.meta(key, value) for key, value in where.metadata)
     inner = _render(dialect, parts, "fl")
-    subquery = f" AND {lines}.episode_id IN (SELECT e.id FROM episodes e WHERE {inner.sql[5:]})"
+    return Clauses(inner.sql.removeprefix(" AND "), inner.params)
+
+
+def line_clauses(where: SearchFilter, dialect: Dialect, lines: str, space: str) -> Clauses:
+    """Lines (table or alias ``lines``) whose episode matches ``where``: one subquery of the
+    episodes (:func:`episode_clauses`), evaluated once."""
+    inner = episode_clauses(where, dialect, space)
+    subquery = f" AND {lines}.episode_id IN (SELECT e.id FROM episodes e WHERE {inner.sql})"
     return Clauses(subquery, inner.params)
 
 

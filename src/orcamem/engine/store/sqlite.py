@@ -52,7 +52,7 @@ from .keys import SQLiteKeys
 from .migrations import LATEST, MIGRATIONS
 from .notes import SQLiteNotes
 from .readers import ReaderPool
-from .scope import SQLITE, line_clauses, memory_clauses
+from .scope import SQLITE, episode_clauses, line_clauses, memory_clauses
 from .vector_index import VectorIndex, encode_vector
 
 __all__ = ["APPLICATION_ID", "SQLiteStore"]
@@ -720,13 +720,14 @@ class SQLiteStore:
         with self.reading() as conn:
             self._refresh(conn)
             allowed = None
-            if where:
-                scope = line_clauses(where, SQLITE, "l", space)
+            if where:  # driven from the episodes index; a line's id comes from (episode, seq)
+                scope = episode_clauses(where, SQLITE, space)
                 allowed = [
                     row[0]
                     for row in conn.execute(
-                        f"SELECT l.id FROM lines l WHERE l.space = ?{scope.sql}",
-                        (space, *scope.params),
+                        "SELECT l.id FROM episodes e JOIN lines l ON l.episode_id = e.id "
+                        f"WHERE {scope.sql}",
+                        scope.params,
                     )
                 ]
             found = self._line_index.search(space, vector, limit, allowed=allowed)

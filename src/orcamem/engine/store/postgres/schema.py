@@ -261,6 +261,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "the spec that rebuilds a space's embedder (SQLite schema 8)",
         ["ALTER TABLE spaces ADD COLUMN embedder_spec TEXT"],
     ),
+    (
+        3,
+        "a filtered search's episodes by role and time (SQLite schema 9)",
+        ["CREATE INDEX episodes_filter ON episodes(space, role, occurred_at) INCLUDE (session_id)"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
