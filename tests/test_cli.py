@@ -639,6 +639,8 @@ LATENCY_KEYS = {
     "add_p95_ms",
     "search_p50_ms",
     "search_p95_ms",
+    "search_session_filter_p50_ms",
+    "search_role_filter_p50_ms",
     "build_context_p50_ms",
     "ingest_turns_per_s",
     "db_mb",

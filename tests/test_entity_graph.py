@@ -178,6 +178,7 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
         conn.execute("ALTER TABLE spaces DROP COLUMN embedder_spec")  # migration 8's
         conn.execute("ALTER TABLE memories DROP COLUMN pinned")  # migration 9's
         conn.execute("DROP TABLE injected_blocks")
+        conn.execute("DROP INDEX episodes_filter")  # migration 10's
         conn.execute("DELETE FROM schema_version WHERE version >= 6")
     with SQLiteStore(path) as reopened:
         assert reopened.schema_version() == LATEST

@@ -529,3 +529,47 @@ def test_recall_latency_bench_reports_stdio_percentiles(tmp_path: Path) -> None:
     assert 0 < result["recall_p50_ms"] <= result["recall_p95_ms"]
     assert 0 < result["direct_recall_p50_ms"] <= result["direct_recall_p95_ms"]
     assert result["block_chars_p50"] > 0 and "cores" in result["machine"]
+
+
+@pytest.mark.anyio
+async def test_stdio_recall_takes_the_search_filters(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Memory(db) as mem:
+        for day, (said, team) in enumerate(
+            [
+                ("We deploy the API with Helm on Fridays.", "s1"),
+                ("We deploy the web app with Vercel.", "s2"),
+                ("The API database is PostgreSQL 16.", "s1"),
+                ("Lunch is at noon on Tuesdays.", "s3"),
+                ("The office is in Pune.", "s3"),
+                ("Code review happens on Mondays.", "s2"),
+                ("The staging cluster runs on Hetzner.", "s1"),
+                ("Our logo is a blue orca.", "s3"),
+            ],
+            start=1,
+        ):
+            mem.add(said, kind="turn", role="user", session_id=team,
+                    occurred_at=f"2026-10-{day:02d}T09:00:00Z", meta={"team": team})  # fmt: skip
+    async with stdio_session([*SERVER, "--db", str(db)]) as client:
+
+        async def recall(**arguments: Any) -> CallToolResult:
+            return await client.call_tool(
+                "orma_recall", {"query": "how do we deploy?", **arguments}
+            )
+
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        props = tools["orma_recall"].input_schema["properties"]
+        assert {"kind", "session", "role", "since", "until", "category", "metadata"} <= set(props)
+        both = text(await recall())
+        assert "Helm" in both and "Vercel" in both
+        narrowed = text(await recall(session="s2"))
+        assert "Vercel" in narrowed and "Helm" not in narrowed
+        meta = text(await recall(metadata={"team": "s1"}))
+        assert "Helm" in meta and "Vercel" not in meta
+        none = await recall(until="2026-09-01")
+        assert text(none) == (
+            "Nothing in memory space 'default' matches this query with these filters yet."
+        )
+        refused = await recall(since="2026-10-05", until="2026-10-01")
+        assert refused.is_error and "is before since" in text(refused)
+        assert "Traceback" not in text(refused)

@@ -20,6 +20,7 @@ GOOD = {
     "automation_id": ["auto-7f3a", "nightly:digest@host"],
     "memory_id": ["mem-0123abcd"],
     "key_id": ["key-0123abcd"],
+    "meta_key": ["source", "app.version", "x" * 64],
     "object_key": ["memory/researcher/mem-0123abcd.json", "a/b@c:d"],
 }
 BAD = {
@@ -28,6 +29,7 @@ BAD = {
     "automation_id": ["", "..", "a/b", "x" * 129],
     "memory_id": ["mem-0123ABCD", "mem-123", "key-0123abcd"],
     "key_id": ["key-xyz", "mem-0123abcd"],
+    "meta_key": ["", "a b", "$.x", 'a"b', "x" * 65, None],
     "object_key": ["/abs", "a//b", "a/../b", "a/./b", "trailing/", "x" * 1025, "a b"],
 }
 

@@ -38,18 +38,18 @@ class Channels:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def _call(self, name: str, *args: Any) -> Any:
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self._meet is not None:
             self._meet.wait()  # both channels must be in flight together
-            return getattr(self._store, name)(*args)
+            return getattr(self._store, name)(*args, **kwargs)
         with self._one_at_a_time:
-            return getattr(self._store, name)(*args)
+            return getattr(self._store, name)(*args, **kwargs)
 
-    def lexical_lines(self, *args: Any) -> Any:
-        return self._call("lexical_lines", *args)
+    def lexical_lines(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("lexical_lines", *args, **kwargs)
 
-    def vector_lines(self, *args: Any) -> Any:
-        return self._call("vector_lines", *args)
+    def vector_lines(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("vector_lines", *args, **kwargs)
 
 
 @pytest.fixture

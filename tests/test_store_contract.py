@@ -13,6 +13,7 @@ from orcamem import EmbedderMismatchError, NotFoundError, StoreError
 from orcamem._kernel.model import NewEpisode, NewMemory
 from orcamem.engine.store import is_postgres, open_store
 from orcamem.engine.store.base import BlockEntry, EpisodeWrite, MemoryUpdate, Store
+from orcamem.recall.filters import SearchFilter
 
 NOW = "2026-11-01T10:00:00.000000Z"
 DIM = 8
@@ -346,3 +347,139 @@ def test_the_block_log_keeps_the_newest_per_space_within_its_retention(ready: St
     assert len(ready.injected_blocks("a", limit=1)) == 1
     ready.delete_space("a")
     assert ready.injected_blocks("a") == [] and len(ready.injected_blocks("b")) == 1
+
+
+def _episode(
+    text: str, *, seed: int, session: str, role: str, day: int, meta: dict
+) -> EpisodeWrite:
+    when = f"2026-10-{day:02d}T09:00:00.000000Z"
+    return EpisodeWrite(
+        episode=NewEpisode(
+            space="a", kind="turn", text=text, role=role, session_id=session, meta=meta
+        ),
+        lines=[text],
+        vectors=np.stack([unit(seed)]),
+        embedder_id="test",
+        occurred_at=when,
+        created_at=NOW,
+    )
+
+
+@pytest.fixture
+def filtered(ready: Store) -> tuple[Store, dict[str, int]]:
+    """Six turns about a harbour in space a (two sessions, two roles, six days, two sources)
+    and one in space b; returns the line id of each text."""
+    texts = [
+        ("harbour boats at dawn", "s1", "user", 1, {"source": "chat"}),
+        ("harbour harbour fog", "s1", "assistant", 2, {"source": "import"}),
+        ("the harbour wall", "s2", "user", 3, {"source": "chat", "app": "cli"}),
+        ("harbour lights", "s2", "assistant", 4, {"source": "chat"}),
+        ("harbour harbour harbour", "s2", "user", 5, {"source": 5}),
+        ("harbour market", "s1", "user", 6, {"source": "import"}),
+    ]
+    episodes = ready.append_episodes(
+        [
+            _episode(text, seed=40 + i, session=s, role=r, day=d, meta=m)
+            for i, (text, s, r, d, m) in enumerate(texts)
+        ]
+    )
+    ready.append_episodes([write("b", "harbour of space b", seed=40, session="s1")])
+    ids = {ep.text: ready.episode_lines("a", [ep.id])[0].id for ep in episodes}
+    return ready, ids
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (
+            {"session": "s1"},
+            {"harbour boats at dawn", "harbour harbour fog", "harbour market"},
+        ),
+        ({"role": "assistant"}, {"harbour harbour fog", "harbour lights"}),
+        (
+            {"since": "2026-10-02T00:00:00Z", "until": "2026-10-04T09:00:00Z"},
+            {"harbour harbour fog", "the harbour wall", "harbour lights"},
+        ),
+        ({"metadata": {"source": "import"}}, {"harbour harbour fog", "harbour market"}),
+        ({"metadata": {"source": "chat", "app": "cli"}}, {"the harbour wall"}),
+        ({"metadata": {"source": "5"}}, set()),  # a number is not the string "5"
+        ({"session": "s2", "role": "user"}, {"the harbour wall", "harbour harbour harbour"}),
+    ],
+)
+def test_a_filter_is_in_both_candidate_queries_and_keeps_their_order(
+    filtered: tuple[Store, dict[str, int]], where: dict, expected: set[str]
+) -> None:
+    store, ids = filtered
+    text_of = {line: text for text, line in ids.items()}
+    scope = SearchFilter.of(where)
+    for unfiltered, narrowed in (
+        (store.lexical_lines("a", '"harbour"', 50), store.lexical_lines(
+            "a", '"harbour"', 50, where=scope
+        )),
+        (store.vector_lines("a", unit(44), 50), store.vector_lines(
+            "a", unit(44), 50, where=scope
+        )),
+    ):  # fmt: skip
+        assert {text_of[line] for line, _ in narrowed} == expected
+        kept = [(line, score) for line, score in unfiltered if line in dict(narrowed)]
+        assert [line for line, _ in narrowed] == [line for line, _ in kept]
+        assert [score for _, score in narrowed] == pytest.approx([score for _, score in kept])
+    assert len(store.vector_lines("a", unit(44), 1, where=scope)) == min(1, len(expected))
+
+
+def test_an_empty_filter_is_the_unfiltered_query(filtered: tuple[Store, dict[str, int]]) -> None:
+    store, _ = filtered
+    empty = SearchFilter()
+    assert store.lexical_lines("a", '"harbour"', 3, where=empty) == store.lexical_lines(
+        "a", '"harbour"', 3
+    )
+    assert store.vector_lines("a", unit(44), 3, where=empty) == store.vector_lines("a", unit(44), 3)
+    assert store.lexical_memories("a", '"harbour"', 3, where=empty) == store.lexical_memories(
+        "a", '"harbour"', 3
+    )
+
+
+def test_a_filter_never_reaches_another_space(filtered: tuple[Store, dict[str, int]]) -> None:
+    store, ids = filtered
+    scope = SearchFilter(session="s1")
+    found = {line for line, _ in store.lexical_lines("a", '"harbour"', 50, where=scope)}
+    found |= {line for line, _ in store.vector_lines("a", unit(40), 50, where=scope)}
+    assert found <= set(ids.values())
+    assert store.vector_lines("c", unit(40), 5, where=scope) == []
+
+
+def test_memories_filter_by_session_category_and_event_date(ready: Store) -> None:
+    made = {}
+    for seed, (content, category, session, day) in enumerate(
+        [
+            ("harbour fact", "fact", "s1", None),
+            ("harbour trip", "event", "s1", "2026-09-01T00:00:00Z"),
+            ("harbour preference", "preference", "s2", None),
+        ]
+    ):
+        record = ready.put_memory(
+            NewMemory(
+                space="a",
+                content=content,
+                category=category,
+                session_id=session,
+                event_date=day and "2026-09-01T00:00:00.000000Z",
+            ),
+            unit(60 + seed),
+            "test",
+            NOW,
+        )
+        made[record.id] = content
+
+    def found(where: dict) -> tuple[set[str], set[str]]:
+        scope = SearchFilter.of(where)
+        lexical = {made[key] for key, _ in ready.lexical_memories("a", '"harbour"', 9, where=scope)}
+        vector = {made[key] for key, _ in ready.vector_memories("a", unit(61), 9, where=scope)}
+        return lexical, vector
+
+    assert found({"session": "s1"}) == ({"harbour fact", "harbour trip"},) * 2
+    assert found({"category": "event"}) == ({"harbour trip"},) * 2
+    assert found({"until": "2026-10-01T00:00:00Z"}) == ({"harbour trip"},) * 2  # its event date
+    assert (
+        found({"since": "2026-10-01T00:00:00Z", "session": "s2"}) == ({"harbour preference"},) * 2
+    )

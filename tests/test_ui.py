@@ -705,3 +705,24 @@ def test_a_key_scoped_to_spaces_sees_no_local_memory(
     assert "launch" not in tab.inner_text("body") and "pytest" not in tab.inner_text("body")
     assert watch.outside == []
     assert all("403" in error for error in watch.errors), watch.errors
+
+
+def test_the_search_tab_filters_by_session(page: tuple[Any, Watch], server: Server) -> None:
+    tab, watch = page
+    use_key(tab, server, server.admin)
+    tab.click("a[href='#/space/alice']")
+    tab.wait_for_selector("tr[data-memory]")
+    tab.click(".tabs >> text=Search")
+    tab.fill("#query", "Where did I live, Berlin or Lisbon?")
+    tab.click("#tab button[type=submit]")
+    hits = tab.locator("tr[data-hit]")
+    expect(hits).to_have_count(3)  # the Lisbon state, and a turn of each session
+    tab.fill("#filter-session", "s1")
+    tab.click("#tab button[type=submit]")
+    expect(hits).to_have_count(1)
+    assert "I live in Berlin." in hits.first.inner_text()
+    assert "s1" in hits.first.inner_text() and "Lisbon." not in tab.inner_text("#tab table")
+    tab.select_option("#filter-kind", "memory")
+    tab.click("#tab button[type=submit]")
+    expect(tab.locator("#tab")).to_contain_text("Nothing recalled for that.")
+    assert watch.outside == [] and watch.errors == []

@@ -24,6 +24,7 @@ __all__ = [
     "AUTOMATION_ID",
     "KEY_ID",
     "MEMORY_ID",
+    "META_KEY",
     "OBJECT_KEY",
     "PROFILE",
     "RULES",
@@ -94,6 +95,12 @@ AUTOMATION_ID = NameRule(
 )
 MEMORY_ID = NameRule("memory id", r"mem-[0-9a-f]{8}", "mem- and 8 hex digits", "mem-1a2b3c4d")
 KEY_ID = NameRule("API key id", r"key-[0-9a-f]{8}", "key- and 8 hex digits", "key-1a2b3c4d")
+META_KEY = NameRule(
+    "metadata key",
+    r"[A-Za-z0-9_.-]{1,64}",
+    "1-64 characters from A-Z a-z 0-9 _ . - (a top-level key of an episode's metadata)",
+    "source",
+)
 OBJECT_KEY = NameRule(
     "object key",
     r"[A-Za-z0-9._\-/@:]{1,1024}",
@@ -108,6 +115,7 @@ RULES = {
     "automation_id": AUTOMATION_ID,
     "memory_id": MEMORY_ID,
     "key_id": KEY_ID,
+    "meta_key": META_KEY,
     "object_key": OBJECT_KEY,
 }
 """Every name rule by its short name (the docs' table is generated from this)."""

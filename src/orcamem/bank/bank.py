@@ -466,10 +466,7 @@ class MemoryBank:
                     f"{what} is {size:,} bytes, over the 4 KiB ({MAX_RAW_INPUT_BYTES:,}-byte) "
                     "limit of a memory: save a shorter note, or split it into several memories"
                 )
-        if category is not None and category not in scoring.BANK_CATEGORIES:
-            raise InvalidInputError(
-                f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
-            )
+        _check_category(category)
         if confidence is not None and not is_unit(confidence):
             raise InvalidInputError(f"confidence={confidence!r}: use a number from 0 to 1")
         if summary is not None and (not isinstance(summary, str) or not summary.strip()):
@@ -558,11 +555,13 @@ class MemoryBank:
         limit: int = scoring.INJECTION_MAX_RESULTS,
         min_score: float = scoring.INJECTION_MIN_SCORE,
         exclude: Iterable[str] = (),
+        category: str | None = None,
     ) -> list[BankHit]:
         """Like ``recall`` without side effects (the dashboard's search).
 
         Memories must share a topic with the query (a word or a cluster) and score at least
-        ``min_score``; best first, at most ``limit``.
+        ``min_score``; best first, at most ``limit``; with ``category``, only that category
+        (the maturity factor stays the profile's).
         """
         self._read()
         name = self._profile(profile).name
@@ -571,7 +570,15 @@ class MemoryBank:
             raise InvalidInputError(f"limit={limit!r}: use a whole number from 1 to {MAX_RECALL}")
         if not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0:
             raise InvalidInputError(f"minScore={min_score!r}: use a number from 0 to 1")
-        return self._rank(name, query, limit=limit, min_score=min_score, exclude=set(exclude))
+        _check_category(category)
+        return self._rank(
+            name,
+            query,
+            limit=limit,
+            min_score=min_score,
+            exclude=set(exclude),
+            categories=None if category is None else (category,),
+        )
 
     def _rank(self, profile: str, query: str, **options: Any) -> list[BankHit]:
         memories = [e.memory for e in self._entries(profile)]
@@ -883,10 +890,7 @@ class MemoryBank:
         _check_page(limit, offset)
         if q is not None:
             validate_prompt(q, what="q")
-        if category is not None and category not in scoring.BANK_CATEGORIES:
-            raise InvalidInputError(
-                f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
-            )
+        _check_category(category)
         with self._lock:
             names = sorted(self._index)
         categories = [category] if category else None
@@ -1000,6 +1004,13 @@ class ProfileBank:
 def _newest(memory: BankMemory) -> tuple[float, str]:
     """Sort key: newest ``createdAt`` first, then id (stable)."""
     return (-parse_time(memory.created_at).timestamp(), memory.id)
+
+
+def _check_category(category: Any) -> None:
+    if category is not None and category not in scoring.BANK_CATEGORIES:
+        raise InvalidInputError(
+            f"unknown category {category!r}: use one of {', '.join(scoring.BANK_CATEGORIES)}"
+        )
 
 
 def _check_page(limit: Any, offset: Any) -> None:

@@ -215,12 +215,17 @@ def latency(
                     mem.observe("user", text, session_id=f"live{i // 20}")
                     add_ms.append((time.perf_counter() - begin) * 1000)
                 search_ms, context_ms = [], []
+                filtered_ms: dict[str, list[float]] = {"session": [], "role": []}
                 questions = [texts.question() for _ in range(queries)]
                 mem.search(questions[0])  # warm the vector index once, as a server would
                 for i, question in enumerate(questions):
                     begin = time.perf_counter()
                     mem.search(question)
                     search_ms.append((time.perf_counter() - begin) * 1000)
+                    for name, where in _filters(i, size).items():
+                        begin = time.perf_counter()
+                        mem.search(question, filters=where)
+                        filtered_ms[name].append((time.perf_counter() - begin) * 1000)
                     begin = time.perf_counter()
                     mem.build_context([{"role": "user", "content": question}])
                     context_ms.append((time.perf_counter() - begin) * 1000)
@@ -233,6 +238,10 @@ def latency(
                 "add_p95_ms": round(_percentile(add_ms, 95), 3),
                 "search_p50_ms": round(_percentile(search_ms, 50), 3),
                 "search_p95_ms": round(_percentile(search_ms, 95), 3),
+                **{
+                    f"search_{name}_filter_p50_ms": round(_percentile(samples, 50), 3)
+                    for name, samples in filtered_ms.items()
+                },
                 "build_context_p50_ms": round(_percentile(context_ms, 50), 3),
                 "build_context_p95_ms": round(_percentile(context_ms, 95), 3),
                 "ingest_turns_per_s": round(size / ingest_seconds, 1),
@@ -240,6 +249,12 @@ def latency(
                 **pruning,
             }
     return {"records": results, "embedder": model.id, "machine": machine()}
+
+
+def _filters(i: int, size: int) -> dict[str, dict[str, str]]:
+    """The filtered searches each question also runs: one loaded session (20 turns, a narrow
+    filter) and one role (half the space, a wide one)."""
+    return {"session": {"session": f"s{i % max(1, size // 20)}"}, "role": {"role": "user"}}
 
 
 def _pruning(

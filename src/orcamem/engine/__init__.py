@@ -6,6 +6,7 @@ skins over ``Memory``. ``orcamem.Config``'s sections are importable from here:
 """
 
 from .._kernel.config import PackConfig, RecallConfig, SignalsConfig, SleepConfig, StorageConfig
+from ..recall.filters import SearchFilter
 from .async_memory import AsyncMemory
 from .memory import Memory
 
@@ -14,6 +15,7 @@ __all__ = [
     "Memory",
     "PackConfig",
     "RecallConfig",
+    "SearchFilter",
     "SignalsConfig",
     "SleepConfig",
     "StorageConfig",

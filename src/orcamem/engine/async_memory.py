@@ -12,7 +12,7 @@ callbacks run in the worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, ParamSpec, TypeVar
@@ -22,6 +22,7 @@ from .._kernel.config import Config
 from .._kernel.embed import Embedder
 from .._kernel.model import DEFAULT_SPACE, Episode, MemoryRecord
 from ..recall import RecallResult
+from ..recall.filters import SearchFilter
 from .automations import AutomationNotes
 from .consolidate.sleep import SleepReport
 from .health import CheckReport, RepairReport
@@ -335,16 +336,30 @@ class AsyncMemory:
     # -- reading ------------------------------------------------------------------------------
 
     async def search(
-        self, query: str, *, space: str | None = None, top_k: int | None = None
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        top_k: int | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> RecallResult:
-        """Rank passages and memories for ``query`` with the per-signal breakdown."""
-        return await _thread(self.sync.search, query, space=space, top_k=top_k)
+        """Rank passages and memories for ``query`` with the per-signal breakdown.
+
+        With ``filters``, only what matches (``Memory.search``)."""
+        return await _thread(self.sync.search, query, space=space, top_k=top_k, filters=filters)
 
     async def recall(
-        self, query: str, *, space: str | None = None, surface: str | None = None
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
+        surface: str | None = None,
     ) -> str:
-        """The exact memory block that ``build_context`` would inject for ``query``."""
-        return await _thread(self.sync.recall, query, space=space, surface=surface)
+        """The exact memory block that ``build_context`` would inject for ``query``.
+
+        With ``filters``, the block of only what matches (``Memory.recall``)."""
+        return await _thread(self.sync.recall, query, space=space, filters=filters, surface=surface)
 
     async def injected_blocks(
         self, *, space: str | None = None, limit: int = 100

@@ -11,7 +11,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
@@ -50,6 +50,7 @@ from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
 from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
+from ..recall.filters import SearchFilter
 from . import health
 from .automations import AutomationNotes
 from .blocklog import check_surface, log_block
@@ -725,18 +726,28 @@ class Memory:
     # -- reading ---------------------------------------------------------------------------
 
     def search(
-        self, query: str, *, space: str | None = None, top_k: int | None = None
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        top_k: int | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """Rank passages and memories for ``query`` with the per-signal breakdown.
 
+        ``filters`` (a :class:`SearchFilter` or a mapping of its fields: ``kind``, ``role``,
+        ``session``, ``since``, ``until``, ``category``, ``metadata``) ranks only what matches;
+        the store's candidate queries carry it, so a narrow filter is cheap.
+
         Raises:
-            InvalidInputError: a blank query.
+            InvalidInputError: a blank query, or a filter value outside what it allows.
             EmbedderMismatchError: the space was embedded by another model.
         """
         space = self._space(space)
         query = validate_text(query, what="query")
         if top_k is not None:
             validate_count(top_k, what="top_k", low=1, high=1000)
+        where = SearchFilter.of(filters)
         with span("recall", space=space, top_k=top_k) as current:
             if not self._ready_for_read(space):
                 return RecallResult(query, space, [], [])
@@ -748,19 +759,28 @@ class Memory:
                 self.config,
                 self.clock.now(),
                 top_k=top_k,
+                where=where,
             )
             current.set_attribute("orcamem.hits", len(result.hits))
             return result
 
-    def recall(self, query: str, *, space: str | None = None, surface: str | None = None) -> str:
+    def recall(
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
+        surface: str | None = None,
+    ) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``.
 
+        With ``filters`` (as ``search`` takes them), the block of only what matches.
         ``surface`` (``sdk``, ``proxy``, ``rest``, ``mcp``) says the block is injected, not
         previewed: with ``Config.pack.log_blocks`` on it is logged (``injected_blocks``).
         """
         if surface is not None:
             check_surface(surface)
-        result = self.search(query, space=space, top_k=self.config.pack.max_items)
+        result = self.search(query, space=space, top_k=self.config.pack.max_items, filters=filters)
         block, used = pack_context(
             result.hits, result.rules, self.config, self.clock.now(), result.query
         )

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from .._kernel.model import MemoryRecord
+from .filters import SearchFilter
 
 __all__ = ["CandidateSource", "LineRow"]
 
@@ -39,13 +40,23 @@ class CandidateSource(Protocol):
     """The candidate queries of one space. Synchronous and thread-safe."""
 
     def lexical_lines(
-        self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
+        self,
+        space: str,
+        match: str,
+        limit: int,
+        weights: tuple[float, float] = (1.0, 0.4),
+        *,
+        where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 top-``limit`` lines for an FTS5 ``match`` (text, context column weights)."""
+        """BM25 top-``limit`` lines for an FTS5 ``match`` (text, context column weights), of
+        the episodes ``where`` admits (its clauses in the query)."""
         ...
 
-    def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """Cosine top-``limit`` lines for a unit query vector."""
+    def vector_lines(
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """Cosine top-``limit`` lines for a unit query vector, scoring only the lines of the
+        episodes ``where`` admits."""
         ...
 
     def lines(self, ids: Sequence[int]) -> list[LineRow]: ...
@@ -90,9 +101,11 @@ class CandidateSource(Protocol):
         ``limit`` rows an entity."""
         ...
 
-    def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]: ...
+    def lexical_memories(
+        self, space: str, match: str, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[str, float]]: ...
     def vector_memories(
-        self, space: str, vector: np.ndarray, limit: int
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[str, float]]: ...
     def memories_by_id(self, space: str, ids: Sequence[str]) -> list[MemoryRecord]: ...
     def get_memory(self, space: str, memory_id: str) -> MemoryRecord: ...

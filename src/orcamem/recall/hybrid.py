@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,6 +27,7 @@ from .._kernel.model import Hit, MemoryRecord
 from .._kernel.text import content_words, date_ranges, fts_query, split_sentences, terms
 from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
+from .filters import SearchFilter
 from .presets import engine_preset
 from .spreading import activate
 
@@ -214,6 +215,7 @@ def recall(
     now: datetime,
     *,
     top_k: int | None = None,
+    where: SearchFilter | None = None,
 ) -> RecallResult:
     """Rank the space's passages and memories for ``query``.
 
@@ -225,7 +227,13 @@ def recall(
         config: switches and weights.
         now: the time recency and decay are measured against.
         top_k: hits to return (default ``config.recall.top_k``).
+        where: only what it admits is ranked: the stores' candidate queries carry its
+            clauses, and what recall adds beside them (session neighbours, spread
+            activation, the state that superseded a passage, rules) is held to it too. The
+            calibration (noise floor, evidence) stays the space's, so a narrow filter does
+            not lower the bar a hit must clear.
     """
+    where = where or None  # an empty filter is no filter: the unfiltered queries, unchanged
     timings: dict[str, float] = {}
     started = time.perf_counter()
     preset = engine_preset(config.recall.preset)
@@ -236,21 +244,22 @@ def recall(
 
     mark = time.perf_counter()
     weights = preset.weights
+    passages = where is None or where.passages
     lexical_lines = (
         _begin(
-            store.lexical_lines,
+            partial(store.lexical_lines, where=where),
             space,
             match,
             config.recall.lexical_candidates,
             (1.0, config.recall.lexical_context_weight),
         )
-        if (match and weights.get("lexical", 0) > 0)
+        if (match and weights.get("lexical", 0) > 0 and passages)
         else list
     )
     floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vector_hits = (
-        store.vector_lines(space, vector, config.recall.vector_candidates)
-        if (weights.get("vector", 0) > 0)
+        store.vector_lines(space, vector, config.recall.vector_candidates, where=where)
+        if (weights.get("vector", 0) > 0 and passages)
         else []
     )
     lexical = dict(lexical_lines())
@@ -265,19 +274,31 @@ def recall(
     dates = _dates(query, rows.values(), config)
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
-        memories = _memory_hits(store, space, match, vector, config, now, evidence)
+        memories = (
+            _memory_hits(store, space, match, vector, config, now, evidence, where)
+            if where is None or where.memories
+            else []
+        )
         hits, line_of = _episode_hits(
             store, space, fused, rows, config, query, dates, now, limit * 3, _keys(memories, config)
         )
+        if where is not None:  # neighbours and activation reach episodes the filter left out
+            matched = {row.episode_id for row in rows.values() if row.id in fused}
+            hits = [hit for hit in hits if hit.episode_id in matched]
         hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, memories)
         hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = _adaptive(hits, config)
     selected = _novel(store, space, hits, line_of, rows, config.recall.novelty_threshold, limit)
-    selected = _lead_with_current(space, selected, _mark_outdated(store, space, selected), limit)
+    current = _mark_outdated(store, space, selected)
+    if where is not None:
+        current = {key: memory for key, memory in current.items() if where.admits(memory)}
+    selected = _lead_with_current(space, selected, current, limit)
     timings["score"] = (time.perf_counter() - mark) * 1000
 
     rules = _rules(store, space, query, config)
+    if where is not None:
+        rules = [rule for rule in rules if rule.memory is not None and where.admits(rule.memory)]
     timings["total"] = (time.perf_counter() - started) * 1000
     return RecallResult(query, space, selected, rules, timings)
 
@@ -716,17 +737,18 @@ def _memory_hits(
     config: Config,
     now: datetime,
     evidence: _Evidence,
+    where: SearchFilter | None = None,
 ) -> list[Hit]:
     """Active memories that are not rules and pass the per-item gate, scored. A query that
     names a memory's entity ("What did Caroline research?") does not admit it: after sleep
     every speaker has states, and only those that hold the query's words answer it."""
     weights = engine_preset(config.recall.preset).weights
     lexical = (
-        dict(store.lexical_memories(space, match, config.recall.lexical_candidates))
+        dict(store.lexical_memories(space, match, config.recall.lexical_candidates, where=where))
         if match
         else {}
     )
-    vec_hits = store.vector_memories(space, vector, config.recall.vector_candidates)
+    vec_hits = store.vector_memories(space, vector, config.recall.vector_candidates, where=where)
     floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)

@@ -37,6 +37,7 @@ from ...errors import (
     SchemaTooNewError,
     StoreError,
 )
+from ...recall.filters import SearchFilter
 from . import check, graph
 from .base import (
     CAPABILITIES,
@@ -51,6 +52,7 @@ from .base import (
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .rows import KeyTable, NoteTable
+from .scope import SQLITE, episode_clauses, line_clauses, memory_clauses
 from .vector_index import VectorIndex, encode_vector
 
 __all__ = ["APPLICATION_ID", "SQLiteStore"]
@@ -692,22 +694,46 @@ class SQLiteStore:
         return window
 
     def lexical_lines(
-        self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
+        self,
+        space: str,
+        match: str,
+        limit: int,
+        weights: tuple[float, float] = (1.0, 0.4),
+        *,
+        where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better)."""
+        """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
+        of the episodes ``where`` admits."""
+        scope = line_clauses(where, SQLITE, "l", space) if where else None
         with self.reading() as conn:
             rows = conn.execute(
                 "SELECT f.rowid, -bm25(lines_fts, ?, ?) AS score FROM lines_fts f "
-                "JOIN lines l ON l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ? "
-                "ORDER BY score DESC LIMIT ?",
-                (weights[0], weights[1], match, space, limit),
+                "JOIN lines l ON l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ?"
+                f"{scope.sql if scope else ''} ORDER BY score DESC LIMIT ?",
+                (weights[0], weights[1], match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def vector_lines(
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """Cosine top ``limit`` lines; with ``where``, among the ids one indexed query of the
+        episodes it admits returns (the index scores only those rows)."""
         with self.reading() as conn:
             self._refresh(conn)
-            return [(int(k), s) for k, s in self._line_index.search(space, vector, limit)]
+            allowed = None
+            if where:  # driven from the episodes index; a line's id comes from (episode, seq)
+                scope = episode_clauses(where, SQLITE, space)
+                allowed = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT l.id FROM episodes e JOIN lines l ON l.episode_id = e.id "
+                        f"WHERE {scope.sql}",
+                        scope.params,
+                    )
+                ]
+            found = self._line_index.search(space, vector, limit, allowed=allowed)
+            return [(int(k), s) for k, s in found]
 
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         with self.reading() as conn:
@@ -1030,21 +1056,36 @@ class SQLiteStore:
                 found.append(row)
         return found
 
-    def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
+    def lexical_memories(
+        self, space: str, match: str, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[str, float]]:
+        scope = memory_clauses(where, SQLITE, "m") if where else None
         with self.reading() as conn:
             rows = conn.execute(
                 "SELECT m.id, -bm25(memories_fts, 1.0, 0.5, 0.4) AS score FROM memories_fts f "
                 "JOIN memories m ON m.seq = f.rowid WHERE memories_fts MATCH ? AND m.space = ? "
-                "AND m.active = 1 ORDER BY score DESC LIMIT ?",
-                (match, space, limit),
+                f"AND m.active = 1{scope.sql if scope else ''} ORDER BY score DESC LIMIT ?",
+                (match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def vector_memories(
-        self, space: str, vector: np.ndarray, limit: int
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[str, float]]:
         with self.reading() as conn:
             self._refresh(conn)
+            if where:  # the active memories it admits, scored alone
+                scope = memory_clauses(where, SQLITE, "m")
+                allowed = [
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT m.id FROM memories m WHERE m.space = ? AND m.active = 1"
+                        f"{scope.sql}",
+                        (space, *scope.params),
+                    )
+                ]
+                found = self._memory_index.search(space, vector, limit, allowed=allowed)
+                return [(str(k), s) for k, s in found]
             hits = self._memory_index.search(space, vector, limit * 2 + 8)
             if not hits:
                 return []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -254,8 +254,21 @@ class VectorIndex:
             for cache in (self._spaces, self._floors, self._epochs):
                 cache.pop(space, None)
 
-    def search(self, space: str, query: np.ndarray, limit: int) -> list[tuple[Hashable, float]]:
-        """Top ``limit`` keys by cosine (vectors are unit length, so a dot product)."""
+    def search(
+        self,
+        space: str,
+        query: np.ndarray,
+        limit: int,
+        *,
+        allowed: Collection[Hashable] | None = None,
+    ) -> list[tuple[Hashable, float]]:
+        """Top ``limit`` keys by cosine (vectors are unit length, so a dot product).
+
+        ``allowed``: only those keys are scored (a filtered search's mask, from one indexed
+        query), exactly, whatever the space's size; the rest of the matrix is never read.
+        """
+        if allowed is not None:
+            return self._search_among(space, query, limit, allowed)
         snapshot = self._snapshot(space)
         if snapshot is None or query.shape[0] != snapshot.rows.shape[1]:
             return []
@@ -274,6 +287,25 @@ class VectorIndex:
         return [
             (snapshot.keys[i], float(score)) for i, score in zip(found, exact[top], strict=True)
         ]
+
+    def _search_among(
+        self, space: str, query: np.ndarray, limit: int, allowed: Collection[Hashable]
+    ) -> list[tuple[Hashable, float]]:
+        with self._lock:  # rows below ``count`` never change: the picked ones are a snapshot
+            matrix = self._spaces.get(space)
+            if matrix is None or query.shape[0] != matrix.dim:
+                return []
+            picked = [matrix.position[key] for key in allowed if key in matrix.position]
+            if not picked or limit < 1:
+                return []
+            positions = np.fromiter(picked, dtype=np.intp, count=len(picked))
+            rows, keys = matrix.rows, matrix.keys
+        with _blas_limit(self._threads):
+            exact = rows[positions] @ query
+        limit = min(limit, len(positions))
+        top = np.argpartition(-exact, limit - 1)[:limit]
+        top = top[np.argsort(-exact[top])]
+        return [(keys[positions[i]], float(exact[i])) for i in top]
 
     def count(self, space: str) -> int:
         """How many vectors the space has: its rows, without a scan of the table."""

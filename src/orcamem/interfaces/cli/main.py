@@ -19,6 +19,7 @@ from ... import Memory, __version__
 from ..._kernel import llm
 from ..._kernel.config import Config, PackConfig
 from ...errors import OrcamemError
+from ...recall.filters import meta_pairs
 from .console import (
     DbOption,
     EmbedderOption,
@@ -99,10 +100,34 @@ def search(
     as_json: JsonOption = False,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many hits.")] = 10,
     explain: Annotated[bool, typer.Option(help="Show each hit's signal breakdown.")] = False,
+    kind: Annotated[str | None, typer.Option(help="Only 'passage' or only 'memory' hits.")] = None,
+    role: Annotated[str | None, typer.Option(help="Only passages said by this role.")] = None,
+    session: Annotated[str | None, typer.Option(help="Only this session's hits.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="ISO-8601: only what occurred at or after it.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="ISO-8601: only what occurred at or before it.")
+    ] = None,
+    category: Annotated[str | None, typer.Option(help="Only memories of this category.")] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option(help="key=value (repeatable): only passages whose episode metadata has it."),
+    ] = None,
 ) -> None:
-    """Search memory; prints ranked hits (with --explain, why each was chosen)."""
+    """Search memory; prints ranked hits (with --explain, why each was chosen), only those
+    that match the filters given."""
     with _memory(db, space) as mem:
-        result = mem.search(query, top_k=top_k)
+        filters = {
+            "kind": kind,
+            "role": role,
+            "session": session,
+            "since": since,
+            "until": until,
+            "category": category,
+            "metadata": meta_pairs(meta or ()),
+        }
+        result = mem.search(query, top_k=top_k, filters=filters)
     if as_json:
         print_json(result.to_dict())
         return

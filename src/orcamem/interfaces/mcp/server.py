@@ -46,11 +46,12 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from ... import __version__
 from ..._kernel.config import Config
 from ..._kernel.model import CATEGORIES, validate_space
-from ..._kernel.names import PROFILE
+from ..._kernel.names import META_KEY, PROFILE
 from ..._kernel.redact import redact
 from ...bank import MEMORY_TOOLS, MemoryBank, space_for, validate_profile
 from ...engine.memory import Memory
 from ...errors import InvalidInputError, OrcamemError
+from ...recall.filters import KINDS as HIT_KINDS
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -165,6 +166,39 @@ Always = Annotated[
 History = Annotated[
     bool,
     Field(description="Also list memories that were superseded or closed (inactive)."),
+]
+HitKindArg = Annotated[
+    Literal[HIT_KINDS] | None,  # type: ignore[valid-type]
+    Field(description="Only 'passage' (conversation lines as said) or only 'memory' hits."),
+]
+SessionArg = Annotated[
+    str | None, Field(max_length=256, description="Only what was said or stored in this session.")
+]
+SpeakerArg = Annotated[
+    str | None,
+    Field(max_length=256, description="Only conversation lines said by this role ('user', …)."),
+]
+SinceArg = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description="ISO-8601 (e.g. '2026-10-01T00:00:00Z'): only what occurred at or after it.",
+    ),
+]
+UntilArg = Annotated[
+    str | None,
+    Field(max_length=64, description="ISO-8601, at or after since: only what occurred up to it."),
+]
+CategoryArg = Annotated[
+    Literal[CATEGORIES] | None,  # type: ignore[valid-type]
+    Field(description="Only memories of this category (fact, preference, decision, …)."),
+]
+MetadataArg = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="Only conversation lines whose episode metadata holds each of these string "
+        f"values (keys: {META_KEY.rule})."
+    ),
 ]
 StateId = Annotated[
     str,
@@ -334,13 +368,34 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
         structured_output=False,
     )
-    def orma_recall(query: Query, ctx: Context, space: Space = default_space) -> str:
+    def orma_recall(
+        query: Query,
+        ctx: Context,
+        space: Space = default_space,
+        kind: HitKindArg = None,
+        session: SessionArg = None,
+        role: SpeakerArg = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
+        category: CategoryArg = None,
+        metadata: MetadataArg = None,
+    ) -> str:
+        filters = {
+            "kind": kind,
+            "session": session,
+            "role": role,
+            "since": since,
+            "until": until,
+            "category": category,
+            "metadata": metadata or {},
+        }
         try:
             space = scoped(ctx, space)
-            block = memory.recall(query, space=space, surface="mcp")
+            block = memory.recall(query, space=space, filters=filters, surface="mcp")
         except OrcamemError as exc:
             raise failing(exc) from None
-        return block or f"Nothing in memory space {space!r} matches this query yet."
+        narrowed = " with these filters" if any(filters.values()) else ""
+        return block or f"Nothing in memory space {space!r} matches this query{narrowed} yet."
 
     @server.tool(
         name="orma_remember",

@@ -285,6 +285,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "keys list in the order they were made, as SQLite's rowid gives (store.rows TIE_ORDER)",
         ["ALTER TABLE api_keys ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY"],
     ),
+    (
+        5,
+        "a filtered search's episodes by role and time (SQLite schema 10)",
+        ["CREATE INDEX episodes_filter ON episodes(space, role, occurred_at) INCLUDE (session_id)"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -38,6 +38,7 @@ from ....errors import (
     SchemaTooNewError,
     StoreError,
 )
+from ....recall.filters import SearchFilter
 from .. import check
 from ..base import (
     CAPABILITIES,
@@ -51,6 +52,7 @@ from ..base import (
 )
 from ..graph import memory_names
 from ..rows import KeyTable, NoteTable
+from ..scope import POSTGRES, Clauses, line_clauses, memory_clauses
 from . import graph, lexical, vectors
 from .schema import LATEST, MIGRATIONS, TABLES, hnsw_index
 
@@ -582,46 +584,77 @@ class PostgresStore:
 
     def _lexical(
         self, table: str, key: str, space: str, match: str, limit: int, weights: Sequence[float],
-        where: str = "",
+        where: str = "", scope: Clauses | None = None,
     ) -> list[tuple[Any, float]]:  # fmt: skip
         with self.reading() as conn:
             terms = self._lexicon.terms(conn, match)
             if not terms or limit < 1:
                 return []
             rows = conn.execute(
-                lexical.bm25_sql(table, key, weights, where),
+                lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else "")),
                 {
                     "lexemes": terms,
                     "queries": [lexical.tsquery([term]) for term in terms],
                     "query": lexical.tsquery(terms),
                     "space": space,
                     "limit": limit,
+                    **(scope.params if scope else {}),
                 },
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def lexical_lines(
-        self, space: str, match: str, limit: int, weights: tuple[float, float] = (1.0, 0.4)
+        self,
+        space: str,
+        match: str,
+        limit: int,
+        weights: tuple[float, float] = (1.0, 0.4),
+        *,
+        where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
-        """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better)."""
-        return self._lexical("lines", "id", space, match, limit, weights)
+        """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
+        of the episodes ``where`` admits."""
+        scope = line_clauses(where, POSTGRES, "d", space) if where else None
+        return self._lexical("lines", "id", space, match, limit, weights, scope=scope)
 
-    def lexical_memories(self, space: str, match: str, limit: int) -> list[tuple[str, float]]:
+    def lexical_memories(
+        self, space: str, match: str, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[str, float]]:
+        scope = memory_clauses(where, POSTGRES, "d") if where else None
         return self._lexical(
-            "memories", "id", space, match, limit, (1.0, 0.5, 0.4), " AND d.active"
+            "memories", "id", space, match, limit, (1.0, 0.5, 0.4), " AND d.active", scope
         )
 
-    def vector_lines(self, space: str, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def vector_lines(
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
+    ) -> list[tuple[int, float]]:
+        """Cosine top ``limit`` lines; with ``where``, the exact scores of the lines of the
+        episodes it admits (the planner reads them by the episode subquery, not by HNSW)."""
         with self.reading() as conn:
+            if where:
+                scope = line_clauses(where, POSTGRES, "lines", space)
+                return vectors.nearest(
+                    conn, "lines", "id", space, vector, limit, scope.sql, params=scope.params
+                )
             return vectors.nearest(
                 conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
             )
 
     def vector_memories(
-        self, space: str, vector: np.ndarray, limit: int
+        self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[str, float]]:
+        scope = memory_clauses(where, POSTGRES, "memories") if where else Clauses("", {})
         with self.reading() as conn:  # memories are few: always the exact scan
-            return vectors.nearest(conn, "memories", "id", space, vector, limit, " AND active")
+            return vectors.nearest(
+                conn,
+                "memories",
+                "id",
+                space,
+                vector,
+                limit,
+                " AND active" + scope.sql,
+                params=scope.params,
+            )
 
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not ids:

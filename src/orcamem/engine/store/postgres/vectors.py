@@ -53,13 +53,14 @@ def nearest(
     *,
     counted: bool = False,
     seen: dict[str, tuple[int, int]] | None = None,
+    params: Any = None,
 ) -> list[tuple[Any, float]]:
     """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``, in one statement.
 
     ``counted``: the table's rows are counted in ``spaces.line_count``, so a space over
     :data:`EXACT_UP_TO` takes its candidates from HNSW (the count gates each branch once,
     before any row is read), and ``seen[space]`` gets its ``(line count, vector epoch)``;
-    otherwise the space is scanned exactly.
+    otherwise the space is scanned exactly. ``params``: those ``where`` names.
     """
     dim = int(query.shape[0])
     if limit < 1 or dim < 1:
@@ -91,6 +92,7 @@ def nearest(
             "space": space,
             "limit": limit,
             "candidates": max(limit * CANDIDATES, 64),
+            **(params or {}),
         },
     ).fetchall()
     if counted and found and seen is not None:

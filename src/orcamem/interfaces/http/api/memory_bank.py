@@ -259,12 +259,13 @@ def search_memories(
     minScore: Annotated[  # the spec's parameter name
         float, Query(ge=0, le=1, description="The least composite score of a hit.")
     ] = INJECTION_MIN_SCORE,
+    category: Annotated[BankCategory | None, Query(description="Only this category.")] = None,
 ) -> BankSearchOut:
     """Memories sharing a topic with ``q`` (a word or a semantic cluster), best first, each
-    with its relevance breakdown. Read-only (the ``memory_recall`` tool bumps access counts;
-    this dashboard search does not)."""
+    with its relevance breakdown; with ``category``, only that category. Read-only (the
+    ``memory_recall`` tool bumps access counts; this dashboard search does not)."""
     bank.refresh_if_stale()
-    hits = bank.search(name, q, limit=limit, min_score=minScore)
+    hits = bank.search(name, q, limit=limit, min_score=minScore, category=category)
     return BankSearchOut(profile=name, query=q, hits=[_hit(h) for h in hits])
 
 

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from ...._kernel.model import CATEGORIES, EPISODE_KINDS
-from ...._kernel.names import AUTOMATION_ID, KEY_ID, MEMORY_ID, PROFILE, SPACE
+from ...._kernel.names import AUTOMATION_ID, KEY_ID, MEMORY_ID, META_KEY, PROFILE, SPACE
+from ....recall.filters import KINDS, MAX_METADATA
 
 SPACE_PATTERN = SPACE.pattern
 ID_PATTERN = AUTOMATION_ID.pattern
@@ -296,9 +297,45 @@ class FactsOut(BaseModel):
 # -- search and context -----------------------------------------------------------------------
 
 
+HitKind = Literal[KINDS]  # type: ignore[valid-type]
+FILTER_FIELDS = {
+    "kind": "Only passages (episodes as said) or only memories.",
+    "role": "Only passages said by this role (`user`, `assistant`, a speaker's name).",
+    "session": "Only passages and memories of this session id.",
+    "since": "ISO-8601; only what occurred at or after it (a memory: its event date, else "
+    "its creation). A date alone is its midnight UTC.",
+    "until": "ISO-8601, at or after `since`; only what occurred at or before it.",
+    "category": "Only memories of this category.",
+}
+
+
+class SearchFilterIn(_Closed):
+    """What a filtered search may return; a field a hit kind lacks excludes that kind
+    (`role` and `metadata` are episode fields, `category` a memory field)."""
+
+    kind: HitKind | None = Field(None, description=FILTER_FIELDS["kind"])
+    role: str | None = Field(None, min_length=1, max_length=256, description=FILTER_FIELDS["role"])
+    session: str | None = Field(
+        None, min_length=1, max_length=256, description=FILTER_FIELDS["session"]
+    )
+    since: str | None = Field(None, min_length=1, max_length=64, description=FILTER_FIELDS["since"])
+    until: str | None = Field(None, min_length=1, max_length=64, description=FILTER_FIELDS["until"])
+    category: Category | None = Field(None, description=FILTER_FIELDS["category"])
+    metadata: (
+        dict[Annotated[str, Field(pattern=META_KEY.pattern)], Annotated[str, Field(min_length=1)]]
+        | None
+    ) = Field(
+        None,
+        max_length=MAX_METADATA,
+        description="Only passages whose episode metadata holds each of these string values "
+        f"(keys: {META_KEY.rule}).",
+    )
+
+
 class SearchIn(_Closed):
     query: str = Field(min_length=1, description="What to recall.")
     top_k: int | None = Field(None, ge=1, le=1000, description="How many hits; default: config.")
+    filters: SearchFilterIn | None = Field(None, description="Rank only what matches.")
 
 
 class HitOut(BaseModel):

@@ -281,17 +281,46 @@ async function episodesTab(space, body, cursor) {
 }
 
 async function searchTab(space, body) {
+  // The filters go to POST /api/search as `filters`: the store ranks only what matches.
   const query = el("input", { id: "query", placeholder: "what to recall", size: 50 });
+  const field = (id, label, attrs) => [el("label", { for: id }, label), el("input", { id, ...attrs })];
+  const kind = el("select", { id: "filter-kind" },
+    [["", "passages and memories"], ["passage", "passages"], ["memory", "memories"]]
+      .map(([value, label]) => el("option", { value }, label)));
+  const filters = el("div", { class: "row", id: "search-filters" },
+    el("label", { for: "filter-kind" }, "Kind"), kind,
+    field("filter-session", "Session", { size: 10 }),
+    field("filter-role", "Role", { size: 10, placeholder: "user" }),
+    field("filter-since", "Since", { type: "date" }),
+    field("filter-until", "Until", { type: "date" }),
+    field("filter-category", "Category", { size: 10, placeholder: "fact" }),
+    field("filter-meta", "Metadata", { size: 18, placeholder: "key=value, key=value" }));
+  const value = (id) => body.querySelector(`#${id}`).value.trim() || undefined;
+  const metadata = () => Object.fromEntries((value("filter-meta") || "").split(",")
+    .map((pair) => pair.trim()).filter(Boolean)
+    .map((pair) => [pair.split("=")[0].trim(), pair.slice(pair.indexOf("=") + 1).trim()]));
   const results = el("div", {});
-  body.replaceChildren(el("form", { class: "row", onsubmit: (event) => {
+  body.replaceChildren(el("form", { onsubmit: (event) => {
     event.preventDefault();
     guarded(async () => {
-      const found = await get("/api/search", { space, q: query.value });
+      const wanted = {
+        kind: kind.value || undefined, session: value("filter-session"),
+        role: value("filter-role"), since: value("filter-since"),
+        until: value("filter-until") && `${value("filter-until")}T23:59:59.999999Z`, // the whole day
+        category: value("filter-category"), metadata: metadata(),
+      };
+      if (!Object.keys(wanted.metadata).length) delete wanted.metadata;
+      const found = await call("POST", "/api/search", { space },
+        { query: query.value, filters: JSON.parse(JSON.stringify(wanted)) });
+      const rows = hitRows(found.hits);
+      rows.forEach((row, i) => row.append(el("td", { class: "muted" },
+        [found.hits[i].session_id, day(found.hits[i].occurred_at)].filter(Boolean).join(" · "))));
       results.replaceChildren(found.hits.length
-        ? table(["Kind", "Text", "Score", "Why (per signal)"], hitRows(found.hits))
+        ? table(["Kind", "Text", "Score", "Why (per signal)", "Session · when"], rows)
         : el("p", { class: "muted" }, "Nothing recalled for that."));
     });
-  } }, query, el("button", { type: "submit", class: "primary" }, "Search")), results);
+  } }, el("div", { class: "row" }, query, el("button", { type: "submit", class: "primary" }, "Search")),
+  filters), results);
 }
 
 async function auditTab(space, body) {
