@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -162,8 +163,12 @@ class StaticEmbedder:
         )
         found = []
         for is_plain, words in zip(plain, split, strict=True):
-            ids = [i for word in words for i in pieces[word]] if is_plain else next(others).ids
-            found.append([i for i in ids[: self._max_tokens] if i != self._unk])
+            if is_plain:
+                ids = list(chain.from_iterable(map(pieces.__getitem__, words)))
+            else:
+                ids = next(others).ids
+            ids = ids[: self._max_tokens]
+            found.append([i for i in ids if i != self._unk] if self._unk in ids else ids)
         return found
 
 

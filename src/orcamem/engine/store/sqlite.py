@@ -166,7 +166,10 @@ def _insert_rows(conn: sqlite3.Connection, into: str, rows: Sequence[tuple]) -> 
         if first is None:
             first = (cursor.lastrowid or 0) - len(chunk) + 1
     if first is None or cursor.lastrowid != first + len(rows) - 1:
-        raise StoreError(f"{into}: ids of a multi-row insert are not consecutive; nothing written")
+        raise StoreError(
+            f"{into}: the ids of a multi-row insert were not consecutive, so nothing was "
+            "written: retry, and run `orcamem check` if it happens again"
+        )
     return range(first, first + len(rows))
 
 
