@@ -71,6 +71,9 @@ Progress = Callable[[int, int], None]
 EXPORT_FORMAT = "orcamem-export"
 EXPORT_VERSION = 1
 _BATCH = 512
+_ADD_BATCH = 2_048
+"""Items a transaction of ``add_many`` takes: a commit is an fsync (3.5 ms here), and 512 a
+batch made them 7 % of a bulk ingest's time; a batch holds the write lock for well under 1 s."""
 _MAX_EPISODE_ID = 2**63 - 1  # SQLite's largest INTEGER
 _KEPT_JOBS = 10_000
 
@@ -415,9 +418,9 @@ class Memory:
         default_space = self._space(space)
         items = validate_items(items, what="items", of="texts or dicts of add() arguments")
         done: list[Episode] = []
-        for start in range(0, len(items), _BATCH):
+        for start in range(0, len(items), _ADD_BATCH):
             batch = []
-            for offset, item in enumerate(items[start : start + _BATCH]):
+            for offset, item in enumerate(items[start : start + _ADD_BATCH]):
                 try:
                     if isinstance(item, (str, bytes, bytearray)):
                         fields = {"text": item}

@@ -21,7 +21,6 @@ from ...recall.entities import entities
 __all__ = [
     "VERSION",
     "drift",
-    "link_episodes",
     "link_lines",
     "link_memory",
     "memory_names",
@@ -87,34 +86,6 @@ def link_lines(conn: sqlite3.Connection, space: str, lines: Iterable[tuple[int, 
     """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
     named = [(line, episode, name) for line, episode, text in lines for name in entities(text)]
     _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, named)
-
-
-def link_episodes(
-    conn: sqlite3.Connection, space: str, episodes: Sequence[tuple[int, Sequence[str]]]
-) -> None:
-    """Link the lines just written for these episodes of ``space`` (``s1, s2, …`` in order):
-    one id lookup and one insert for the whole batch."""
-    named = [
-        (episode, seq, name)
-        for episode, lines in episodes
-        for seq, text in enumerate(lines, start=1)
-        for name in entities(text)
-    ]
-    if not named:
-        return
-    wanted = sorted({episode for episode, _, _ in named})
-    ids: dict[tuple[int, int], int] = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        ids.update(
-            ((episode, seq), line)
-            for line, episode, seq in conn.execute(
-                f"SELECT id, episode_id, seq FROM lines WHERE episode_id IN ({marks})", chunk
-            )
-        )
-    rows = [(ids[episode, seq], episode, name) for episode, seq, name in named]
-    _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, rows)
 
 
 def link_memory(conn: sqlite3.Connection, space: str, memory_id: str, names: Sequence[str]) -> None:

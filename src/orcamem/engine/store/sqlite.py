@@ -69,6 +69,8 @@ orcamem's tables: they open and get the id).
 """
 
 _WRITER_CACHE_KIB = 65_536
+_ROWS_PER_STATEMENT = 5_000
+"""Rows a multi-row insert takes at most (fewer when the variable limit is lower)."""
 
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
@@ -141,6 +143,36 @@ def _create_space(
     )
     found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
     same_embedder(space, found[0], found[1], embedder_id, dim)
+
+
+def _insert_rows(conn: sqlite3.Connection, into: str, rows: Sequence[tuple]) -> range:
+    """Insert ``rows`` into ``into`` (``table (columns)``) a few thousand to a statement, and
+    return their ids in order. ``AUTOINCREMENT`` gives each new row one more than the largest
+    id the table ever held and the write lock keeps every other writer out, so a statement's
+    rows get consecutive ids ending at ``lastrowid``."""
+    if not rows:
+        return range(0)
+    width = len(rows[0])
+    limit = (
+        conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(conn, "getlimit") else 999
+    )
+    step = max(1, min(_ROWS_PER_STATEMENT, limit // width))
+    marks = "(" + ",".join("?" * width) + ")"
+    first = None
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
+        cursor = conn.execute(
+            f"INSERT INTO {into} VALUES {','.join([marks] * len(chunk))}",
+            [value for row in chunk for value in row],
+        )
+        if first is None:
+            first = (cursor.lastrowid or 0) - len(chunk) + 1
+    if first is None or cursor.lastrowid != first + len(rows) - 1:
+        raise StoreError(
+            f"{into}: the ids of a multi-row insert were not consecutive, so nothing was "
+            "written: retry, and run `orcamem check` if it happens again"
+        )
+    return range(first, first + len(rows))
 
 
 class SQLiteStore:
@@ -481,11 +513,13 @@ class SQLiteStore:
     # -- episodes --------------------------------------------------------------------------
 
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]:
-        """Append episodes with their lines in one transaction: all land, or none."""
-        episodes: list[Episode] = []
+        """Append episodes with their lines in one transaction: all land, or none.
+
+        Episodes and lines go in as multi-row inserts (:func:`_insert_rows`): FTS5 flushes its
+        pending terms at the end of every statement, so a statement a line (``executemany``)
+        wrote a segment a line and ingest spent most of its time merging them."""
+        rows: list[tuple] = []
         positions: dict[tuple[str, str], int] = {}
-        written: dict[str, list[tuple[int, Sequence[str]]]] = {}
-        lines: list[tuple] = []  # every line of the batch, inserted in one executemany
         with self.writing() as conn:
             for write in {w.episode.space: w for w in writes}.values():
                 dim = int(write.vectors.shape[-1])
@@ -502,12 +536,7 @@ class SQLiteStore:
                             (ep.space, ep.session_id),
                         ).fetchone()[0]
                     session_seq = positions[(ep.space, ep.session_id)] = last + 1
-                meta = json.dumps(ep.meta, ensure_ascii=False, sort_keys=True)
-                text_digest = digest(ep.text)
-                cursor = conn.execute(
-                    "INSERT INTO episodes (space, kind, role, text, session_id, session_seq, "
-                    "turn_id, occurred_at, created_at, digest, meta) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                rows.append(
                     (
                         ep.space,
                         ep.kind,
@@ -518,42 +547,35 @@ class SQLiteStore:
                         ep.turn_id,
                         write.occurred_at,
                         write.created_at,
-                        text_digest,
-                        meta,
-                    ),
-                )
-                episode_id = cursor.lastrowid
-                assert episode_id is not None
-                lines.extend(
-                    (episode_id, ep.space, seq, line, ep.context, encode_vector(vector))
-                    for seq, (line, vector) in enumerate(
-                        zip(write.lines, write.vectors, strict=True), start=1
+                        digest(ep.text),
+                        json.dumps(ep.meta, ensure_ascii=False, sort_keys=True),
                     )
                 )
-                written.setdefault(ep.space, []).append((episode_id, write.lines))
-                episodes.append(
-                    Episode(
-                        episode_id,
-                        ep.space,
-                        ep.kind,
-                        ep.role,
-                        ep.text,
-                        ep.session_id,
-                        ep.turn_id,
-                        write.occurred_at,
-                        write.created_at,
-                        text_digest,
-                        dict(ep.meta),
-                    )
-                )
-            conn.executemany(
-                "INSERT INTO lines (episode_id, space, seq, text, context, vector) "
-                "VALUES (?,?,?,?,?,?)",
-                lines,
+            episode_ids = _insert_rows(
+                conn,
+                "episodes (space, kind, role, text, session_id, session_seq, turn_id, "
+                "occurred_at, created_at, digest, meta)",
+                rows,
             )
-            for space, batch in written.items():
-                graph.link_episodes(conn, space, batch)
-        return episodes
+            lines = [
+                (episode_id, write.episode.space, seq, line, write.episode.context, vector)
+                for episode_id, write in zip(episode_ids, writes, strict=True)
+                for seq, (line, vector) in enumerate(
+                    zip(write.lines, map(encode_vector, write.vectors), strict=True), start=1
+                )
+            ]
+            line_ids = _insert_rows(
+                conn, "lines (episode_id, space, seq, text, context, vector)", lines
+            )
+            named: dict[str, list[tuple[int, int, str]]] = {}
+            for line_id, (episode_id, space, _, text, _, _) in zip(line_ids, lines, strict=True):
+                named.setdefault(space, []).append((line_id, episode_id, text))
+            for space, batch in named.items():
+                graph.link_lines(conn, space, batch)
+        return [
+            Episode(episode_id, *row[:5], *row[6:10], meta=dict(write.episode.meta))
+            for episode_id, row, write in zip(episode_ids, rows, writes, strict=True)
+        ]
 
     def _episode(self, row: tuple) -> Episode:
         *head, meta = row

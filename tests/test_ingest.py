@@ -1,0 +1,180 @@
+"""Bulk ingest stores exactly what single adds store, and its fast parts equal the slow ones.
+
+``add_many`` batches (one embedder call, multi-row inserts, the FTS index and the entity graph
+written once per batch); nothing of that may change a row, a vector, an indexed term or a link.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orcamem import Memory
+from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.embed import StaticEmbedder, make_embedder
+from orcamem._kernel.model import InvalidInputError, validate_text
+
+_TURNS: list[dict[str, Any]] = [
+    {"text": "My dentist is Dr. Rao. She works at MG Road clinic.", "role": "user"},
+    {"text": "Noted: Dr. Rao's clinic on MG Road.", "role": "assistant"},
+    {"text": "I moved from Pune to Bangalore last week!", "role": "user"},
+    {"text": "Café Zoë in Zürich serves crème brûlée — naïve façade.", "role": "user"},
+    {"text": "1. Buy milk\n2. Call Caroline about the pottery class", "role": "user"},
+    {"text": "Ünïcode İstanbul straße ΣΊΣΥΦΟΣ 東京 and emoji 🎉 tokens", "role": "assistant"},
+    {"text": "a" * 130 + " overlong-word, punctuation!? (brackets) [x] {y} #tag @you", "role": "u"},
+    {"text": "Tabs\tand\r\nnewlines\n\nand a second paragraph here.", "role": "user"},
+]
+
+
+def _items() -> list[dict[str, Any]]:
+    """Turns over two spaces and three sessions, with notes, meta and an occurred_at."""
+    items: list[dict[str, Any]] = []
+    for i, turn in enumerate(_TURNS * 3):
+        item = {**turn, "kind": "turn", "session_id": f"s{i % 3}", "turn_id": f"t{i}"}
+        if i % 4 == 0:
+            item["space"] = "other"
+        if i % 5 == 0:
+            item["meta"] = {"n": i, "caption": "a photo of Pune"}
+        if i % 7 == 0:
+            item.update(kind="note", session_id=None, occurred_at="2023-05-07T10:00:00Z")
+        items.append(item)
+    return items
+
+
+def _state(path: Path) -> dict[str, list[tuple]]:
+    """Every stored row that ingest writes, and the FTS index's terms (term, row, column,
+    offset): the logical index, whatever segments the inserts made. An entity is its space and
+    name (its id is a surrogate the order of first sight assigns)."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, lines_fts, instance)")
+        queries = {
+            "spaces": "SELECT name, created_at, embedder_id, dim, embedder_spec FROM spaces ORDER BY name",
+            "episodes": "SELECT * FROM episodes ORDER BY id",
+            "lines": "SELECT * FROM lines ORDER BY id",
+            "fts": "SELECT term, doc, col, offset FROM temp.terms ORDER BY 1, 2, 3, 4",
+            "entities": "SELECT space, name, fan FROM entities ORDER BY 1, 2",
+            "entity_lines": "SELECT e.space, e.name, l.line_id, l.episode_id FROM entity_lines l "
+            "JOIN entities e ON e.id = l.entity_id ORDER BY 1, 2, 3",
+            "sequences": "SELECT * FROM sqlite_sequence WHERE name != 'entities' ORDER BY 1",
+        }
+        return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+    finally:
+        conn.close()
+
+
+def test_add_many_stores_exactly_what_adds_one_by_one_store(tmp_path: Path) -> None:
+    items = _items()
+    with Memory(tmp_path / "one.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        for item in items:
+            mem.add(**item)
+    with Memory(tmp_path / "bulk.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many(items)
+    one, bulk = _state(tmp_path / "one.db"), _state(tmp_path / "bulk.db")
+    assert len(one["lines"]) > len(items) and one["entity_lines"] and one["fts"]
+    for table in one:
+        assert bulk[table] == one[table], table
+
+
+def test_add_many_appends_after_what_the_space_holds(tmp_path: Path) -> None:
+    """A second batch numbers sessions on, sees the previous turn and links to old entities."""
+    items = _items()
+    half = len(items) // 2
+    with Memory(tmp_path / "one.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        for item in items:
+            mem.add(**item)
+    with Memory(tmp_path / "bulk.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many(items[:half])
+        mem.add_many(items[half:])
+    assert _state(tmp_path / "bulk.db") == _state(tmp_path / "one.db")
+
+
+def _tokenizer_embedding(embedder: StaticEmbedder, texts: list[str]) -> np.ndarray:
+    """The embedding as the tokenizer alone makes it: each text encoded whole, mean-pooled."""
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        encoding = embedder._tokenizer.encode(text, add_special_tokens=False)
+        ids = [i for i in encoding.ids[:512] if i != embedder._unk]
+        if ids:
+            out[row] = embedder._vectors[ids].mean(axis=0)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return out / norms
+
+
+_PRINTABLE = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=80
+)
+_ASCII = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_ASCII, _PRINTABLE), min_size=1, max_size=6))
+def test_static_embedder_equals_the_tokenizer_on_any_text(texts: list[str]) -> None:
+    embedder = make_embedder()
+    assert isinstance(embedder, StaticEmbedder)
+    expected = _tokenizer_embedding(embedder, texts)
+    assert np.array_equal(embedder.embed(texts), expected)
+    assert np.array_equal(embedder.embed(texts), expected)  # again, from the word cache
+
+
+def test_static_embedder_equals_the_tokenizer_on_the_fixed_turns() -> None:
+    embedder = make_embedder()
+    assert isinstance(embedder, StaticEmbedder)
+    texts = [turn["text"] for turn in _TURNS] + ["", " ", "x " * 600, "Dr.Rao's e-mail: a@b.c"]
+    assert np.array_equal(embedder.embed(texts), _tokenizer_embedding(embedder, texts))
+
+
+_ANY_CHARACTER = st.one_of(
+    st.characters(exclude_categories=()),  # surrogates too
+    st.sampled_from("\x00\x08\t\n\x0b\x0c\r\x1f \x7f\x80\x9f\xa0\ud800\udfff\u2028"),
+)
+
+
+@given(st.text(alphabet=_ANY_CHARACTER, max_size=40))
+def test_validate_text_refuses_exactly_the_control_characters(text: str) -> None:
+    bad = [c for c in text if c not in "\t\n\r" and unicodedata.category(c) in ("Cc", "Cs")]
+    if not text.strip() or len(text.encode("utf-8", "surrogatepass")) > 2**20:
+        return
+    try:
+        validate_text(text)
+    except InvalidInputError as exc:
+        assert bad and repr(bad[0]) in str(exc)
+        index = text.index(bad[0])
+        assert f"at index {index}" in str(exc)
+    else:
+        assert not bad
+
+
+def _fts_segment_writes(path: Path) -> int:
+    """How many segments FTS5 has written to ``lines_fts`` (the write counter of its structure
+    record, row 10 of ``lines_fts_data``: a 4-byte cookie, then varints nLevel, nSegment and
+    nWriteCounter; fts5_index.c)."""
+    conn = sqlite3.connect(path)
+    try:
+        block = conn.execute("SELECT block FROM lines_fts_data WHERE id = 10").fetchone()[0]
+    finally:
+        conn.close()
+    values, value, at = [], 0, 4
+    while len(values) < 3:
+        value = (value << 7) | (block[at] & 0x7F)
+        if not block[at] & 0x80:
+            values.append(value)
+            value = 0
+        at += 1
+    return values[2]
+
+
+def test_a_bulk_add_writes_the_fts_index_in_a_few_segments(tmp_path: Path) -> None:
+    """FTS5 flushes its pending terms at the end of every statement: a statement a line (as
+    ``executemany`` runs them) wrote a segment a line, and a bulk ingest spent most of its
+    time writing and merging them."""
+    with Memory(tmp_path / "m.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many([f"Line number {i} of the bulk load." for i in range(1_000)])
+    assert _fts_segment_writes(tmp_path / "m.db") < 50
