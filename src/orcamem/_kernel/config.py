@@ -207,11 +207,12 @@ class SignalsConfig(_Section):
     """Time-aware queries: a month or a season named without a year ("camping in June",
     "the end of summer") counts as that time in each year the space's lines were said in,
     and "early"/"mid"/"late"/"the second week of" narrow it (``recall.when``)."""
-    enable_anchored_time: bool = True
+    enable_anchored_time: bool = False
     """Anchored time (``when.anchored``): "last summer", "two weeks ago" read against the
     conversation's present, "the week before August 3, 2023", and "before the wedding" or
     "after she moved" from the day a lexical lookup finds the event on; a line said in range
-    gets the date bonus weighed by how well it matched the query."""
+    gets the date bonus weighed by how well it matched the query. Off: neutral on LoCoMo's
+    turn recall, two questions fewer in its block (docs/recall.md)."""
     enable_speaker_bonus: bool = True
     speaker_weight: float = 1.0
     """A turn by the person the query names gets this share of its relevance again."""

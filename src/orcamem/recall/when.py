@@ -66,8 +66,9 @@ class Times:
     stated: list[Range] = field(default_factory=list)
     resolved: list[Range] = field(default_factory=list)
     words: frozenset[str] = frozenset()
-    """The query's words an anchor took ("before the wedding": ``wedding``): the date signal
-    matches them, so they are not topic words a line must hold."""
+    """The words of a relative phrase that fixed a range ("last summer": ``summer``): the date
+    signal matches them, so they are not topic words a line must hold. An event's words
+    ("after the charity race") stay topic words: what is asked is often about the event."""
 
     def __bool__(self) -> bool:
         return bool(self.stated or self.resolved)
@@ -162,9 +163,10 @@ def anchored(query: str, latest: date | None, locate: Locate) -> Times:
     after the party") spans from the anchor to the shifted day: what happened then is told on
     the anchor's day or later. "before/after/since/until <event>" reaches from the day
     ``locate`` finds the event on, inclusive, as far as any conversation goes. The ranges are
-    ``resolved`` (uncertain), with the words of the phrases that fixed them."""
+    ``resolved`` (uncertain), with the words of the relative phrases that fixed them."""
     found: list[Range] = []
     took: list[str] = []
+    relative = latest is not None and not date_ranges(query)
     taken: list[tuple[int, int]] = []
     for match in _OFFSET.finditer(query):
         direction = match["dir"].lower()
@@ -172,7 +174,7 @@ def anchored(query: str, latest: date | None, locate: Locate) -> Times:
         count = _count(match["n"]) if match["n"] else 1
         shift = timedelta(days=unit * count)
         if direction == "ago":
-            if latest is not None and not date_ranges(query):
+            if relative:
                 middle = latest - shift
                 found.append((middle - timedelta(days=unit), middle + timedelta(days=unit)))
                 took.append(match[0])
@@ -183,7 +185,6 @@ def anchored(query: str, latest: date | None, locate: Locate) -> Times:
         taken.append((match.start(), len(query)))
         first, last = anchor
         found.append((first - shift, last) if direction in _BEFORE else (first, last + shift))
-        took.append(query[match.start() :])
     for match in _EVENT.finditer(query):
         if any(start <= match.start() < end for start, end in taken):
             continue
@@ -193,8 +194,7 @@ def anchored(query: str, latest: date | None, locate: Locate) -> Times:
             reach = timedelta(days=_OPEN)
             before = re.sub(r"\s+", " ", match["dir"].lower()) in _BEFORE
             found.append((first - reach, last) if before else (first, last + reach))
-            took.append(match[0])
-    if latest is not None and not date_ranges(query):
+    if relative:
         for match in _THIS.finditer(query):
             found.append(_relative(match["rel"].lower(), match["name"].lower(), latest))
             took.append(match[0])
