@@ -437,3 +437,24 @@ def test_synthetic_turns_come_in_batches_and_questions_ask_what_was_said() -> No
         question = texts.question()
         asked = question.rstrip("?").lower().split()[2:]
         assert 2 <= len(asked) <= 5 and any(set(asked) <= sentence for sentence in said)
+
+
+def test_locomo_cli_flips_each_ablated_switch_in_the_same_run(locomo_file: Path) -> None:
+    args = ["bench", "locomo", "--data", str(locomo_file), "--json"]
+    args += ["--ablate", "enable_anchored_time", "--ablate", "enable_evidence_sets"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data["ablations"]) == {"enable_anchored_time", "enable_evidence_sets"}
+    for ablation in data["ablations"].values():
+        assert ablation["overall"]["questions"] == data["overall"]["questions"] == 6
+    table = CliRunner().invoke(app, [*args[:4], "--ablate", "enable_evidence_sets"])
+    assert table.exit_code == 0, table.output  # the ablations table prints
+
+
+def test_locomo_cli_names_the_switches_a_bad_ablation_could_be(locomo_file: Path) -> None:
+    args = ["bench", "locomo", "--data", str(locomo_file), "--ablate", "date_weight"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    message = " ".join(result.stderr.split())
+    assert "'date_weight' is no switch" in message and "enable_anchored_time" in message

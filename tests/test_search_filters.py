@@ -85,6 +85,18 @@ def test_each_filter_ranks_only_what_matches(mem: Memory) -> None:
         assert [hit.text for hit in hits if hit.text in shared] == shared, where  # same order
 
 
+def test_the_switched_off_mechanisms_keep_to_the_filter_too(mem: Memory) -> None:
+    # evidence sets pull an entity's mentions from other sessions: never past the filter
+    signals = mem.config.signals.with_(enable_evidence_sets=True, enable_anchored_time=True)
+    mem.config = mem.config.with_(signals=signals)
+    for where, holds in (
+        ({"session": "s2"}, lambda hit: hit.session_id == "s2"),
+        ({"role": "user", "until": "2026-10-06"}, lambda hit: hit.occurred_at < "2026-10-07"),
+    ):
+        hits = mem.search("What did Rex do at the harbour?", filters=where).hits
+        assert hits and all(holds(hit) for hit in hits), where
+
+
 def test_an_empty_filter_is_exactly_the_unfiltered_search(mem: Memory) -> None:
     plain = mem.search("Where does my sister live?").to_dict()
     for empty in (None, {}, SearchFilter(), {"metadata": {}}, {"role": None}):

@@ -207,6 +207,12 @@ class SignalsConfig(_Section):
     """Time-aware queries: a month or a season named without a year ("camping in June",
     "the end of summer") counts as that time in each year the space's lines were said in,
     and "early"/"mid"/"late"/"the second week of" narrow it (``recall.when``)."""
+    enable_anchored_time: bool = False
+    """Anchored time (``when.anchored``): "last summer", "two weeks ago" read against the
+    conversation's present, "the week before August 3, 2023", and "before the wedding" or
+    "after she moved" from the day a lexical lookup finds the event on; a line said in range
+    gets the date bonus weighed by how well it matched the query. Off: neutral on LoCoMo's
+    turn recall, two questions fewer in its block (docs/recall.md)."""
     enable_speaker_bonus: bool = True
     speaker_weight: float = 1.0
     """A turn by the person the query names gets this share of its relevance again."""
@@ -262,6 +268,19 @@ class SignalsConfig(_Section):
     (its share would be under 1/50 anyway); it also bounds the mentions read per entity."""
     activation_new: int = 10
     """Turns reached through the graph that were not candidates, at most, that join them."""
+    enable_evidence_sets: bool = False
+    """Evidence sets for multi-hop (``recall.evidence``): after ranking, the other-session
+    mentions of the best passages' specific entities are offered ``evidence_share`` of the
+    score of the passage that named them, and join when they pass the per-item gate. Off: no
+    gain on LoCoMo over spreading activation, a loss at a larger share (docs/recall.md)."""
+    evidence_sources: int = 3
+    """The best passages whose entities make evidence sets."""
+    evidence_max_fan: int = 8
+    """Only an entity named by at most this many lines and memories makes an evidence set."""
+    evidence_share: float = 0.3
+    """The share of the naming passage's score a mention is offered (at most 1)."""
+    evidence_new: int = 4
+    """Turns that were not ranked, at most, that an evidence set adds."""
 
     def __post_init__(self) -> None:
         for name in ("neighbour_weights_before", "neighbour_weights_after"):
@@ -275,6 +294,10 @@ class SignalsConfig(_Section):
         for name in ("activation_sources", "activation_states", "activation_new"):
             self._int(name, 0, _MANY)
         self._int("activation_max_fan", 2, _MANY)
+        for name in ("evidence_sources", "evidence_new"):
+            self._int(name, 0, _MANY)
+        self._int("evidence_max_fan", 2, _MANY)
+        self._number("evidence_share", 0.0, 1.0)
         self._number("answer_share", 0.0, 1.0)
         self._number("assistant_prior", 0.0, 1.0)
         self._number("question_prior", 0.0, 1.0)
@@ -312,6 +335,7 @@ _POSITIVE = (
 _SWITCHES = (
     "enable_speaker_bonus",
     "enable_time_expressions",
+    "enable_anchored_time",
     "enable_recency",
     "enable_usage",
     "enable_hawkes",
@@ -319,6 +343,7 @@ _SWITCHES = (
     "enable_spreading_activation",
     "enable_base_level",
     "enable_fact_keys",
+    "enable_evidence_sets",
 )
 
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from dataclasses import fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -438,6 +439,24 @@ def locomo(
         "embedder": mem.embedder.id,
         "machine": machine(),
     }
+
+
+def ablated(config: Config, name: str) -> Config:
+    """``config`` with the switch ``name`` (``enable_…`` of any section) flipped: one
+    ablation (a switch on by default runs off, one off by default runs on)."""
+    for section in fields(config):
+        current = getattr(config, section.name)
+        if name.startswith("enable_") and isinstance(getattr(current, name, None), bool):
+            return config.with_(
+                **{section.name: replace(current, **{name: not getattr(current, name)})}
+            )
+    switches = sorted(
+        f.name
+        for section in fields(config)
+        for f in fields(getattr(config, section.name))
+        if f.name.startswith("enable_")
+    )
+    raise InvalidInputError(f"--ablate {name!r} is no switch: use one of {', '.join(switches)}")
 
 
 def _score(qa: dict[str, Any], ranked: list[str], tokens: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache, partial
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from .._kernel.model import Hit, MemoryRecord
 from .._kernel.text import content_words, date_ranges, fts_query, split_sentences, terms
 from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
+from .evidence import offers
 from .filters import SearchFilter
 from .presets import engine_preset
 from .spreading import activate
@@ -156,16 +157,38 @@ def _ranked(scores: dict) -> list:
     return sorted(scores, key=scores.__getitem__, reverse=True)
 
 
-def _dates(query: str, rows: Iterable[LineRow], config: Config) -> when.Times:
+def _dates(
+    store: CandidateSource, space: str, query: str, rows: Iterable[LineRow], config: Config
+) -> when.Times:
     """The day ranges the query names (``date_weight`` 0: none): its absolute dates, and with
     ``enable_time_expressions`` also a month or season named without a year, in each year the
-    candidate lines were said in (``recall.when``)."""
+    candidate lines were said in (``recall.when``); with ``enable_anchored_time`` also the
+    ranges it fixes by an anchor (``when.anchored``), read against the latest candidate line
+    (the conversation's present) and events found by a lexical lookup of their words."""
     if config.signals.date_weight <= 0:
         return when.Times()
     if not config.signals.enable_time_expressions:
         return when.Times(date_ranges(query))
-    years = {row.occurred_at[:4] for row in rows if row.occurred_at}
-    return when.ranges(query, (int(year) for year in years if year.isdigit()))
+    said = [row.occurred_at for row in rows if row.occurred_at]
+    years = {stamp[:4] for stamp in said}
+    times = when.ranges(query, (int(year) for year in years if year.isdigit()))
+    if not config.signals.enable_anchored_time:
+        return times
+    latest = parse_time(max(said)).date() if said else None
+    fixed = when.anchored(query, latest, _locate(store, space))
+    return when.Times(times.stated, [*times.resolved, *fixed.resolved], fixed.words)
+
+
+def _locate(store: CandidateSource, space: str) -> when.Locate:
+    """The day an event's words were said: the date of the line that matches them best."""
+
+    def locate(words: str) -> date | None:
+        match = fts_query(words)
+        found = store.lexical_lines(space, match, 1) if match else []
+        rows = store.lines([found[0][0]]) if found else []
+        return parse_time(rows[0].occurred_at).date() if rows and rows[0].occurred_at else None
+
+    return locate
 
 
 def _asks(text: str) -> bool:
@@ -271,7 +294,7 @@ def recall(
     rows = {row.id: row for row in store.lines(list(fused))}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
-    dates = _dates(query, rows.values(), config)
+    dates = _dates(store, space, query, rows.values(), config)
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
         memories = (
@@ -282,10 +305,13 @@ def recall(
         hits, line_of = _episode_hits(
             store, space, fused, rows, config, query, dates, now, limit * 3, _keys(memories, config)
         )
+        matched = {row.episode_id for row in rows.values() if row.id in fused}
         if where is not None:  # neighbours and activation reach episodes the filter left out
-            matched = {row.episode_id for row in rows.values() if row.id in fused}
             hits = [hit for hit in hits if hit.episode_id in matched]
         hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, memories)
+        hits = _evidence_sets(store, space, hits, line_of, rows, vector, evidence, config)
+        if where is not None:  # and so do evidence sets
+            hits = [hit for hit in hits if hit.episode_id in matched]
         hits.extend(memories)
     hits.sort(key=lambda hit: hit.score, reverse=True)
     hits = _adaptive(hits, config)
@@ -404,6 +430,7 @@ def _evidence(
     words = [word for word in content_words(query) if word not in topics.CHATTER]
     if dates:  # a date is matched by the date signal, not by words
         words = [word for word in words if not (word in _MONTH_WORDS or word[0].isdigit())]
+        words = [word for word in words if word not in dates.words] or words
     speakers = {name for row in candidates for name in _name_stems(row.role)}
     names = {word: _named(word, speakers, query) for word in words}
     named = frozenset(name for name in names.values() if name)
@@ -548,7 +575,7 @@ def _episode_hits(
         scored = [item for item in scored if item[0] >= cutoff]
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
-    for _, episode_id, line_id, breakdown, moment in scored:
+    for _, _episode, line_id, breakdown, moment in scored:
         row = rows[line_id]
         age = (now - moment).total_seconds() / 86400 if moment is not None else 0.0
         if config.signals.enable_recency:
@@ -561,24 +588,71 @@ def _episode_hits(
             )
         if config.signals.enable_base_level:
             breakdown["base_level"] = _base_level([age], config)
-        hits.append(
-            Hit(
-                kind="passage",
-                id=f"ep-{episode_id}",
-                text=row.episode_text,
-                score=sum(breakdown.values()),
-                space=space,
-                breakdown=breakdown,
-                occurred_at=row.occurred_at,
-                role=row.role,
-                session_id=row.session_id,
-                turn_id=row.turn_id,
-                episode_id=episode_id,
-                line=f"s{row.seq}",
-            )
-        )
+        hits.append(_passage_hit(row, space, breakdown))
         line_of[hits[-1].id] = line_id
     return hits, line_of
+
+
+def _passage_hit(row: LineRow, space: str, breakdown: dict[str, float]) -> Hit:
+    """The episode of ``row`` as a passage hit, matched at ``row``."""
+    return Hit(
+        kind="passage",
+        id=f"ep-{row.episode_id}",
+        text=row.episode_text,
+        score=sum(breakdown.values()),
+        space=space,
+        breakdown=breakdown,
+        occurred_at=row.occurred_at,
+        role=row.role,
+        session_id=row.session_id,
+        turn_id=row.turn_id,
+        episode_id=row.episode_id,
+        line=f"s{row.seq}",
+    )
+
+
+def _evidence_sets(
+    store: CandidateSource,
+    space: str,
+    hits: list[Hit],
+    line_of: dict[str, int],
+    rows: dict[int, LineRow],
+    vector: np.ndarray,
+    evidence: _Evidence,
+    config: Config,
+) -> list[Hit]:
+    """The gated passages with their evidence sets (``recall.evidence``, with
+    ``enable_evidence_sets``): a passage offered more than its score is raised to the offer
+    (``breakdown["evidence"]``); a turn that was not among them joins at the offer when it
+    passes the per-item gate on its own words or its cosine (its ``_prior`` applied), never
+    by its speaker's name, and at most ``evidence_new`` join."""
+    if not config.signals.enable_evidence_sets:
+        return hits
+    offered = offers(store, space, hits, config)
+    present = {hit.episode_id: hit for hit in hits if hit.episode_id is not None}
+    for episode, (offer, _) in offered.items():
+        hit = present.get(episode)
+        if hit is not None and offer > hit.score:
+            hit.breakdown["evidence"] = offer - hit.score
+            hit.score = offer
+    new = sorted(
+        ((offer, row) for episode, (offer, row) in offered.items() if episode not in present),
+        key=lambda item: (-item[0], item[1].id),
+    )
+    floor = store.noise_floor(space, config.recall.noise_floor_percentile)
+    vectors = store.line_vectors(space, [row.id for _, row in new])
+    joined = 0
+    for offer, row in new:
+        if joined == config.signals.evidence_new:
+            break
+        cosine = float(vectors[row.id] @ vector) if row.id in vectors else 0.0
+        closeness = signals.above_floor(cosine, floor) * _prior(row, config)
+        if evidence.admits(row.text, row.role, closeness, config, by_name=False):
+            hits.append(_passage_hit(row, space, {"evidence": offer}))
+            line_of[hits[-1].id] = row.id
+            rows[row.id] = row
+            joined += 1
+    return hits
 
 
 def _keys(memories: list[Hit], config: Config) -> dict[int, float]:

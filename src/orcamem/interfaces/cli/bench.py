@@ -107,12 +107,19 @@ def locomo_command(
     spreading: Annotated[
         bool, typer.Option(help="Spreading activation over the entity graph (the ablation).")
     ] = True,
+    ablate: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Also run with this switch flipped (on runs off, off runs on), e.g. "
+            "--ablate enable_anchored_time (repeatable)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     db: BenchDbOption = None,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
     from ...bench.context import parse_conversations
-    from ...bench.runs import locomo
+    from ...bench.runs import ablated, locomo
 
     try:
         chosen = parse_conversations(conversations)
@@ -121,21 +128,28 @@ def locomo_command(
             signals=SignalsConfig(enable_spreading_activation=spreading),
         )
         engine_preset(preset)
+        configs = {name: ablated(config, name) for name in ablate or []}
     except OrcamemError as exc:
         raise fail(exc) from None
-    result = _run(
-        lambda p: locomo(
-            data,
-            config=config,
-            embedder=embedder,
-            progress=p,
-            limit_samples=samples,
-            conversations=chosen,
-            db=db,
-        ),
-        "locomo",
-        as_json,
-    )
+
+    def run(chosen_config: Config, label: str) -> dict:
+        return _run(
+            lambda p: locomo(
+                data,
+                config=chosen_config,
+                embedder=embedder,
+                progress=p,
+                limit_samples=samples,
+                conversations=chosen,
+                db=db,
+            ),
+            label,
+            as_json,
+        )
+
+    result = run(config, "locomo")
+    if configs:
+        result["ablations"] = {name: run(c, f"flipped {name}") for name, c in configs.items()}
     if as_json:
         print(json.dumps(result))
         return
@@ -160,7 +174,24 @@ def locomo_command(
             str(row["questions"]),
         )
     out.print(table)
+    if configs:
+        _print_ablations(result)
     out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")
+
+
+_ABLATED = ("recall_any@5", "recall_any@10", "recall_all@10", "session_recall_any@5")
+
+
+def _print_ablations(result: dict) -> None:
+    """Each ablation's overall recall and its change against the run with the defaults."""
+    table = Table("flipped", *_ABLATED, title="ablations (overall; change vs the defaults)")
+    for name, ablation in result["ablations"].items():
+        row = ablation["overall"]
+        table.add_row(
+            name,
+            *(f"{row[k]:.3f} ({row[k] - result['overall'][k]:+.3f})" for k in _ABLATED),
+        )
+    out.print(table)
 
 
 @bench_app.command("context")
