@@ -369,9 +369,11 @@ class PackConfig(_Section):
     """Hits a block is packed from (its recall's ``top_k``); the budget decides how many fit."""
     max_forbidden_rules: int = 12
     """Forbidden rules hoisted to the top of every block."""
-    max_passage_chars: int = 160
-    """A passage shows its matched sentence (a short one with the sentences around it) in at
-    most this many characters, cut around the query's words; a longer memory is clipped."""
+    max_passage_chars: int = 80
+    """A passage shows its matched sentence in a window of at most this many characters (a
+    short one filled with its neighbours, a long one cut around the query's words); a longer
+    memory is clipped. 80 lets the block hold the evidence ranked 6th to 9th (bench context:
+    block evidence recall 0.874 -> 0.883 at 300 tokens, 0.826 -> 0.845 at 200)."""
     log_blocks: bool = False
     """Log every block injected before a turn (``Memory.context``, the proxy, MCP recall):
     time, space, surface, item ids, tokens and the query's hash (``Memory.injected_blocks``)."""

@@ -51,9 +51,8 @@ _CHANGE_WORDS = frozenset(
 )
 """Words that ask about a change ("Where did I live before?"), so outdated lines explain it."""
 
-_SHORT = 60
-"""Characters under which a matched sentence gets its neighbours (it rarely says what it is
-about on its own)."""
+_PART = 20
+"""The fewest characters of a neighbouring sentence worth showing cut (``… a guinea pig.``)."""
 
 _tokens = lru_cache(maxsize=4096)(wordpiece_tokens)
 
@@ -79,11 +78,13 @@ def _state_body(memory: MemoryRecord, limit: int) -> str:
 
 
 def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
-    """The passage's matched sentence; one too short to stand alone ("Yes, last May!") gets the
-    sentence before and after it while they fit in ``limit`` characters, and a longer one is
-    cut to the ``limit`` characters around the words the query ``asked`` (``…`` marks a cut).
-    The text is quoted before it is split, so a redaction never depends on where a sentence
-    ends."""
+    """The passage's matched sentence in a window of at most ``limit`` characters: one longer
+    than that is cut around the words the query ``asked``; a shorter one ("Thanks! It felt
+    crazy.") is read with its neighbours, whole sentences first (the next, then the one before,
+    in turn), then the start of the next or the end of the previous sentence to fill the window
+    (the one holding more ``asked`` words), so a short match never stands alone when the turn
+    says more. ``…`` marks a cut. The text is quoted before it is split, so a redaction never
+    depends on where a sentence ends."""
     quoted = quote(hit.text)
     sentences = split_sentences(quoted)
     line = hit.outdated_line or hit.line  # an [outdated] mark belongs to the line it is about
@@ -93,13 +94,39 @@ def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
         seq = 0  # a redaction moved the sentence ends: show the opening
     first = last = seq
     size = len(sentences[seq])
-    for index in (seq - 1, seq + 1):
-        if size >= _SHORT or not 0 <= index < len(sentences):
-            continue
-        if size + 1 + len(sentences[index]) <= limit:
-            size += 1 + len(sentences[index])
-            first, last = min(first, index), max(last, index)
-    return _around(" ".join(sentences[first : last + 1]), limit, asked)
+    if size >= limit:
+        return _around(sentences[seq], limit, asked)
+    grown = True
+    while grown:
+        grown = False
+        for index in (last + 1, first - 1):
+            if 0 <= index < len(sentences) and size + 1 + len(sentences[index]) <= limit:
+                size += 1 + len(sentences[index])
+                first, last = min(first, index), max(last, index)
+                grown = True
+    window = " ".join(sentences[first : last + 1])
+    room = limit - size - 3  # a space and "… " or " …"
+    after = sentences[last + 1] if last + 1 < len(sentences) else ""
+    before = sentences[first - 1] if first else ""
+    if room < _PART or not (after or before):
+        return window
+    asked_in = lambda text: len(asked.intersection(content_words(text)))  # noqa: E731
+    if after and (not before or asked_in(after) >= asked_in(before)):
+        part = _words_within(after.split(), room)
+        return f"{window} {' '.join(part)} …" if part else window
+    part = _words_within(before.split()[::-1], room)[::-1]
+    return f"… {' '.join(part)} {window}" if part else window
+
+
+def _words_within(words: list[str], room: int) -> list[str]:
+    """The leading ``words`` whose joined length is at most ``room``."""
+    kept, size = [], -1
+    for word in words:
+        if size + 1 + len(word) > room:
+            break
+        kept.append(word)
+        size += 1 + len(word)
+    return kept
 
 
 def _around(text: str, limit: int, asked: frozenset[str]) -> str:
