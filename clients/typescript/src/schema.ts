@@ -54,6 +54,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Injected blocks
+         * @description The blocks injected in the space (proxy, SDK, ``POST /api/context``, MCP), newest
+         *     first: time, surface, item ids, tokens, the query's hash. Empty unless the server runs
+         *     with ``--log-blocks`` (``ORCAMEM_LOG_BLOCKS=1``); kept: ``keep`` per space (default 1000)
+         *     for ``retention_days`` (default 7).
+         */
+        get: operations["injected_blocks_api_blocks_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/capability": {
         parameters: {
             query?: never;
@@ -338,6 +361,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/local/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Local agent memory: every project
+         * @description The projects under the server's memory/ root, most recently seen first: identity, last
+         *     seen directory, ledger revision and counts.
+         */
+        get: operations["list_projects_api_local_projects_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/local/projects/{project_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One local project
+         * @description The project's identity, last seen directory, ledger revision and counts (404 if the
+         *     server's memory/ root has no project with that id).
+         */
+        get: operations["get_project_api_local_projects__project_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/local/projects/{project_id}/facts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Explicit facts a session loads
+         * @description ``user.md`` (user-wide) and the project's ``memory.md``, as a session loads them.
+         */
+        get: operations["get_facts_api_local_projects__project_id__facts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/local/projects/{project_id}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Extraction jobs and their states
+         * @description Each job's state, attempts, lease (owner, expiry) and last error; never its payload
+         *     (the redacted turn it was given).
+         */
+        get: operations["get_jobs_api_local_projects__project_id__jobs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/local/projects/{project_id}/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The candidate ledger with provenance
+         * @description The automatic-memory candidates, newest first, each with the session, turn, job and
+         *     extractor it came from; the revision to delete with.
+         */
+        get: operations["get_ledger_api_local_projects__project_id__ledger_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/local/projects/{project_id}/ledger/{candidate_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete one ledger entry (revisioned)
+         * @description Delete the entry as of ``revision``: 409 and nothing deleted when the ledger has changed
+         *     since; repeating the same request is a no-op (``repeated``). ``auto-memory.md`` and the
+         *     search index are derived again from the new ledger; the job files are kept (audit).
+         */
+        delete: operations["delete_entry_api_local_projects__project_id__ledger__candidate_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/memories": {
         parameters: {
             query?: never;
@@ -384,6 +533,34 @@ export interface paths {
          * @description Delete the memory (its source episodes stay).
          */
         delete: operations["forget_memory_api_memories__memory_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit a memory
+         * @description Correct a memory: returns the new version, which supersedes it (a new id).
+         *
+         *     The old one stays as history (``active: false``, ``superseded_by`` the new id). A memory
+         *     that is no longer current is refused with 400 naming the version to edit instead.
+         */
+        patch: operations["edit_memory_api_memories__memory_id__patch"];
+        trace?: never;
+    };
+    "/api/memories/{memory_id}/pin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pin or unpin a memory
+         * @description A pinned memory does not decay and ranks higher when a query bears on it; it is never
+         *     injected where nothing bears on it.
+         */
+        put: operations["pin_memory_api_memories__memory_id__pin_put"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -470,8 +647,8 @@ export interface paths {
         /**
          * Search a profile's memories
          * @description Memories sharing a topic with ``q`` (a word or a semantic cluster), best first, each
-         *     with its relevance breakdown. Read-only (the ``memory_recall`` tool bumps access counts;
-         *     this dashboard search does not).
+         *     with its relevance breakdown; with ``category``, only that category. Read-only (the
+         *     ``memory_recall`` tool bumps access counts; this dashboard search does not).
          */
         get: operations["search_memories_api_profiles__name__memories_search_get"];
         put?: never;
@@ -517,14 +694,16 @@ export interface paths {
          * Search
          * @description Rank the space's passages and memories for ``q``; each hit says why (``breakdown``).
          *
-         *     Deterministic code over the indexes: no model call. Forbidden rules come back in
-         *     ``rules`` whatever the query.
+         *     Deterministic code over the indexes: no model call. The filters rank only what matches
+         *     them; forbidden rules that bear on the query come back in ``rules``, held to the filters
+         *     as memories are.
          */
         get: operations["search_api_search_get"];
         put?: never;
         /**
          * Search (body)
-         * @description The same as ``GET /api/search``, for queries too long for a URL.
+         * @description The same as ``GET /api/search``, for queries too long for a URL; ``filters`` holds
+         *     the same filters (``metadata`` as an object).
          */
         post: operations["search_body_api_search_post"];
         delete?: never;
@@ -853,6 +1032,68 @@ export interface components {
             /** Totalmemories */
             totalMemories: number;
         };
+        /** BlockEntryOut */
+        BlockEntryOut: {
+            /**
+             * Block
+             * @description Only with the log_block_content setting.
+             */
+            block: string | null;
+            /** Created At */
+            created_at: string;
+            /** Id */
+            id: number;
+            /**
+             * Item Ids
+             * @description The items the block held, in block order.
+             */
+            item_ids: string[];
+            /**
+             * Query
+             * @description Only with the log_block_content setting.
+             */
+            query: string | null;
+            /**
+             * Query Hash
+             * @description sha256: of the query (the words are not kept).
+             */
+            query_hash: string;
+            /** Space */
+            space: string;
+            /**
+             * Surface
+             * @description Who injected it: proxy, sdk, rest or mcp.
+             */
+            surface: string;
+            /**
+             * Tokens
+             * @description The block's WordPiece tokens.
+             */
+            tokens: number;
+        };
+        /** BlocksOut */
+        BlocksOut: {
+            /**
+             * Entries
+             * @description Newest first.
+             */
+            entries: components["schemas"]["BlockEntryOut"][];
+            /**
+             * Keep
+             * @description Entries kept per space (the oldest beyond are dropped).
+             */
+            keep: number;
+            /**
+             * Logging
+             * @description Whether this server logs injected blocks now.
+             */
+            logging: boolean;
+            /**
+             * Retention Days
+             * @description Entries older than this are dropped.
+             */
+            retention_days: number;
+        };
         /**
          * ChatMessage
          * @description An OpenAI-style chat message; other fields (name, tool_calls, …) pass through.
@@ -950,6 +1191,81 @@ export interface components {
              * @description Every space in the database.
              */
             spaces: string[];
+        };
+        /** DeletedOut */
+        DeletedOut: {
+            /**
+             * Deleted
+             * @description The ids this request removed.
+             */
+            deleted: string[];
+            /**
+             * Problems
+             * @description Derived files not rewritten (the next write does).
+             */
+            problems: string[];
+            /** Project */
+            project: string;
+            /**
+             * Repeated
+             * @description The same request was done before: nothing changed.
+             */
+            repeated: boolean;
+            /**
+             * Revision
+             * @description The ledger's revision afterwards.
+             */
+            revision: number;
+        };
+        /** EntryOut */
+        EntryOut: {
+            /**
+             * Category
+             * @enum {string}
+             */
+            category: "user" | "feedback" | "project" | "reference";
+            /**
+             * Extractor
+             * @description What extracted it: a model id, or rules.
+             */
+            extractor: string | null;
+            /**
+             * Id
+             * @description The candidate id (cand-…).
+             */
+            id: string;
+            /**
+             * Job Id
+             * @description The extraction job that published it.
+             */
+            job_id: string | null;
+            /**
+             * Recorded At
+             * @description When it was published (UTC).
+             */
+            recorded_at: string;
+            /**
+             * Revision
+             * @description The ledger revision that added it.
+             */
+            revision: number;
+            /**
+             * Session Id
+             * @description The session of the turn it came from.
+             */
+            session_id: string | null;
+            /**
+             * Source Digest
+             * @description Digest of the redacted turn source.
+             */
+            source_digest: string | null;
+            /** Text */
+            text: string;
+            /**
+             * Turn Id
+             * @description The turn it came from.
+             */
+            turn_id: string | null;
         };
         /** EpisodeBatch */
         EpisodeBatch: {
@@ -1112,6 +1428,31 @@ export interface components {
              */
             tokens: number;
         };
+        /** FactFileOut */
+        FactFileOut: {
+            /**
+             * Facts
+             * @description The '- fact' lines, as a session loads them.
+             */
+            facts: string[];
+            /**
+             * Loaded
+             * @description Bytes a session loads (8 KiB at most, cut at a line end).
+             */
+            loaded: number;
+            /** Path */
+            path: string;
+            /**
+             * Size
+             * @description The file's bytes (0: no such file).
+             */
+            size: number;
+            /**
+             * Truncated
+             * @description Part of the file is never loaded: shorten it.
+             */
+            truncated: boolean;
+        };
         /** FactsOut */
         FactsOut: {
             /**
@@ -1195,6 +1536,85 @@ export interface components {
              */
             skipped: number;
         };
+        /** JobOut */
+        JobOut: {
+            /** Attempts */
+            attempts: number;
+            /**
+             * Candidates
+             * @description The candidate ids it published.
+             */
+            candidates: string[];
+            /** Created At */
+            created_at: string;
+            /**
+             * Error
+             * @description The last failure's reason.
+             */
+            error: string | null;
+            /**
+             * Extractor
+             * @description What extracted (or will): a model id, or rules.
+             */
+            extractor: string | null;
+            /** Id */
+            id: string;
+            /** Kind */
+            kind: string;
+            /**
+             * Lease Expired
+             * @description Running, but the lease ran out: a worker takes it.
+             */
+            lease_expired: boolean;
+            /** Lease Expires At */
+            lease_expires_at: string | null;
+            /**
+             * Lease Owner
+             * @description The worker holding the lease (running jobs).
+             */
+            lease_owner: string | null;
+            /** Max Attempts */
+            max_attempts: number;
+            /**
+             * Not Before
+             * @description Retried no earlier than this (UTC).
+             */
+            not_before: string | null;
+            /** Session Id */
+            session_id: string | null;
+            /**
+             * Status
+             * @description pending = queued, running = leased to a worker, done, failed = its attempts are used.
+             * @enum {string}
+             */
+            status: "pending" | "running" | "done" | "failed";
+            /** Turn Id */
+            turn_id: string | null;
+            /** Updated At */
+            updated_at: string;
+        };
+        /** JobsOut */
+        JobsOut: {
+            /**
+             * Counts
+             * @description Jobs by status (all of them, not just listed).
+             */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Jobs
+             * @description Newest first.
+             */
+            jobs: components["schemas"]["JobOut"][];
+            /**
+             * Problems
+             * @description Job files that could not be read (left in place).
+             */
+            problems: string[];
+            /** Project */
+            project: string;
+        };
         /** KeyCreated */
         KeyCreated: {
             /** Admin */
@@ -1261,6 +1681,36 @@ export interface components {
             /** Keys */
             keys: components["schemas"]["KeyOut"][];
         };
+        /** LedgerOut */
+        LedgerOut: {
+            /**
+             * Corrupt Lines
+             * @description Unreadable ledger lines (kept verbatim).
+             */
+            corrupt_lines: string[];
+            /**
+             * Entries
+             * @description Newest first.
+             */
+            entries: components["schemas"]["EntryOut"][];
+            /**
+             * Fingerprint
+             * @description sha256 of candidates.jsonl: what the index is keyed by.
+             */
+            fingerprint: string;
+            /** Project */
+            project: string;
+            /**
+             * Revision
+             * @description Send it back to delete an entry.
+             */
+            revision: number;
+            /**
+             * Stale Projections
+             * @description Derived files that do not match the ledger (rebuilt by the next write).
+             */
+            stale_projections: string[];
+        };
         /** LeftOutHit */
         LeftOutHit: {
             /**
@@ -1306,6 +1756,15 @@ export interface components {
             /** Turn Id */
             turn_id: string | null;
         };
+        /** LocalFactsOut */
+        LocalFactsOut: {
+            /** Project */
+            project: string;
+            /** @description This project's memory.md. */
+            project_facts: components["schemas"]["FactFileOut"];
+            /** @description user.md: facts of every project. */
+            user: components["schemas"]["FactFileOut"];
+        };
         /**
          * MemoryCreateRequest
          * @description A memory to save: ``rawInput`` alone (the processor extracts the structure), or
@@ -1337,6 +1796,39 @@ export interface components {
              * @description A label; cut to 50 characters (default: derived).
              */
             summary?: string | null;
+        };
+        /** MemoryEdit */
+        MemoryEdit: {
+            /**
+             * Category
+             * @description A new category (a rule stays a rule); default: the memory's own.
+             */
+            category?: ("fact" | "preference" | "state" | "event" | "rule" | "decision" | "note") | null;
+            /**
+             * Confidence
+             * @description 0–1; default: unchanged.
+             */
+            confidence?: number | null;
+            /**
+             * Importance
+             * @description 0–1; default: unchanged.
+             */
+            importance?: number | null;
+            /**
+             * Tags
+             * @description Default: unchanged.
+             */
+            tags?: string[] | null;
+            /**
+             * Text
+             * @description The corrected memory, as it should be recalled.
+             */
+            text: string;
+            /**
+             * Value
+             * @description A state's value; default: kept when the text is unchanged, else cleared.
+             */
+            value?: string | null;
         };
         /** MemoryIn */
         MemoryIn: {
@@ -1450,6 +1942,12 @@ export interface components {
             /** Last Accessed At */
             last_accessed_at: string | null;
             /**
+             * Pinned
+             * @description Pinned: does not decay, ranks higher where it is relevant.
+             * @default false
+             */
+            pinned?: boolean;
+            /**
              * Prohibited
              * @description A forbidden rule.
              */
@@ -1516,6 +2014,14 @@ export interface components {
              */
             updated_at: string | null;
         };
+        /** PinIn */
+        PinIn: {
+            /**
+             * Pinned
+             * @description true pins the memory, false unpins it.
+             */
+            pinned: boolean;
+        };
         /** ProblemOut */
         ProblemOut: {
             /**
@@ -1538,6 +2044,89 @@ export interface components {
              * @description The space it is in, when it is in one.
              */
             space: string | null;
+        };
+        /** ProjectOut */
+        ProjectOut: {
+            /**
+             * Candidates
+             * @description Automatic-memory candidates in the ledger.
+             */
+            candidates: number;
+            /**
+             * Created At
+             * @description When project.json was first written (UTC).
+             */
+            created_at: string | null;
+            /**
+             * Id
+             * @description The project id (sha256 of its identity): its directory name.
+             */
+            id: string;
+            /**
+             * Identity
+             * @description Normalized Git origin, repository root or path (null: project.json missing or unreadable, see problems).
+             */
+            identity: string | null;
+            /**
+             * Identity Kind
+             * @description git-origin, repo-root or path.
+             */
+            identity_kind: string | null;
+            /**
+             * Jobs
+             * @description Extraction jobs by status.
+             */
+            jobs: {
+                [key: string]: number;
+            };
+            /**
+             * Last Seen Cwd
+             * @description The working directory a session last ran in.
+             */
+            last_seen_cwd: string | null;
+            /**
+             * Name
+             * @description A short name: the identity's last path part.
+             */
+            name: string;
+            /**
+             * Problems
+             * @description Unreadable files found (left as they are).
+             */
+            problems: string[];
+            /**
+             * Project Facts
+             * @description Explicit project facts a session loads (memory.md).
+             */
+            project_facts: number;
+            /**
+             * Revision
+             * @description The candidate ledger's revision.
+             */
+            revision: number;
+            /**
+             * Updated At
+             * @description When a session last recorded it (UTC).
+             */
+            updated_at: string | null;
+        };
+        /** ProjectsOut */
+        ProjectsOut: {
+            /**
+             * Projects
+             * @description Most recently seen first.
+             */
+            projects: components["schemas"]["ProjectOut"][];
+            /**
+             * Root
+             * @description The memory/ root the server reads.
+             */
+            root: string;
+            /**
+             * User Facts
+             * @description Explicit user-wide facts a session loads (user.md).
+             */
+            user_facts: number;
         };
         /** RecallOut */
         RecallOut: {
@@ -1616,8 +2205,54 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /**
+         * SearchFilterIn
+         * @description What a filtered search may return; a field a hit kind lacks excludes that kind
+         *     (`role` and `metadata` are episode fields, `category` a memory field).
+         */
+        SearchFilterIn: {
+            /**
+             * Category
+             * @description Only memories of this category.
+             */
+            category?: ("fact" | "preference" | "state" | "event" | "rule" | "decision" | "note") | null;
+            /**
+             * Kind
+             * @description Only passages (episodes as said) or only memories.
+             */
+            kind?: ("passage" | "memory") | null;
+            /**
+             * Metadata
+             * @description Only passages whose episode metadata holds each of these string values (keys: 1-64 characters from A-Z a-z 0-9 _ . - (a top-level key of an episode's metadata)).
+             */
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Role
+             * @description Only passages said by this role (`user`, `assistant`, a speaker's name).
+             */
+            role?: string | null;
+            /**
+             * Session
+             * @description Only passages and memories of this session id.
+             */
+            session?: string | null;
+            /**
+             * Since
+             * @description ISO-8601; only what occurred at or after it (a memory: its event date, else its creation). A date alone is its midnight UTC.
+             */
+            since?: string | null;
+            /**
+             * Until
+             * @description ISO-8601, at or after `since`; only what occurred at or before it.
+             */
+            until?: string | null;
+        };
         /** SearchIn */
         SearchIn: {
+            /** @description Rank only what matches. */
+            filters?: components["schemas"]["SearchFilterIn"] | null;
             /**
              * Query
              * @description What to recall.
@@ -2128,6 +2763,76 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    injected_blocks_api_blocks_get: {
+        parameters: {
+            query?: {
+                /** @description How many entries. */
+                limit?: number;
+                /** @description The space (user, tenant, project) to use; the key must allow it. */
+                space?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlocksOut"];
+                };
             };
             /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
             400: {
@@ -3451,6 +4156,419 @@ export interface operations {
             };
         };
     };
+    list_projects_api_local_projects_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectsOut"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_project_api_local_projects__project_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id: the sha256 name of its directory under memory/projects/. */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectOut"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_facts_api_local_projects__project_id__facts_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id: the sha256 name of its directory under memory/projects/. */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalFactsOut"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_jobs_api_local_projects__project_id__jobs_get: {
+        parameters: {
+            query?: {
+                /** @description How many jobs, newest first. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The project's id: the sha256 name of its directory under memory/projects/. */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobsOut"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_ledger_api_local_projects__project_id__ledger_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id: the sha256 name of its directory under memory/projects/. */
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerOut"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_entry_api_local_projects__project_id__ledger__candidate_id__delete: {
+        parameters: {
+            query: {
+                /** @description The ledger revision you read (GET …/ledger). */
+                revision: number;
+            };
+            header?: never;
+            path: {
+                /** @description The project's id: the sha256 name of its directory under memory/projects/. */
+                project_id: string;
+                /** @description A ledger entry's id (cand-…). */
+                candidate_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOut"];
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The ledger changed since that revision. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_memories_api_memories_get: {
         parameters: {
             query?: {
@@ -3738,6 +4856,201 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The space was embedded with another embedder: run `orcamem reembed`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    edit_memory_api_memories__memory_id__patch: {
+        parameters: {
+            query?: {
+                /** @description The space (user, tenant, project) to use; the key must allow it. */
+                space?: string;
+            };
+            header?: never;
+            path: {
+                /** @description mem-<8hex> */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryEdit"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
+                };
+            };
+            /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No API key, or an unknown or revoked one (servers that require keys). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key is valid but not for this space, or the route needs an admin key. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such record in this space. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The space was embedded with another embedder: run `orcamem reembed`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body is over the server's limit (`max_body_bytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request does not match the schema (the message names the field). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The memory database cannot be used right now (locked, read-only). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pin_memory_api_memories__memory_id__pin_put: {
+        parameters: {
+            query?: {
+                /** @description The space (user, tenant, project) to use; the key must allow it. */
+                space?: string;
+            };
+            header?: never;
+            path: {
+                /** @description mem-<8hex> */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PinIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
+                };
             };
             /** @description Invalid input (blank or oversized text, a bad time, a bad space name); nothing written. */
             400: {
@@ -4124,6 +5437,8 @@ export interface operations {
                 limit?: number;
                 /** @description The least composite score of a hit. */
                 minScore?: number;
+                /** @description Only this category. */
+                category?: ("preference" | "fact" | "behavior" | "context" | "general") | null;
             };
             header?: never;
             path: {
@@ -4362,6 +5677,20 @@ export interface operations {
                 q: string;
                 /** @description How many hits. */
                 top_k?: number | null;
+                /** @description Only passages (episodes as said) or only memories. */
+                kind?: ("passage" | "memory") | null;
+                /** @description Only passages said by this role (`user`, `assistant`, a speaker's name). */
+                role?: string | null;
+                /** @description Only passages and memories of this session id. */
+                session?: string | null;
+                /** @description ISO-8601; only what occurred at or after it (a memory: its event date, else its creation). A date alone is its midnight UTC. */
+                since?: string | null;
+                /** @description ISO-8601, at or after `since`; only what occurred at or before it. */
+                until?: string | null;
+                /** @description Only memories of this category. */
+                category?: ("fact" | "preference" | "state" | "event" | "rule" | "decision" | "note") | null;
+                /** @description `key=value`, repeatable: only passages whose episode metadata holds that string value (keys: 1-64 characters from A-Z a-z 0-9 _ . - (a top-level key of an episode's metadata)). */
+                meta?: string[] | null;
                 /** @description The space (user, tenant, project) to use; the key must allow it. */
                 space?: string;
             };

@@ -103,7 +103,7 @@ class FactFileOut(BaseModel):
     truncated: bool = Field(description="Part of the file is never loaded: shorten it.")
 
 
-class FactsOut(BaseModel):
+class LocalFactsOut(BaseModel):
     project: str
     user: FactFileOut = Field(description="user.md: facts of every project.")
     project_facts: FactFileOut = Field(description="This project's memory.md.")
@@ -224,10 +224,10 @@ def _fact_file(found: Any) -> FactFileOut:
     summary="Explicit facts a session loads",
     responses=errors(404, 422),
 )
-def get_facts(projects: ProjectsDep, project_id: ProjectId) -> FactsOut:
+def get_facts(projects: ProjectsDep, project_id: ProjectId) -> LocalFactsOut:
     """``user.md`` (user-wide) and the project's ``memory.md``, as a session loads them."""
     project = projects.open(project_id)
-    return FactsOut(
+    return LocalFactsOut(
         project=project_id,
         user=_fact_file(projects.user_facts()),
         project_facts=_fact_file(project.facts()),
