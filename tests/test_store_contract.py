@@ -483,3 +483,13 @@ def test_memories_filter_by_session_category_and_event_date(ready: Store) -> Non
     assert (
         found({"since": "2026-10-01T00:00:00Z", "session": "s2"}) == ({"harbour preference"},) * 2
     )
+
+
+def test_a_space_reports_the_bytes_its_rows_hold(ready: Store) -> None:
+    assert ready.space_info("a").size_bytes == 0
+    text = "Zoë moved to Łódź. She likes it."  # two lines; non-ASCII counts in UTF-8 bytes
+    ready.append_episodes([write("a", text, lines=["Zoë moved to Łódź.", "She likes it."])])
+    ready.put_memory(NewMemory(space="a", content="Lives in Łódź"), unit(3), "test", NOW)
+    expected = len(text.encode()) + len("Lives in Łódź".encode()) + 4 * DIM * (2 + 1)
+    assert ready.space_info("a").size_bytes == expected
+    assert ready.space_info("b").size_bytes == 0  # another space's rows are not counted

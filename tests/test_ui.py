@@ -726,3 +726,19 @@ def test_the_search_tab_filters_by_session(page: tuple[Any, Watch], server: Serv
     tab.click("#tab button[type=submit]")
     expect(tab.locator("#tab")).to_contain_text("Nothing recalled for that.")
     assert watch.outside == [] and watch.errors == []
+
+
+def test_the_spaces_list_shows_what_each_space_holds(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    tab, watch = page
+    use_key(tab, server, server.admin)
+    spaces = {s["name"]: s for s in api(server, "/api/spaces")["spaces"]}
+    row = tab.locator("tr[data-space='alice']")
+    cells = row.locator("td").all_inner_texts()
+    headings = tab.locator("th").all_inner_texts()
+    assert headings[:6] == ["Space", "Episodes", "Lines", "Memories", "Size", "Embedder"]
+    assert spaces["alice"]["size_bytes"] > 0
+    shown = cells[headings.index("Size")]
+    assert shown.endswith(("B", "KB", "MB")) and shown.split()[0][0].isdigit()
+    assert watch.outside == [] and watch.errors == []

@@ -2425,6 +2425,11 @@ export interface components {
              * @description The space name.
              */
             name: string;
+            /**
+             * Size Bytes
+             * @description What its rows hold: episode and memory text (UTF-8) plus 4 bytes a vector dimension of each line and memory; indexes and free pages not counted.
+             */
+            size_bytes: number;
         };
         /** SpacesOut */
         SpacesOut: {

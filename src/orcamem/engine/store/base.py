@@ -78,6 +78,9 @@ class SpaceInfo:
     embedder_spec: str | None = None
     """What rebuilds the space's embedder (``make_embedder``); ``None``: an embedder object, or
     a space from before specs were recorded."""
+    size_bytes: int = 0
+    """What the space's rows hold: its episodes' and memories' text (UTF-8 bytes) and a 4-byte
+    float a vector dimension of each line and memory (indexes and pages not counted)."""
 
 
 def same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, dim: int) -> None:

@@ -475,7 +475,12 @@ class SQLiteStore:
                 "nullif(max(coalesce((SELECT e.created_at FROM lines l JOIN episodes e "
                 "ON e.id = l.episode_id WHERE l.space = s.name ORDER BY l.id DESC LIMIT 1), ''), "
                 "coalesce((SELECT max(updated_at) FROM memories WHERE space = s.name), '')), ''), "
-                "embedder_spec "
+                "embedder_spec, "
+                "(SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM episodes "
+                "WHERE space = s.name) + (SELECT coalesce(sum(length(CAST(content AS BLOB))), 0) "
+                "FROM memories WHERE space = s.name) + 4 * coalesce(dim, 0) * ("
+                "(SELECT count(*) FROM lines WHERE space = s.name) + "
+                "(SELECT count(*) FROM memories WHERE space = s.name)) "
                 "FROM spaces s WHERE name = ?",
                 (space,),
             ).fetchone()

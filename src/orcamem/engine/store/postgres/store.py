@@ -305,7 +305,11 @@ class PostgresStore:
                 # the newest episode or memory change, whichever is later
                 "nullif(greatest(coalesce((SELECT created_at FROM episodes WHERE space = s.name "
                 "ORDER BY id DESC LIMIT 1), ''), coalesce((SELECT max(updated_at) FROM memories "
-                "WHERE space = s.name), '')), ''), embedder_spec "
+                "WHERE space = s.name), '')), ''), embedder_spec, "
+                "(SELECT coalesce(sum(octet_length(text)), 0) FROM episodes WHERE space = s.name) "
+                "+ (SELECT coalesce(sum(octet_length(content)), 0) FROM memories "
+                "WHERE space = s.name) + 4 * coalesce(dim, 0) * (line_count + "
+                "(SELECT count(*) FROM memories WHERE space = s.name)) "
                 "FROM spaces s WHERE name = %s",
                 (space,),
             ).fetchone()

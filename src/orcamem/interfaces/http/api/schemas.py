@@ -80,6 +80,10 @@ class SpaceOut(BaseModel):
     last_activity: str | None = Field(
         description="When it was last written: its newest episode or memory change (UTC)."
     )
+    size_bytes: int = Field(
+        description="What its rows hold: episode and memory text (UTF-8) plus 4 bytes a vector "
+        "dimension of each line and memory; indexes and free pages not counted."
+    )
 
 
 class SpacesOut(BaseModel):

@@ -71,6 +71,12 @@ function breakdown(scores) {
   return el("span", { class: "breakdown" }, parts.join(" · ") || "—");
 }
 
+function size(bytes) {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let value = bytes, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+  return `${unit ? value.toFixed(1) : value} ${units[unit]}`;
+}
 function day(stamp) { return stamp ? stamp.slice(0, 19).replace("T", " ") : "—"; }
 
 function hitRows(hits) {
@@ -106,6 +112,7 @@ async function spacesPage() {
       el("td", { class: "num" }, s.episodes),
       el("td", { class: "num" }, s.lines),
       el("td", { class: "num" }, s.memories),
+      el("td", { class: "num" }, size(s.size_bytes)),
       el("td", {}, s.embedder_id || "—"),
       el("td", {}, day(s.created_at)),
       el("td", {}, day(s.last_activity)),
@@ -130,7 +137,7 @@ async function spacesPage() {
       el("div", { class: "row" }, typed, go));
     return row;
   });
-  main.append(table(["Space", "Episodes", "Lines", "Memories", "Embedder", "Created",
+  main.append(table(["Space", "Episodes", "Lines", "Memories", "Size", "Embedder", "Created",
     "Last activity", ""], rows));
 }
 
