@@ -308,6 +308,12 @@ def test_the_memory_bank_page_lists_searches_saves_and_deletes(
     tab.wait_for_selector("#bank-results table")  # the search's own table, not the listing
     hits = tab.locator("#bank-results table").inner_text()
     assert "Cites sources with DOIs." in hits and "topic" in hits  # the relevance breakdown
+    tab.select_option("#bank-only", "context")  # the same search, only that category
+    tab.click("#bank form >> text=Search")
+    expect(tab.locator("#bank-results")).to_contain_text("No memory shares a topic")
+    tab.select_option("#bank-only", "preference")
+    tab.click("#bank form >> text=Search")
+    expect(tab.locator("#bank-results table")).to_contain_text("Cites sources with DOIs.")
     tab.fill("#bank-content", "Prefers metric units.")
     tab.select_option("#bank-category", "preference")
     tab.click("#bank form >> text=Save")

@@ -435,22 +435,27 @@ function bankRows(profile, memories, scores) {
     }) }, "Delete"))));
 }
 
+const BANK_CATEGORIES = ["general", "preference", "fact", "behavior", "context"];
 const BANK_HEAD = ["Memory", "Category", "Staleness", "Used", "Created"];
 
 async function bankProfile(profile, body) {
   const base = `/api/profiles/${encodeURIComponent(profile)}/memories`;
   const page = await get(base, { limit: 50 });
   const query = el("input", { id: "bank-query", placeholder: "search this profile", size: 40 });
+  const only = el("select", { id: "bank-only", "aria-label": "only this category" },
+    el("option", { value: "" }, "any category"),
+    ...BANK_CATEGORIES.map((c) => el("option", { value: c }, c)));
   const results = el("div", { id: "bank-results" });
   const content = el("input", { id: "bank-content", placeholder: "a memory to save", size: 50 });
   const category = el("select", { id: "bank-category" },
-    ["general", "preference", "fact", "behavior", "context"].map((c) => el("option", { value: c }, c)));
+    BANK_CATEGORIES.map((c) => el("option", { value: c }, c)));
   body.replaceChildren(
     el("h2", {}, `Profile ${profile}`),
     el("form", { class: "row", onsubmit: (event) => {
       event.preventDefault();
       guarded(async () => {
-        const found = await get(`${base}/search`, { q: query.value, minScore: 0 });
+        const found = await get(`${base}/search`,
+          { q: query.value, minScore: 0, category: only.value || undefined });
         results.replaceChildren(found.hits.length
           ? table([...BANK_HEAD, "Why (relevance)", ""], bankRows(profile,
             found.hits.map((h) => h.memory),
@@ -459,7 +464,7 @@ async function bankProfile(profile, body) {
               confidence: h.relevance.confidenceMultiplier }))))
           : el("p", { class: "muted" }, "No memory shares a topic with that."));
       });
-    } }, query, el("button", { type: "submit", class: "primary" }, "Search")),
+    } }, query, only, el("button", { type: "submit", class: "primary" }, "Search")),
     results,
     el("form", { class: "row", onsubmit: (event) => {
       event.preventDefault();
