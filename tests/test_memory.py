@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -449,3 +450,23 @@ def test_observe_once_records_a_turn_of_a_session_and_turn_id_once(mem: Memory) 
     with pytest.raises(InvalidInputError, match="needs a turn_id"):
         mem.observe("user", "no id", session_id="s", once=True)
     assert len(list(mem.iter_episodes())) == 3
+
+
+def test_an_import_indexes_each_turn_with_the_turn_before_it_as_the_original(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    # more turns than one import batch: the first turn of the second batch keeps its context
+    turns = [f"Turn {n} mentions the word marker{n}." for n in range(530)]
+    with Memory(tmp_path / "a.db", clock=clock) as original:
+        original.add_many(
+            [{"text": t, "kind": "turn", "role": "user", "session_id": "s"} for t in turns]
+        )
+        exported = _export_lines(original)
+    with Memory(tmp_path / "b.db", clock=clock) as copy:
+        copy.import_jsonl(exported)
+
+    def contexts(path: Path) -> list[str]:
+        with sqlite3.connect(path) as conn:
+            return [row[0] for row in conn.execute("SELECT context FROM lines ORDER BY id")]
+
+    assert contexts(tmp_path / "b.db") == contexts(tmp_path / "a.db")

@@ -998,9 +998,10 @@ class Memory:
                 embed_texts(embedder, [r.content for r in records[start : start + _BATCH]])
             )
         writes = []
+        previous: dict[tuple[str, str], str] = {}  # across batches: a turn sees the one before
         for start in range(0, len(parsed.episodes), _BATCH):
             chunk = [ep for _, ep, _ in parsed.episodes[start : start + _BATCH]]
-            writes.extend(prepare_writes(chunk, embedder, self.clock.now(), {}))
+            writes.extend(prepare_writes(chunk, embedder, self.clock.now(), previous))
         writes = [
             replace(w, created_at=created_at or w.created_at)
             for w, (_, _, created_at) in zip(writes, parsed.episodes, strict=True)
