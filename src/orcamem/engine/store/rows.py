@@ -1,11 +1,12 @@
-"""API key and automation note rows, one implementation for every SQL store.
+"""API key, automation note and injected-block rows, one implementation for every SQL store.
 
 The statements are plain SQL that SQLite and PostgreSQL both accept; the only difference is
 the parameter marker (``?`` / ``%s``) and what breaks a tie of creation times in insertion
 order (SQLite's ``rowid``; PostgreSQL's ``seq`` identity column, its migration 4), which each store names as ``PARAM``
 and ``TIE_ORDER``. The rules live
 elsewhere (what a key may reach: ``engine.keys``; a note's size and framing:
-``engine.automations``); this is row access inside the store's own transactions.
+``engine.automations``; what a logged block holds: ``engine.blocklog``); this is row access
+inside the store's own transactions.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from .base import AutomationNote
+from .base import AutomationNote, BlockEntry
 
-__all__ = ["KeyTable", "NoteTable"]
+__all__ = ["BlockTable", "KeyTable", "NoteTable"]
 
 
 class SQLStore(Protocol):
@@ -116,3 +117,33 @@ class NoteTable(_Table):
         return bool(
             self._change("DELETE FROM automation_notes WHERE automation_id = ?", (automation_id,))
         )
+
+
+class BlockTable(_Table):
+    """The ``injected_blocks`` table: the opt-in log, bounded per space as each entry lands."""
+
+    def log(self, entry: BlockEntry, *, keep: int, since: str) -> None:
+        """Add ``entry``, then drop its space's entries older than ``since`` or beyond the
+        newest ``keep`` (one transaction)."""
+        with self._store.writing():
+            self._change(
+                "INSERT INTO injected_blocks (space, created_at, surface, item_ids, tokens, "
+                "query_hash, query, block) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (entry.space, entry.created_at, entry.surface, json.dumps(list(entry.item_ids)),
+                 entry.tokens, entry.query_hash, entry.query, entry.block),
+            )  # fmt: skip
+            self._change(
+                "DELETE FROM injected_blocks WHERE space = ? AND (created_at < ? OR id <= "
+                "coalesce((SELECT id FROM injected_blocks WHERE space = ? ORDER BY id DESC "
+                "LIMIT 1 OFFSET ?), 0))",
+                (entry.space, since, entry.space, keep),
+            )
+
+    def recent(self, space: str, limit: int) -> list[BlockEntry]:
+        """The space's entries, newest first."""
+        rows = self._rows(
+            "SELECT space, created_at, surface, item_ids, tokens, query_hash, query, block, id "
+            "FROM injected_blocks WHERE space = ? ORDER BY id DESC LIMIT ?",
+            (space, limit),
+        )
+        return [BlockEntry(*row[:3], tuple(json.loads(row[3])), *row[4:]) for row in rows]

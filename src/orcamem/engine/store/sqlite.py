@@ -51,7 +51,7 @@ from .base import (
 )
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
-from .rows import KeyTable, NoteTable
+from .rows import BlockTable, KeyTable, NoteTable
 from .scope import SQLITE, episode_clauses, line_clauses, memory_clauses
 from .vector_index import VectorIndex, encode_vector
 
@@ -993,39 +993,10 @@ class SQLiteStore:
     # -- the log of injected blocks (engine.blocklog decides what goes in) -----------------
 
     def log_block(self, entry: BlockEntry, *, keep: int, since: str) -> None:
-        with self.writing() as conn:
-            conn.execute(
-                "INSERT INTO injected_blocks (space, created_at, surface, item_ids, tokens, "
-                "query_hash, query, block) VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    entry.space,
-                    entry.created_at,
-                    entry.surface,
-                    json.dumps(list(entry.item_ids)),
-                    entry.tokens,
-                    entry.query_hash,
-                    entry.query,
-                    entry.block,
-                ),
-            )
-            conn.execute(
-                "DELETE FROM injected_blocks WHERE space = ? AND (created_at < ? OR id <= "
-                "coalesce((SELECT id FROM injected_blocks WHERE space = ? ORDER BY id DESC "
-                "LIMIT 1 OFFSET ?), 0))",
-                (entry.space, since, entry.space, keep),
-            )
+        BlockTable(self).log(entry, keep=keep, since=since)
 
     def injected_blocks(self, space: str, limit: int = 100) -> list[BlockEntry]:
-        with self.reading() as conn:
-            rows = conn.execute(
-                "SELECT space, created_at, surface, item_ids, tokens, query_hash, query, block, "
-                "id FROM injected_blocks WHERE space = ? ORDER BY id DESC LIMIT ?",
-                (space, limit),
-            ).fetchall()
-        return [
-            BlockEntry(*row[:3], tuple(json.loads(row[3])), *row[4:])  # type: ignore[misc]
-            for row in rows
-        ]
+        return BlockTable(self).recent(space, limit)
 
     # -- the entity graph (engine.store.graph writes it) ------------------------------------
 

@@ -51,7 +51,7 @@ from ..base import (
     same_embedder,
 )
 from ..graph import memory_names
-from ..rows import KeyTable, NoteTable
+from ..rows import BlockTable, KeyTable, NoteTable
 from ..scope import POSTGRES, Clauses, line_clauses, memory_clauses
 from . import graph, lexical, vectors
 from .schema import LATEST, MIGRATIONS, TABLES, hnsw_index
@@ -994,39 +994,10 @@ class PostgresStore:
             )
 
     def log_block(self, entry: BlockEntry, *, keep: int, since: str) -> None:
-        with self.writing() as conn:
-            conn.execute(
-                "INSERT INTO injected_blocks (space, created_at, surface, item_ids, tokens, "
-                "query_hash, query, block) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    entry.space,
-                    entry.created_at,
-                    entry.surface,
-                    json.dumps(list(entry.item_ids)),
-                    entry.tokens,
-                    entry.query_hash,
-                    entry.query,
-                    entry.block,
-                ),
-            )
-            conn.execute(
-                "DELETE FROM injected_blocks WHERE space = %s AND (created_at < %s OR id <= "
-                "coalesce((SELECT id FROM injected_blocks WHERE space = %s ORDER BY id DESC "
-                "LIMIT 1 OFFSET %s), 0))",
-                (entry.space, since, entry.space, keep),
-            )
+        BlockTable(self).log(entry, keep=keep, since=since)
 
     def injected_blocks(self, space: str, limit: int = 100) -> list[BlockEntry]:
-        with self.reading() as conn:
-            rows = conn.execute(
-                "SELECT space, created_at, surface, item_ids, tokens, query_hash, query, block, "
-                "id FROM injected_blocks WHERE space = %s ORDER BY id DESC LIMIT %s",
-                (space, limit),
-            ).fetchall()
-        return [
-            BlockEntry(*row[:3], tuple(json.loads(row[3])), *row[4:])  # type: ignore[misc]
-            for row in rows
-        ]
+        return BlockTable(self).recent(space, limit)
 
     def add_audit(self, space: str, job_id: str | None, item: dict, reason: str, now: str) -> None:
         with self.writing() as conn:
