@@ -159,6 +159,33 @@ def test_a_pin_survives_export_and_import(mem: Memory, tmp_path: Path) -> None:
         mem.pin(kept.id, 1)  # type: ignore[arg-type]
 
 
+def test_an_export_says_version_2_and_a_version_1_file_without_pins_still_imports(
+    mem: Memory, tmp_path: Path
+) -> None:
+    import json
+
+    mem.remember("Our cat is called Pepper.")
+    out = io.StringIO()
+    mem.export(out)
+    lines = out.getvalue().splitlines()
+    assert json.loads(lines[0])["version"] == 2
+    older = [json.dumps({**json.loads(lines[0]), "version": 1})]
+    for line in lines[1:]:
+        record = json.loads(line)
+        record.pop("pinned", None)  # what orcamem wrote before memories carried a pin
+        older.append(json.dumps(record))
+    with Memory(tmp_path / "old.db") as copy:
+        assert copy.import_jsonl(older)["memories"] == 1
+        assert [m.pinned for m in copy.facts(include_history=True)] == [False]
+    newer = [json.dumps({**json.loads(lines[0]), "version": 3}), *lines[1:]]
+    with Memory(tmp_path / "new.db") as copy:
+        with pytest.raises(
+            InvalidInputError, match=r"reads export versions 1, 2 .*upgrade orcamem"
+        ):
+            copy.import_jsonl(newer)
+        assert copy.facts(include_history=True) == []
+
+
 # -- the injected-block log ------------------------------------------------------------------------
 
 

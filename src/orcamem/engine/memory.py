@@ -69,7 +69,9 @@ log = logging.getLogger("orcamem")
 
 Progress = Callable[[int, int], None]
 EXPORT_FORMAT = "orcamem-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+"""2 added a memory's ``pinned``; files of version 1 (no pins) are still read."""
+READABLE_EXPORT_VERSIONS = (1, 2)
 _BATCH = 512
 _ADD_BATCH = 2_048
 """Items a transaction of ``add_many`` takes: a commit is an fsync (3.5 ms here), and 512 a
@@ -1533,10 +1535,11 @@ def _parse_export(lines: Sequence[Any], target: str) -> _ParsedExport:
                         f"{EXPORT_FORMAT!r} header; nothing was imported"
                     )
                 version = record.get("version")
-                if version != EXPORT_VERSION or isinstance(version, bool):
+                if version not in READABLE_EXPORT_VERSIONS or isinstance(version, bool):
                     raise _Bad(
-                        f"version={shown(version)}: this orcamem reads export version "
-                        f"{EXPORT_VERSION} (upgrade orcamem for a newer file)"
+                        f"version={shown(version)}: this orcamem reads export versions "
+                        f"{', '.join(map(str, READABLE_EXPORT_VERSIONS))} "
+                        "(upgrade orcamem for a newer file)"
                     )
                 _optional_str(record, "space")
                 _optional_str(record, "embedder")
