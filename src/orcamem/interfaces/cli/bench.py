@@ -11,7 +11,6 @@ from rich.table import Table
 
 from ..._kernel.config import Config, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
-from ...recall.presets import engine_preset
 from .console import (
     EmbedderOption,
     command_group,
@@ -120,6 +119,7 @@ def locomo_command(
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
     from ...bench.context import parse_conversations
     from ...bench.runs import ablated, locomo
+    from ...recall.presets import engine_preset
 
     try:
         chosen = parse_conversations(conversations)

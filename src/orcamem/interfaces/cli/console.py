@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ...errors import InvalidInputError, OrcamemError
 
@@ -132,6 +131,8 @@ def print_json(data: Any) -> None:
 @contextmanager
 def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
     """A transient progress bar on stderr; yields ``update(done, total, description=None)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
