@@ -42,6 +42,25 @@ app = command_group(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        out.print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the orcamem version."
+        ),
+    ] = False,
+) -> None:
+    """Every command imports what it runs inside its own body (tests/test_cli_startup.py):
+    ``--help``, a command's ``--help`` and ``--version`` load no system, server or numpy."""
+
+
 @contextmanager
 def _memory(
     db: Path | None,
