@@ -51,6 +51,7 @@ HEAVY = (
     "uvicorn",
     "mcp",
     "jsonschema",
+    "pydantic",
     "playwright",
     "pydantic_settings",
     "opentelemetry",
@@ -68,8 +69,8 @@ HEAVY = (
     "orcamem._kernel.jobs",
 )
 """What a help screen must not load: the systems and their stores, numpy and the embedder, the
-HTTP and MCP servers, the HTTP client, the settings model (pydantic-settings). pydantic itself
-is not listed: Typer builds its own parameter converters with it."""
+HTTP and MCP servers, the HTTP client, pydantic (the settings model's; Typer converts a group's
+unset ``--help`` through it unless ``console.LightGroup`` makes it ``False``)."""
 
 
 def command_paths(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from ...errors import InvalidInputError, OrcamemError
 
@@ -27,6 +28,8 @@ __all__ = [
     "DbOption",
     "EmbedderOption",
     "JsonOption",
+    "LightCommand",
+    "LightGroup",
     "SpaceOption",
     "command_group",
     "err",
@@ -80,10 +83,39 @@ EmbedderOption = Annotated[
 ]
 
 
+class _HelpIsFalse:
+    """A ``--help`` flag that is ``False`` when not given.
+
+    Typer leaves it ``None`` and converts a ``None`` through a pydantic adapter: without this,
+    ``orcamem CMD --help`` and ``orcamem --version`` imported pydantic (about 0.15 s of CPU) to
+    learn that the group above the command was not asked for its help.
+    """
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
+class LightGroup(_HelpIsFalse, TyperGroup):
+    """Every orcamem group (:func:`command_group`)."""
+
+
+class LightCommand(_HelpIsFalse, TyperCommand):
+    """A command without parameters of its own (``orcamem version``): its ``--help`` alone
+    would import pydantic."""
+
+
 def command_group(help: str, **options: Any) -> typer.Typer:
     """A Typer app for a group of commands, set up the way every orcamem group is: help on a
-    bare call, plain help text (no Rich markup to escape)."""
-    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
+    bare call, plain help text (no Rich markup to escape), a light ``--help``
+    (:class:`LightGroup`), no shell-completion options (run alone, as ``orcamem hooks`` and
+    ``orcamem turn`` are, a group would otherwise offer them)."""
+    options.setdefault("add_completion", False)
+    return typer.Typer(
+        cls=LightGroup, help=help, no_args_is_help=True, rich_markup_mode=None, **options
+    )
 
 
 def exit_code(exc: BaseException) -> int:

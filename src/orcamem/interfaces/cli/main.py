@@ -22,6 +22,7 @@ from .console import (
     DbOption,
     EmbedderOption,
     JsonOption,
+    LightCommand,
     SpaceOption,
     command_group,
     err,
@@ -37,9 +38,7 @@ from .server import AutoSleepOption, KeysOption, ModelOption, UpstreamOption
 if TYPE_CHECKING:
     from ...engine import Memory
 
-app = command_group(
-    "orcamem: durable, local-first long-term memory for LLM agents.", add_completion=False
-)
+app = command_group("orcamem: durable, local-first long-term memory for LLM agents.")
 
 
 def _version(value: bool) -> None:
@@ -624,7 +623,7 @@ def config_show(
         out.print(f"{row['name']} = {value}  ({origin})", markup=False, highlight=False)
 
 
-@app.command()
+@app.command(cls=LightCommand)
 def version() -> None:
     """Print the orcamem version."""
     out.print(__version__)
