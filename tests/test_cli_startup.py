@@ -55,6 +55,7 @@ HEAVY = (
     "playwright",
     "pydantic_settings",
     "opentelemetry",
+    "rich",
     "orcamem.engine",
     "orcamem.bank",
     "orcamem.capability",
@@ -70,7 +71,8 @@ HEAVY = (
 )
 """What a help screen must not load: the systems and their stores, numpy and the embedder, the
 HTTP and MCP servers, the HTTP client, pydantic (the settings model's; Typer converts a group's
-unset ``--help`` through it unless ``console.LightGroup`` makes it ``False``)."""
+unset ``--help`` through it unless ``console.LightGroup`` makes it ``False``), rich (the
+consoles are made on first use: ``console.LazyConsole``)."""
 
 
 def command_paths(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -8,19 +8,20 @@ square brackets prints as it is) and an exit code from :data:`EXIT_CODES`.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from ...errors import InvalidInputError, OrcamemError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..._kernel.settings import Loaded
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "DbOption",
     "EmbedderOption",
     "JsonOption",
+    "LazyConsole",
     "LightCommand",
     "LightGroup",
     "SpaceOption",
@@ -42,10 +44,41 @@ __all__ = [
     "warn",
 ]
 
+
+class LazyConsole:
+    """A rich ``Console`` made on first use, so that a help screen, or a hook that prints
+    nothing through it, never imports rich (about 50 modules).
+
+    Attribute reads and writes go to the console (``out.print(...)``, ``out.width = 40``);
+    :attr:`console` is the console itself, for a rich API that takes one.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    @property
+    def console(self) -> Console:
+        if self._made is None:
+            with self._lock:
+                if self._made is None:
+                    from rich.console import Console
+
+                    object.__setattr__(self, "_made", Console(**self._options))
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.console, name, value)
+
+
 # soft_wrap: a long path or id is printed whole on one line, never broken where the terminal
 # happens to end (output must not depend on the terminal's width)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole(soft_wrap=True)
+err = LazyConsole(stderr=True, soft_wrap=True)
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidInputError, 2),
@@ -129,6 +162,8 @@ def fail(exc: OrcamemError | str, code: int | None = None) -> typer.Exit:
     ``exc`` is a library error (its exit code from :data:`EXIT_CODES`) or a usage message
     (exit code 2 unless ``code`` says otherwise).
     """
+    from rich.markup import escape
+
     message = str(exc)
     err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     if code is None:
@@ -152,6 +187,8 @@ def load_settings(**flags: Any) -> Loaded:
 
 def warn(message: str, label: str = "note") -> None:
     """A yellow ``label:`` then the message (escaped) on stderr."""
+    from rich.markup import escape
+
     err.print(f"[yellow]{escape(label)}:[/yellow] {escape(message)}", highlight=False)
 
 
@@ -170,7 +207,7 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[..., None]
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=err.console,
         transient=True,
         disable=quiet,
     ) as bar:

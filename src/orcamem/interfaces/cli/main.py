@@ -43,7 +43,7 @@ app = command_group("orcamem: durable, local-first long-term memory for LLM agen
 
 def _version(value: bool) -> None:
     if value:
-        out.print(__version__)
+        typer.echo(__version__)
         raise typer.Exit()
 
 
@@ -626,7 +626,7 @@ def config_show(
 @app.command(cls=LightCommand)
 def version() -> None:
     """Print the orcamem version."""
-    out.print(__version__)
+    typer.echo(__version__)
 
 
 from .bank import register as register_bank_commands  # noqa: E402
