@@ -21,7 +21,7 @@ runner = CliRunner()
 def narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 40-column terminal: every path below is longer than that, so a line that Rich wrapped
     or a table cell that it cut would fail the whole-line assertions."""
-    for stream in (console.out, console.err):
+    for stream in (console.out.console, console.err.console):  # rich's, made on first use
         monkeypatch.setattr(stream, "width", 40)
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ...bank import FileObjectStore, MemoryBank
 from ...errors import OrcamemError
 from .console import (
     JsonOption,
@@ -26,6 +25,9 @@ from .console import (
     out,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from ...bank import MemoryBank
 
 __all__ = ["bank_app", "register"]
 
@@ -44,6 +46,8 @@ Profile = Annotated[str, typer.Argument(help="The profile (agent configuration),
 
 @contextmanager
 def _bank(directory: Path | None) -> Iterator[MemoryBank]:
+    from ...bank import FileObjectStore, MemoryBank
+
     store = FileObjectStore(directory) if directory is not None else None
     try:
         with MemoryBank.from_env(objects=store) as bank:

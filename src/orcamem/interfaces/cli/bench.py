@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from ..._kernel.config import Config, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
-from ...recall.presets import engine_preset
 from .console import (
     EmbedderOption,
     command_group,
@@ -55,6 +53,8 @@ def latency_command(
     db: BenchDbOption = None,
 ) -> None:
     """Time add, search and build_context at each size on a fresh database."""
+    from rich.table import Table
+
     from ...bench.runs import latency
 
     sizes = [*records, *(more or [])]
@@ -118,8 +118,11 @@ def locomo_command(
     db: BenchDbOption = None,
 ) -> None:
     """Turn- and session-level recall@k on LoCoMo (category 5 excluded), zero model calls."""
+    from rich.table import Table
+
     from ...bench.context import parse_conversations
     from ...bench.runs import ablated, locomo
+    from ...recall.presets import engine_preset
 
     try:
         chosen = parse_conversations(conversations)
@@ -184,6 +187,8 @@ _ABLATED = ("recall_any@5", "recall_any@10", "recall_all@10", "session_recall_an
 
 def _print_ablations(result: dict) -> None:
     """Each ablation's overall recall and its change against the run with the defaults."""
+    from rich.table import Table
+
     table = Table("flipped", *_ABLATED, title="ablations (overall; change vs the defaults)")
     for name, ablation in result["ablations"].items():
         row = ablation["overall"]
@@ -265,6 +270,8 @@ def context_command(
 
 
 def _print_context(result: dict, data: Path | None) -> None:
+    from rich.table import Table
+
     table = Table(
         "category",
         "evidence recall",
@@ -312,6 +319,8 @@ def _print_context(result: dict, data: Path | None) -> None:
 
 
 def _print_loop(result: dict) -> None:
+    from rich.table import Table
+
     table = Table(
         "fact", "kept", "quoted turns", "assistant", "tokens",
         title=f"proxy loop ({result['exchanges']} exchanges, {result['conversations']} "
@@ -348,6 +357,8 @@ def consolidate_command(
 ) -> None:
     """Precision/recall of consolidated memories on the fixture conversations, or per kind on
     a labelled set with --data (rules, and a model when --upstream/--model are given)."""
+    from rich.table import Table
+
     from ..._kernel.llm import make_chat_model
     from ...bench.consolidation import score_labelled
     from ...bench.runs import consolidate
@@ -407,6 +418,7 @@ def _misses(runs: dict) -> None:
 
 def _labelled_tables(runs: dict) -> None:
     """Per kind precision/recall of each consolidator, then what each conversation missed."""
+    from rich.table import Table
 
     def ratio(value):
         return "-" if value is None else f"{value:.3f}"
@@ -442,6 +454,8 @@ def mcp_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """orma_recall latency over stdio with the MCP SDK's own client (p50/p95)."""
+    from rich.table import Table
+
     from ...bench.mcp import mcp_recall_latency
 
     result = _run(
@@ -491,6 +505,8 @@ def load_command(
     count in one invocation (compare them: same machine, same minute); checks that every
     acknowledged write is present afterwards. With --db and --replicas N, N servers share
     one database and the clients spread over them."""
+    from rich.table import Table
+
     from ...bench.load import load_test
 
     counts = [*clients, *(more or [])]
@@ -551,6 +567,8 @@ def proxy_command(
 ) -> None:
     """Latency the memory proxy adds before the upstream's first byte (p50/p95), against a
     local stub upstream on 127.0.0.1."""
+    from rich.table import Table
+
     from ...bench.proxy import proxy_latency
 
     result = _run(

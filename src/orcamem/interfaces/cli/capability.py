@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.measure import Measurement
-from rich.table import Table
 
 from ...errors import OrcamemError
 from .console import (
@@ -24,6 +21,9 @@ from .console import (
     out,
     warn,
 )
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["register"]
 
@@ -52,7 +52,10 @@ def _at_natural_width(table: Table) -> Table:
     """``table`` fixed at the width its cells need, whatever the terminal's: Rich otherwise
     shrinks even ``no_wrap`` columns to fit (cutting a long path or badge), so the output
     would depend on the terminal's width. A line wider than the terminal is left to it."""
-    table.width = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).maximum
+    from rich.measure import Measurement
+
+    console = out.console
+    table.width = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
     return table
 
 
@@ -91,6 +94,9 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Memory settings (with where each value came from) and the provider's state and notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from ...capability import doctor_report
     from ...capability.settings import clear_workspace_override, set_workspace_override
 

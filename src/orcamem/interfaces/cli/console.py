@@ -8,19 +8,20 @@ square brackets prints as it is) and an exit code from :data:`EXIT_CODES`.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperCommand, TyperGroup
 
 from ...errors import InvalidInputError, OrcamemError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..._kernel.settings import Loaded
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
     "DbOption",
     "EmbedderOption",
     "JsonOption",
+    "LazyConsole",
+    "LightCommand",
+    "LightGroup",
     "SpaceOption",
     "command_group",
     "err",
@@ -40,10 +44,41 @@ __all__ = [
     "warn",
 ]
 
+
+class LazyConsole:
+    """A rich ``Console`` made on first use, so that a help screen, or a hook that prints
+    nothing through it, never imports rich (about 50 modules).
+
+    Attribute reads and writes go to the console (``out.print(...)``, ``out.width = 40``);
+    :attr:`console` is the console itself, for a rich API that takes one.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    @property
+    def console(self) -> Console:
+        if self._made is None:
+            with self._lock:
+                if self._made is None:
+                    from rich.console import Console
+
+                    object.__setattr__(self, "_made", Console(**self._options))
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.console, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.console, name, value)
+
+
 # soft_wrap: a long path or id is printed whole on one line, never broken where the terminal
 # happens to end (output must not depend on the terminal's width)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = LazyConsole(soft_wrap=True)
+err = LazyConsole(stderr=True, soft_wrap=True)
 
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidInputError, 2),
@@ -81,10 +116,39 @@ EmbedderOption = Annotated[
 ]
 
 
+class _HelpIsFalse:
+    """A ``--help`` flag that is ``False`` when not given.
+
+    Typer leaves it ``None`` and converts a ``None`` through a pydantic adapter: without this,
+    ``orcamem CMD --help`` and ``orcamem --version`` imported pydantic (about 0.15 s of CPU) to
+    learn that the group above the command was not asked for its help.
+    """
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
+class LightGroup(_HelpIsFalse, TyperGroup):
+    """Every orcamem group (:func:`command_group`)."""
+
+
+class LightCommand(_HelpIsFalse, TyperCommand):
+    """A command without parameters of its own (``orcamem version``): its ``--help`` alone
+    would import pydantic."""
+
+
 def command_group(help: str, **options: Any) -> typer.Typer:
     """A Typer app for a group of commands, set up the way every orcamem group is: help on a
-    bare call, plain help text (no Rich markup to escape)."""
-    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None, **options)
+    bare call, plain help text (no Rich markup to escape), a light ``--help``
+    (:class:`LightGroup`), no shell-completion options (run alone, as ``orcamem hooks`` and
+    ``orcamem turn`` are, a group would otherwise offer them)."""
+    options.setdefault("add_completion", False)
+    return typer.Typer(
+        cls=LightGroup, help=help, no_args_is_help=True, rich_markup_mode=None, **options
+    )
 
 
 def exit_code(exc: BaseException) -> int:
@@ -98,6 +162,8 @@ def fail(exc: OrcamemError | str, code: int | None = None) -> typer.Exit:
     ``exc`` is a library error (its exit code from :data:`EXIT_CODES`) or a usage message
     (exit code 2 unless ``code`` says otherwise).
     """
+    from rich.markup import escape
+
     message = str(exc)
     err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     if code is None:
@@ -121,6 +187,8 @@ def load_settings(**flags: Any) -> Loaded:
 
 def warn(message: str, label: str = "note") -> None:
     """A yellow ``label:`` then the message (escaped) on stderr."""
+    from rich.markup import escape
+
     err.print(f"[yellow]{escape(label)}:[/yellow] {escape(message)}", highlight=False)
 
 
@@ -132,12 +200,14 @@ def print_json(data: Any) -> None:
 @contextmanager
 def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
     """A transient progress bar on stderr; yields ``update(done, total, description=None)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=err.console,
         transient=True,
         disable=quiet,
     ) as bar:

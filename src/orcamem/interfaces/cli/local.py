@@ -13,13 +13,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ...errors import OrcamemError
-from ...local.memory import LocalMemory
 from .console import (
     JsonOption,
     command_group,
@@ -29,6 +27,9 @@ from .console import (
     print_json,
     warn,
 )
+
+if TYPE_CHECKING:
+    from ...local.memory import LocalMemory
 
 __all__ = ["memory_app", "register"]
 
@@ -65,6 +66,8 @@ remove them. To delete single automatic candidates, use
 
 @contextmanager
 def _local(cwd: Path | None, model: Any = None) -> Iterator[LocalMemory]:
+    from ...local.memory import LocalMemory
+
     try:
         with LocalMemory(cwd, model=model, start=False) as memory:
             yield memory
@@ -91,6 +94,8 @@ def remember(
 @memory_app.command("show")
 def show(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
     """Where this project's memory lives, whether automatic memory is on, counts, problems."""
+    from rich.table import Table
+
     with _local(cwd) as memory:
         data = memory.status()
     if as_json:
@@ -138,6 +143,8 @@ def recall(
 @memory_app.command("list")
 def list_(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
     """List the automatic candidates with their ids, provenance and the ledger revision."""
+    from rich.table import Table
+
     with _local(cwd) as memory:
         state = memory.candidates()
     if as_json:

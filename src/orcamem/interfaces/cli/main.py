@@ -10,20 +10,19 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from ... import Memory, __version__
+from ... import __version__
 from ..._kernel import llm
 from ..._kernel.config import Config, PackConfig
 from ...errors import OrcamemError
-from ...recall.filters import meta_pairs
 from .console import (
     DbOption,
     EmbedderOption,
     JsonOption,
+    LightCommand,
     SpaceOption,
     command_group,
     err,
@@ -36,9 +35,29 @@ from .console import (
 )
 from .server import AutoSleepOption, KeysOption, ModelOption, UpstreamOption
 
-app = command_group(
-    "orcamem: durable, local-first long-term memory for LLM agents.", add_completion=False
-)
+if TYPE_CHECKING:
+    from ...engine import Memory
+
+app = command_group("orcamem: durable, local-first long-term memory for LLM agents.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the orcamem version."
+        ),
+    ] = False,
+) -> None:
+    """Every command imports what it runs inside its own body (tests/test_cli_startup.py):
+    ``--help``, a command's ``--help`` and ``--version`` load no system, server or numpy."""
 
 
 @contextmanager
@@ -51,6 +70,8 @@ def _memory(
 ) -> Iterator[Memory]:
     """Open a Memory with the settings (these flags over the environment and the file) and
     turn library errors into a clear message and exit code."""
+    from ...engine import Memory
+
     loaded = load_settings(db=db, embedder=embedder, **flags)
     try:
         with Memory(
@@ -117,6 +138,10 @@ def search(
 ) -> None:
     """Search memory; prints ranked hits (with --explain, why each was chosen), only those
     that match the filters given."""
+    from rich.table import Table
+
+    from ...recall.filters import meta_pairs
+
     with _memory(db, space) as mem:
         filters = {
             "kind": kind,
@@ -203,6 +228,8 @@ def facts(
     history: Annotated[bool, typer.Option("--history", help="Include outdated memories.")] = False,
 ) -> None:
     """List the space's memories (facts, preferences, rules; --history adds outdated ones)."""
+    from rich.table import Table
+
     with _memory(db, space) as mem:
         items = mem.facts(include_history=history)
     if as_json:
@@ -285,6 +312,8 @@ def pin(
 @app.command()
 def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOption = False) -> None:
     """Counts, embedder and database size."""
+    from rich.table import Table
+
     with _memory(db, space) as mem:
         data = mem.stats()
     if as_json:
@@ -594,10 +623,10 @@ def config_show(
         out.print(f"{row['name']} = {value}  ({origin})", markup=False, highlight=False)
 
 
-@app.command()
+@app.command(cls=LightCommand)
 def version() -> None:
     """Print the orcamem version."""
-    out.print(__version__)
+    typer.echo(__version__)
 
 
 from .bank import register as register_bank_commands  # noqa: E402

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
-import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import typer
-from rich.table import Table
 
-from ..._kernel import llm, trace
+from ..._kernel import llm
 from ..._kernel.env import PROFILE_ENV
-from ..._kernel.http import client
 from ...errors import InvalidInputError, OrcamemError
 from .console import (
     DbOption,
@@ -39,8 +35,14 @@ from .console import (
 if TYPE_CHECKING:
     from ...bank import MemoryBank
 
-open_browser = webbrowser.open
-"""How ``up`` opens the UI (tests put a recorder here instead of a real browser)."""
+
+def open_browser(url: str) -> bool:
+    """How ``up`` opens the UI (tests put a recorder here instead of a real browser)."""
+    import webbrowser
+
+    return webbrowser.open(url)
+
+
 BROWSER_WAIT_S = 30.0
 """How long ``up`` waits for its own ``/healthz`` before giving up on the browser."""
 
@@ -124,6 +126,10 @@ def _bank(storage: str | None) -> MemoryBank:
 
 def _check_upstream(upstream: str) -> None:
     """Warn, in one line, when no model server answers at ``upstream`` (``GET /models``)."""
+    import httpx
+
+    from ..._kernel.http import client
+
     try:
         with client(timeout=2.0) as http:
             http.get(f"{upstream.rstrip('/')}/models")
@@ -138,6 +144,9 @@ def _check_upstream(upstream: str) -> None:
 def _open_when_up(url: str, health: str) -> None:
     """Open ``url`` in the browser once ``health`` answers 200 (polled, at most
     ``BROWSER_WAIT_S`` seconds), from a daemon thread: the server starts on this one."""
+    import httpx
+
+    from ..._kernel.http import client
 
     def wait_then_open() -> None:
         deadline = time.monotonic() + BROWSER_WAIT_S
@@ -170,6 +179,7 @@ def _serve(
     auto_sleep: bool | None = None,
     log_blocks: bool | None = None,
 ) -> None:
+    from ..._kernel import trace
     from ...engine.memory import Memory
     from ..http.server import build_app, run
     from ..http.settings import ServerSettings
@@ -447,6 +457,8 @@ def keys_create(
 @keys_app.command("list")
 def keys_list(db: DbOption = None) -> None:
     """List API keys (never their secrets)."""
+    from rich.table import Table
+
     from ...engine.memory import Memory
 
     with Memory(load_settings(db=db).settings.db) as memory:
