@@ -460,14 +460,6 @@ class StorageConfig(_Section):
     exact. ``orcamem bench latency`` reports its recall against exact search."""
     pruning_threshold: int = 200_000
     """Vectors a space holds before pruning applies: below it search is exact."""
-    lexical_pruning: bool = True
-    """In a space of more than ``lexical_pruning_threshold`` lines, leave out of a BM25
-    OR-query the terms ``lexical_term_cap`` lines or more hold while a rarer term remains
-    (capped postings); False: every term is always searched."""
-    lexical_pruning_threshold: int = 200_000
-    """Lines a space holds before lexical pruning applies: below it every term is searched."""
-    lexical_term_cap: int = 10_000
-    """Lines holding a term (any space's) from which a pruned query leaves it out."""
 
     def __post_init__(self) -> None:
         value = self.synchronous
@@ -478,9 +470,6 @@ class StorageConfig(_Section):
         self._int("blas_threads", 1, 256)
         self._bool("vector_pruning")
         self._int("pruning_threshold", 0, 10**12)
-        self._bool("lexical_pruning")
-        self._int("lexical_pruning_threshold", 0, 10**12)
-        self._int("lexical_term_cap", 1, 10**12)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

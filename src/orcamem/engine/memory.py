@@ -185,12 +185,6 @@ class Memory:
                 if self.config.storage.vector_pruning
                 else None
             ),
-            lexical_prune_above=(
-                self.config.storage.lexical_pruning_threshold
-                if self.config.storage.lexical_pruning
-                else None
-            ),
-            lexical_term_cap=self.config.storage.lexical_term_cap,
         )
         self._checked: set[str] = set()
         self._closed = False

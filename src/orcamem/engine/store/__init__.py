@@ -32,8 +32,6 @@ def open_store(
     busy_timeout_ms: int = 10_000,
     blas_threads: int = 1,
     prune_above: int | None = None,
-    lexical_prune_above: int | None = None,
-    lexical_term_cap: int = 10_000,
 ) -> Store:
     """The store ``target`` names (the SQLite settings apply to SQLite only: PostgreSQL
     prunes with its own HNSW index).
@@ -57,6 +55,4 @@ def open_store(
         busy_timeout_ms=busy_timeout_ms,
         blas_threads=blas_threads,
         prune_above=prune_above,
-        lexical_prune_above=lexical_prune_above,
-        lexical_term_cap=lexical_term_cap,
     )

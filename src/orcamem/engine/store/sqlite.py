@@ -70,8 +70,6 @@ orcamem's tables: they open and get the id).
 
 _WRITER_CACHE_KIB = 65_536
 _ROWS_PER_STATEMENT = 5_000
-_OR_TERMS = re.compile(r'"[^"]+"(?: OR "[^"]+")*')  # fts_query's shape: quoted terms, OR-ed
-_QUOTED = re.compile(r'"([^"]+)"')
 """Rows a multi-row insert takes at most (fewer when the variable limit is lower)."""
 
 _EPISODE_COLUMNS = (
@@ -189,9 +187,6 @@ class SQLiteStore:
         prune_above: search a space of more vectors than this in two steps (a projection,
             then the exact score of the best few thousand: ``engine.store.vector_index``);
             ``None``: always exact.
-        lexical_prune_above: in a space of more lines than this, a BM25 OR-query leaves
-            out its terms held by ``lexical_term_cap`` lines or more while a rarer one
-            remains (``lexical_lines``); ``None``: never.
 
     Raises:
         CorruptStoreError: the file exists but is not an SQLite database, or is damaged.
@@ -211,12 +206,8 @@ class SQLiteStore:
         busy_timeout_ms: int = 10_000,
         blas_threads: int = 1,
         prune_above: int | None = None,
-        lexical_prune_above: int | None = None,
-        lexical_term_cap: int = 10_000,
     ) -> None:
         self.path = str(path)
-        self._lexical_prune_above = lexical_prune_above
-        self._lexical_term_cap = lexical_term_cap
         _refuse_url(self.path)
         self._lock = threading.RLock()  # the writer connection's
         self._depth = 0  # nesting of writing() on the lock-holding thread
@@ -739,12 +730,9 @@ class SQLiteStore:
         where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
-        of the episodes ``where`` admits. In a space of more lines than
-        ``lexical_prune_above``, an OR-query's terms held by ``lexical_term_cap`` lines or
-        more are left out while a rarer one remains (:meth:`_pruned_match`)."""
+        of the episodes ``where`` admits."""
         scope = line_clauses(where, SQLITE, "l", space) if where else None
         with self.reading() as conn:
-            match = self._pruned_match(conn, space, match)
             rows = conn.execute(
                 "SELECT f.rowid, -bm25(lines_fts, ?, ?) AS score FROM lines_fts f "
                 "JOIN lines l ON l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ?"
@@ -752,39 +740,6 @@ class SQLiteStore:
                 (weights[0], weights[1], match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
-
-    def _pruned_match(self, conn: sqlite3.Connection, space: str, match: str) -> str:
-        """``match`` without its very frequent terms, in a big space (capped postings).
-
-        An OR-query's cost grows with the postings of its terms, and a term held by many
-        lines adds little to BM25 (its idf is low); a line found only through such terms
-        rarely makes a top 100 that the rarer terms fill. Each term's lines are counted up
-        to the cap (bounded work, over the whole index: its cost is the postings of every
-        space); terms at the cap are dropped unless every term is. Below the threshold, or
-        for a match that is not :func:`~orcamem._kernel.text.fts_query`'s OR of quoted
-        terms, the match is returned as it is.
-        """
-        if self._lexical_prune_above is None:
-            return match
-        terms = _OR_TERMS.fullmatch(match) and _QUOTED.findall(match)
-        if not terms or len(terms) < 2:
-            return match
-        self._refresh(conn)
-        if self._line_index.count(space) <= self._lexical_prune_above:
-            return match
-        cap = self._lexical_term_cap
-        rare = [
-            term
-            for term in terms
-            if conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM lines_fts WHERE lines_fts MATCH ? LIMIT ?)",
-                (f'"{term}"', cap),
-            ).fetchone()[0]
-            < cap
-        ]
-        if not rare or len(rare) == len(terms):
-            return match
-        return " OR ".join(f'"{term}"' for term in rare)
 
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
