@@ -71,7 +71,7 @@ def test_rows_written_after_pruning_began_are_found(conn) -> None:
 
 
 def test_pruning_is_a_config_switch_with_a_threshold(tmp_path) -> None:
-    assert StorageConfig().vector_pruning is True and StorageConfig().pruning_threshold > 100_000
+    assert StorageConfig().vector_pruning is True and StorageConfig().pruning_threshold >= 100_000
     with pytest.raises(InvalidInputError, match="vector_pruning"):
         StorageConfig(vector_pruning="yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="pruning_threshold"):
