@@ -60,9 +60,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+STARTED = b"Application startup complete."
+"""What uvicorn logs when a (worker) process is ready to serve."""
+
+
 @contextmanager
-def _process(args: list[str], health: str, *, start_within: float = 60) -> Iterator[None]:
-    """A child process on loopback, up once ``health`` answers; terminated afterwards.
+def _process(
+    args: list[str], health: str, *, start_within: float = 60, processes: int = 1
+) -> Iterator[None]:
+    """A child process on loopback, up once ``health`` answers (and, with ``processes`` > 1,
+    once that many of its worker processes have logged ``STARTED``: the first to start would
+    otherwise serve the whole run while the others still import); terminated afterwards.
 
     Its stderr goes to a temporary file, never to a pipe nobody reads: the server logs a line
     a request, and once the 64 KiB pipe was full its event loop blocked in that write, so
@@ -76,7 +84,9 @@ def _process(args: list[str], health: str, *, start_within: float = 60) -> Itera
                 while True:
                     try:
                         if probe.get(health).status_code < 500:
-                            break
+                            log.seek(0)
+                            if processes == 1 or log.read().count(STARTED) >= processes:
+                                break
                     except httpx.HTTPError:
                         pass
                     if child.poll() is not None or time.monotonic() > deadline:
@@ -102,6 +112,7 @@ def load_test(
     preload: int = 1000,
     db: str | None = None,
     replicas: int = 1,
+    workers: int = 1,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the mixed load and return throughput, p50/p99 per operation, errors, and the
@@ -110,6 +121,7 @@ def load_test(
     ``db``: a database URL (``postgresql://…``) instead of a fresh SQLite file; the run's
     spaces get a fresh prefix and are deleted afterwards. ``replicas``: that many ``orcamem
     up`` processes on the one database, the clients spread over them round-robin.
+    ``workers``: each replica's ``--workers`` (processes on its one port).
     """
     run = secrets.token_hex(3)
     names = [f"load-{run}-{n}" for n in range(spaces)]
@@ -139,11 +151,16 @@ def load_test(
             running.enter_context(_process(stub, f"http://127.0.0.1:{stub_port}/docs"))
             for port in ports:
                 running.enter_context(
-                    _process(_server(path, port, stub_port), f"http://127.0.0.1:{port}/healthz")
+                    _process(
+                        _server(path, port, stub_port, workers),
+                        f"http://127.0.0.1:{port}/healthz",
+                        start_within=60 * workers,
+                        processes=workers,
+                    )
                 )
             bases = [f"http://127.0.0.1:{port}" for port in ports]
             for base in bases:
-                _warm_up(base, names[0])
+                _warm_up(base, names[0], workers)
             result = _drive(bases, clients, seconds, names, progress)
         with Memory.connect(path) as check:
             present = {e.text for name in names for e in check.iter_episodes(space=name)}
@@ -153,15 +170,17 @@ def load_test(
     missing = [text for text in result.pop("acknowledged_texts") if text not in present]
     result["missing_acknowledged"] = len(missing)
     result["replicas"] = replicas
+    result["workers"] = workers
     result["engine"] = db.split(":", 1)[0] if db else "sqlite"
     result["machine"] = machine()
     return result
 
 
-def _server(path: str, port: int, stub_port: int) -> list[str]:
+def _server(path: str, port: int, stub_port: int, workers: int = 1) -> list[str]:
     return [
         sys.executable, "-m", "orcamem", "up", "--no-browser", "--db", path,
         "--port", str(port), "--upstream", f"http://127.0.0.1:{stub_port}/v1", "--model", "stub",
+        *(["--workers", str(workers)] if workers > 1 else []),
     ]  # fmt: skip
 
 
@@ -169,10 +188,20 @@ FIRST = (0.0, 0.5, 0.8)
 """The picks of a client's first requests: an add, a search, a proxy turn."""
 
 
-def _warm_up(base: str, space: str) -> None:
+def _warm_up(base: str, space: str, workers: int = 1) -> None:
     """One request of each kind before the clock starts: FastAPI builds a router's route
     state on its first request (py-spy: 22% of the event loop over a 10 s run at load 7),
-    which is start-up, not load."""
+    which is start-up, not load. With workers, from 4 connections a worker at once, so
+    (most likely) every worker process gets some."""
+    if workers > 1:
+        threads = [
+            threading.Thread(target=_warm_up, args=(base, space)) for _ in range(4 * workers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return
     with http_client(base_url=base, timeout=60) as http:
         http.post("/api/episodes", params={"space": space}, json={"text": "warm-up note"})
         http.get("/api/search", params={"space": "load-0", "q": "warm-up"})

@@ -502,6 +502,9 @@ def load_command(
     replicas: Annotated[
         int, typer.Option(help="`orcamem up` processes on the one database (try with --db).")
     ] = 1,
+    workers: Annotated[
+        int, typer.Option(help="Each server's --workers (processes on its one port).")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Mixed add/search/proxy load on loopback against a stub upstream, one run per client
@@ -517,8 +520,8 @@ def load_command(
         raise fail("use 1-256 clients and 0-600 seconds", 2)
     if not 1 <= spaces <= 64 or not 1 <= preload <= 10_000_000:
         raise fail("use 1-64 spaces and 1-10,000,000 preloaded lines", 2)
-    if not 1 <= replicas <= 8:
-        raise fail("use 1-8 replicas", 2)
+    if not 1 <= replicas <= 8 or not 1 <= workers <= 16:
+        raise fail("use 1-8 replicas and 1-16 workers", 2)
 
     def runs(p):
         return {
@@ -529,6 +532,7 @@ def load_command(
                 preload=preload,
                 db=db,
                 replicas=replicas,
+                workers=workers,
                 progress=p,
             )
             for n in counts
@@ -545,7 +549,8 @@ def load_command(
         *(f"{op} p50/p99" for op in ("search", "add", "proxy")),
         "errors",
         "lost",
-        title=f"orcamem bench load ({seconds:g} s a run; ms; {replicas} replica(s))",
+        title=f"orcamem bench load ({seconds:g} s a run; ms; {replicas} replica(s), "
+        f"{workers} worker(s) each)",
     )
     for count, run in result.items():
         ops = run["ops"]

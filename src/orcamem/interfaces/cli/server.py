@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,7 +35,11 @@ from .console import (
 )
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from ...bank import MemoryBank
+    from ...engine.memory import Memory
+    from ..http.settings import ServerSettings
 
 
 def open_browser(url: str) -> bool:
@@ -103,6 +109,16 @@ BankOption = Annotated[
         "--bank",
         help="Memory Bank storage: 'file' ($ORCA_HOME/bank) or 'memory' (lost at exit). Default: "
         "$ORCAMEM_BANK, else the bucket INTERNAL_S3_BUCKET/S3_BUCKET names, else 'file'.",
+    ),
+]
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=64,
+        help="Server processes on the one port and database (each its own connections; "
+        "SQLite: one writer at a time, reads in parallel). A process runs Python on one core "
+        "at a time: try the number of cores.",
     ),
 ]
 ProfileOption = Annotated[
@@ -178,10 +194,11 @@ def _serve(
     bank_storage: str | None = None,
     auto_sleep: bool | None = None,
     log_blocks: bool | None = None,
+    workers: int = 1,
 ) -> None:
     from ..._kernel import trace
     from ...engine.memory import Memory
-    from ..http.server import build_app, run
+    from ..http.server import build_app, run, run_workers
     from ..http.settings import ServerSettings
 
     loaded = load_settings(
@@ -209,13 +226,15 @@ def _serve(
             allowed_hosts=tuple(allowed_hosts or ()),
         )
         spans = trace.configure()  # before the database opens: nothing to close on refusal
-        memory = Memory(
+        opening = partial(
+            Memory,
             chosen.db,
             embedder=loaded.embedder,
             config=chosen.config(auto_sleep=auto_sleep),
             model=model if auto_sleep else None,
             upstream=upstream if auto_sleep and model else None,
         )
+        memory = opening()  # with --workers too: refused here, and migrated once, up front
     except OrcamemError as exc:
         raise fail(exc) from None
     bank = None
@@ -247,11 +266,51 @@ def _serve(
             _check_upstream(upstream)
         if browser:
             _open_when_up(f"{where}/#/", f"{where}/healthz")
-        run(app, settings)
+        if workers > 1:
+            if memory.path in (None, ":memory:") or (bank and not bank.objects.durable):
+                raise fail(
+                    "--workers needs a database and a Memory Bank every process shares: a "
+                    "file or postgresql:// --db, and --bank file or a bucket"
+                )
+            err.print(f"{workers} worker processes, each with its own connections to the database")
+            if bank is not None:
+                bank.close()
+            memory.close()
+            bank = None
+            work = partial(_worker, opening, settings, parts, bank_storage)
+            run_workers(work, settings, workers)
+        else:
+            run(app, settings)
     finally:
         if bank is not None:
             bank.close()
         memory.close()
+
+
+def _worker(
+    opening: Callable[[], Memory],
+    settings: ServerSettings,
+    parts: tuple[str, ...],
+    bank_storage: str | None,
+) -> FastAPI:
+    """One ``--workers`` process's app: its own Memory (and bank) on the one database, closed
+    when the worker stops."""
+    from ..._kernel import trace
+    from ..http.server import build_app
+
+    trace.configure()
+    memory = opening()
+    bank = _bank(bank_storage) if {"api", "mcp"} & set(parts) else None
+    app = build_app(memory, settings, parts, bank=bank)
+
+    def close() -> None:
+        trace.flush()
+        if bank is not None:
+            bank.close()
+        memory.close()
+
+    app.router.add_event_handler("shutdown", close)
+    return app
 
 
 def register(app: typer.Typer) -> None:
@@ -273,6 +332,7 @@ def register(app: typer.Typer) -> None:
         bank: BankOption = None,
         auto_sleep: AutoSleepOption = None,
         log_blocks: LogBlocksOption = None,
+        workers: WorkersOption = 1,
     ) -> None:
         """Run everything: REST API, memory proxy, MCP over HTTP and the upstream's web UI."""
         _serve(
@@ -289,6 +349,7 @@ def register(app: typer.Typer) -> None:
             bank,
             auto_sleep,
             log_blocks,
+            workers,
         )
 
     @app.command()
@@ -302,6 +363,7 @@ def register(app: typer.Typer) -> None:
         bank: BankOption = None,
         auto_sleep: AutoSleepOption = None,
         log_blocks: LogBlocksOption = None,
+        workers: WorkersOption = 1,
     ) -> None:
         """Run the REST API alone (for services that call memory directly)."""
         _serve(
@@ -318,6 +380,7 @@ def register(app: typer.Typer) -> None:
             bank,
             auto_sleep,
             log_blocks,
+            workers,
         )
 
     @app.command()

@@ -3,12 +3,18 @@
 Routes never reach for globals: ``MemoryDep``, ``SettingsDep`` and ``PrincipalDep`` come from
 ``app.state`` (set by ``create_app``), so tests can build an app around their own Memory.
 Every route that takes a space resolves it with ``principal.space(name)``.
+
+They are ``async def``: FastAPI runs a sync dependency in its threadpool, and each such hop
+hands the GIL back and forth between the event loop and a worker thread (three of the five
+hops a search made). Only a key check that ``guard.Authenticate`` has not done reads the
+database, and it alone goes to a worker thread.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request
 
 from ...engine.keys import ADMIN, ApiKeys, Principal
@@ -22,14 +28,15 @@ __all__ = [
     "get_memory",
     "get_principal",
     "presented_key",
+    "principal_of",
 ]
 
 
-def get_memory(request: Request) -> Memory:
+async def get_memory(request: Request) -> Memory:
     return request.app.state.memory
 
 
-def get_settings(request: Request) -> ServerSettings:
+async def get_settings(request: Request) -> ServerSettings:
     return request.app.state.settings
 
 
@@ -44,8 +51,9 @@ def presented_key(headers: dict[str, str] | object) -> str | None:
     return get("x-api-key") or None
 
 
-def get_principal(request: Request) -> Principal:
-    """Admin on a keyless loopback server; otherwise the presented key's principal."""
+def principal_of(request: Request) -> Principal:
+    """Admin on a keyless loopback server; otherwise the presented key's principal (may read
+    the key store: call it from a worker thread unless ``guard.Authenticate`` checked it)."""
     keys: ApiKeys | None = request.app.state.keys
     if keys is None:
         return ADMIN
@@ -53,6 +61,13 @@ def get_principal(request: Request) -> Principal:
     if isinstance(checked, Principal):
         return checked
     return keys.check(presented_key(request.headers))
+
+
+async def get_principal(request: Request) -> Principal:
+    """``principal_of``, in a worker thread only when there is a key to look up."""
+    if request.app.state.keys is None or "principal" in request.scope.get("state", {}):
+        return principal_of(request)
+    return await anyio.to_thread.run_sync(principal_of, request)
 
 
 MemoryDep = Annotated[Memory, Depends(get_memory)]

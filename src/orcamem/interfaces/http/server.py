@@ -3,11 +3,21 @@
 ``orcamem up``    → REST API + dashboard + proxy + MCP over HTTP + the upstream's web UI
 ``orcamem serve`` → REST API + dashboard (``/ui``, built on that API alone)
 ``orcamem proxy`` → the OpenAI-compatible memory proxy alone
+
+``run`` serves one app in this process. ``run_workers`` serves ``--workers N`` processes on one
+listening socket (uvicorn's supervisor: the kernel spreads connections over them, a worker
+that dies is replaced); each process builds its own app from a picklable factory, so each has
+its own ``Memory`` on the one database. On SQLite they share the WAL file: one writer at a
+time by SQLite's own lock (``busy_timeout``), reads in parallel, and every process's vector
+index catches up with the others' commits (``PRAGMA data_version``). A Python process runs one
+thread at a time, so this is how one server uses more than one core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
+from functools import partial
 
 from fastapi import FastAPI
 
@@ -16,7 +26,7 @@ from ...engine.memory import Memory
 from .app import create_app
 from .settings import ServerSettings
 
-__all__ = ["PARTS", "build_app", "run"]
+__all__ = ["PARTS", "build_app", "run", "run_workers"]
 
 PARTS = ("api", "proxy", "mcp", "ui")
 
@@ -59,9 +69,62 @@ def build_app(
 
 def run(app: FastAPI, settings: ServerSettings) -> None:
     """Serve until interrupted (uvicorn, one process, the settings' host and port), logging
-    JSON lines (``logs.LOG_CONFIG``)."""
+    JSON lines (``logs.LOG_CONFIG``: queued, so the event loop never waits on stderr)."""
     import uvicorn
+
+    from .logs import LOG_CONFIG, drain
+
+    app.router.add_event_handler("shutdown", drain)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=LOG_CONFIG)
+
+
+def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, workers: int) -> None:
+    """Serve ``workers`` processes on one socket until interrupted (see the module doc).
+
+    ``factory`` builds one worker's app; it is pickled into each worker process (a
+    module-level function or a ``functools.partial`` of one), so it must not hold an open
+    ``Memory``. It exits the worker with uvicorn's start-up failure code on an
+    ``OrcamemError``, which stops the supervisor instead of restarting the worker forever.
+    """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     from .logs import LOG_CONFIG
 
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=LOG_CONFIG)
+    config = uvicorn.Config(
+        partial(_worker_app, factory),
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_config=LOG_CONFIG,
+        timeout_worker_healthcheck=WORKER_SILENCE_S,
+    )
+    socket = config.bind_socket()
+    try:
+        Multiprocess(config, sockets=[socket]).run()
+    finally:
+        socket.close()
+
+
+WORKER_SILENCE_S = 120
+"""How long the supervisor waits for a worker to answer its ping before it kills and replaces
+it (uvicorn's default, 5 s, killed workers still importing on a loaded machine, and would
+kill one whose Python thread is busy: its in-flight requests would fail)."""
+STARTUP_FAILURE = 3
+"""uvicorn's exit code for a worker that could not start (its supervisor then stops)."""
+
+
+def _worker_app(factory: Callable[[], FastAPI]) -> FastAPI:
+    """One worker's app (in the worker process): the factory's, writing its queued log
+    lines as it stops."""
+    from ...errors import OrcamemError
+    from .logs import drain
+
+    try:
+        app = factory()
+    except OrcamemError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(STARTUP_FAILURE)
+    app.router.add_event_handler("shutdown", drain)
+    return app

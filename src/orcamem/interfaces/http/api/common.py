@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Query, Request, Response
+from pydantic import BaseModel
 
 from ...._kernel.clock import stamp
 from ...._kernel.model import DEFAULT_SPACE
@@ -18,10 +19,10 @@ from ....engine.memory import Memory
 from ..deps import MemoryDep, PrincipalDep
 from .schemas import SPACE_PATTERN
 
-__all__ = ["AdminDep", "RawBodyDep", "SpaceDep", "key_store", "now"]
+__all__ = ["AdminDep", "RawBodyDep", "SpaceDep", "json_answer", "key_store", "now"]
 
 
-def resolve_space(
+async def resolve_space(
     principal: PrincipalDep,
     space: Annotated[
         str,
@@ -34,7 +35,7 @@ def resolve_space(
     return principal.space(space)
 
 
-def require_admin(principal: PrincipalDep) -> Principal:
+async def require_admin(principal: PrincipalDep) -> Principal:
     principal.require_admin()
     return principal
 
@@ -42,6 +43,17 @@ def require_admin(principal: PrincipalDep) -> Principal:
 async def raw_body(request: Request) -> bytes:
     """The request body as bytes (capped by the body limit of ``install``)."""
     return await request.body()
+
+
+def json_answer(model: BaseModel, status_code: int = 200) -> Response:
+    """``model`` as the JSON FastAPI would send (by alias), serialized once, here.
+
+    A sync route that returns a model has FastAPI validate it again against the response
+    model in a threadpool hop, then serialize it; a hot route returns this instead (and names
+    its model in ``response_model=`` for the schema)."""
+    return Response(
+        model.model_dump_json(by_alias=True), status_code, media_type="application/json"
+    )
 
 
 SpaceDep = Annotated[str, Depends(resolve_space)]

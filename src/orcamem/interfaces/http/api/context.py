@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from ..deps import MemoryDep, PrincipalDep
-from .common import SpaceDep
+from .common import SpaceDep, json_answer
 from .schemas import ContextIn, ContextOut, RecallOut, errors
 
 router = APIRouter(
@@ -20,10 +20,10 @@ router = APIRouter(
 )
 
 
-@router.post("", summary="Build context", responses=errors(413))
+@router.post("", summary="Build context", response_model=ContextOut, responses=errors(413))
 def build_context(
     memory: MemoryDep, principal: PrincipalDep, space: SpaceDep, body: ContextIn
-) -> ContextOut:
+) -> Response:
     """Return ``messages`` with the context blocks prepended as system messages.
 
     The query is the latest user message. With nothing to recall the messages come back
@@ -34,14 +34,15 @@ def build_context(
         principal.require_admin()
     messages = [m.model_dump(exclude_unset=True) for m in body.messages]
     built = memory.context(messages, space=space, automation_id=body.automation_id, surface="rest")
-    return ContextOut(messages=built.messages, block=built.block, note_block=built.note_block)
+    out = ContextOut(messages=built.messages, block=built.block, note_block=built.note_block)
+    return json_answer(out)
 
 
-@router.get("", summary="Recall block")
+@router.get("", summary="Recall block", response_model=RecallOut)
 def recall(
     memory: MemoryDep,
     space: SpaceDep,
     q: Annotated[str, Query(min_length=1, max_length=10_000, description="The user's message.")],
-) -> RecallOut:
+) -> Response:
     """The exact memory block ``POST /api/context`` would inject for ``q`` (may be empty)."""
-    return RecallOut(query=q, space=space, block=memory.recall(q, space=space))
+    return json_answer(RecallOut(query=q, space=space, block=memory.recall(q, space=space)))

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 
 from ...._kernel.model import Episode
 from ..deps import MemoryDep
-from .common import SpaceDep
+from .common import SpaceDep, json_answer
 from .schemas import (
     EpisodeBatch,
     EpisodeIn,
@@ -38,8 +38,10 @@ def _fields(item: EpisodeIn) -> dict:
     return fields
 
 
-@router.post("", status_code=201, summary="Add episodes", responses=errors(413))
-def add_episodes(memory: MemoryDep, space: SpaceDep, body: EpisodesIn) -> EpisodesOut:
+@router.post(
+    "", status_code=201, summary="Add episodes", response_model=EpisodesOut, responses=errors(413)
+)
+def add_episodes(memory: MemoryDep, space: SpaceDep, body: EpisodesIn) -> Response:
     """Append one episode, or a batch (``{"episodes": [...]}``), and index it at once.
 
     A turn is an episode with a ``role`` (``kind`` defaults to ``turn`` then, else ``note``).
@@ -48,7 +50,7 @@ def add_episodes(memory: MemoryDep, space: SpaceDep, body: EpisodesIn) -> Episod
     """
     items = body.episodes if isinstance(body, EpisodeBatch) else [body]
     stored = memory.add_many([_fields(item) for item in items], space=space)
-    return EpisodesOut(episodes=[_out(e) for e in stored])
+    return json_answer(EpisodesOut(episodes=[_out(e) for e in stored]), 201)
 
 
 @router.get("", summary="List episodes")

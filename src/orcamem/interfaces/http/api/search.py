@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from ...._kernel.names import META_KEY
 from ....recall.filters import meta_pairs
 from ..deps import MemoryDep
-from .common import SpaceDep
+from .common import SpaceDep, json_answer
 from .schemas import FILTER_FIELDS, Category, HitKind, SearchIn, SearchOut, errors
 
 router = APIRouter(
@@ -20,16 +20,16 @@ router = APIRouter(
 
 def _search(
     memory: MemoryDep, space: str, query: str, top_k: int | None, filters: dict[str, Any]
-) -> SearchOut:
+) -> Response:
     result = memory.search(query, space=space, top_k=top_k, filters=filters)
-    return SearchOut(**result.to_dict())
+    return json_answer(SearchOut(**result.to_dict()))
 
 
 def _text(field: str) -> Any:
     return Query(min_length=1, max_length=256, description=FILTER_FIELDS[field])
 
 
-@router.get("", summary="Search")
+@router.get("", summary="Search", response_model=SearchOut)
 def search(
     memory: MemoryDep,
     space: SpaceDep,
@@ -48,7 +48,7 @@ def search(
             f"that string value (keys: {META_KEY.rule})."
         ),
     ] = None,
-) -> SearchOut:
+) -> Response:
     """Rank the space's passages and memories for ``q``; each hit says why (``breakdown``).
 
     Deterministic code over the indexes: no model call. The filters rank only what matches
@@ -67,8 +67,8 @@ def search(
     return _search(memory, space, q, top_k, filters)
 
 
-@router.post("", summary="Search (body)", responses=errors(413))
-def search_body(memory: MemoryDep, space: SpaceDep, body: SearchIn) -> SearchOut:
+@router.post("", summary="Search (body)", response_model=SearchOut, responses=errors(413))
+def search_body(memory: MemoryDep, space: SpaceDep, body: SearchIn) -> Response:
     """The same as ``GET /api/search``, for queries too long for a URL; ``filters`` holds
     the same filters (``metadata`` as an object)."""
     filters = body.filters.model_dump(exclude_none=True) if body.filters else {}
