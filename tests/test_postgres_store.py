@@ -232,3 +232,34 @@ def test_the_line_cache_follows_every_replica_s_writes_and_deletes(pg_url: str) 
             assert len(reader.vector_lines("y", query, 5)) == 2  # 3 lines: one space fits
             assert reader._cache.held("x") is None and reader._cache.held("y") is not None
             assert [k for k, _ in reader.vector_lines("x", query, 5)] == [line]
+
+
+def test_bm25_document_frequencies_follow_every_insert_and_delete(pg_url: str) -> None:
+    """``fts_terms`` (BM25's ``n`` per lexeme, kept by triggers) always equals a recount of
+    the rows holding each lexeme: after bulk and single adds, memories, a forgotten episode,
+    a deleted memory and a deleted space; and the scores stay SQLite's (the side-by-side
+    test above compares them to nine decimals)."""
+    recount = (
+        "SELECT name, lexeme, docs FROM fts_terms WHERE docs > 0 EXCEPT ALL (SELECT 'lines', "
+        "u.lexeme, count(*) FROM lines t, unnest(t.tsv) u GROUP BY 2 UNION ALL SELECT "
+        "'memories', u.lexeme, count(*) FROM memories t, unnest(t.tsv) u GROUP BY 2)"
+    )
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(pg_url, space="x", clock=clock) as mem:
+        mem.add_many([{"text": text, "session_id": "s1"} for text in TEXTS])
+        gone = mem.add("the dentist moved to Pune, said the dentist")
+        mem.add_many([{"text": text} for text in TEXTS[:3]], space="y")
+        mem.sleep()
+        kept = mem.remember("My dentist is Dr Rao", category="fact")
+        with mem.store.reading() as conn:
+            held = conn.execute("SELECT count(*) FROM fts_terms WHERE docs > 0").fetchone()[0]
+            assert held > 20 and conn.execute(recount).fetchall() == []
+        mem.forget(gone.id)
+        mem.forget(kept.id)
+        mem.store.delete_space("y")
+        with mem.store.reading() as conn:
+            assert conn.execute(recount).fetchall() == []
+            dentist = conn.execute(
+                "SELECT docs FROM fts_terms WHERE name = 'lines' AND lexeme = 'dentist'"
+            ).fetchone()[0]
+        assert dentist >= 3  # three lines say it (and the lines after them, as context)

@@ -609,7 +609,6 @@ class PostgresStore:
                 lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else "")),
                 {
                     "lexemes": terms,
-                    "queries": [lexical.tsquery([term]) for term in terms],
                     "query": lexical.tsquery(terms),
                     "space": space,
                     "limit": limit,
@@ -790,13 +789,12 @@ class PostgresStore:
         if not entity_ids:
             return []
         with self.reading() as conn:
-            rows = conn.execute(
-                "SELECT entity_id, episode_id, line_id FROM (SELECT l.entity_id, l.episode_id, "
-                "l.line_id, row_number() OVER (PARTITION BY l.entity_id ORDER BY l.episode_id, "
-                "l.line_id) AS n FROM entities e JOIN entity_lines l ON l.entity_id = e.id "
-                "WHERE l.entity_id = ANY(%s) AND e.space = %s) x WHERE n <= %s "
-                "ORDER BY entity_id, episode_id, line_id",
-                (list(entity_ids), space, limit),
+            rows = conn.execute(  # the first ``limit`` of each in its primary key's order
+                "SELECT e.id, l.episode_id, l.line_id FROM entities e CROSS JOIN LATERAL "
+                "(SELECT episode_id, line_id FROM entity_lines WHERE entity_id = e.id "
+                "ORDER BY episode_id, line_id LIMIT %s) l "
+                "WHERE e.id = ANY(%s) AND e.space = %s ORDER BY 1, 2, 3",
+                (limit, list(entity_ids), space),
             ).fetchall()
         return [tuple(row) for row in rows]
 
