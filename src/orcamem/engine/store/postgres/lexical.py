@@ -98,11 +98,10 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
             FROM fts_stats s WHERE s.name = '{table}'
         )
         SELECT d.{key}, (
-            SELECT sum(w.idf * f.v * {K1 + 1} / (f.v + {K1} * ({1 - B} + {B} * d.doc_len
-                / k.avgdl)))
+            SELECT sum(k.idf[array_position(%(lexemes)s::text[], u.lexeme)] * f.v * {K1 + 1}
+                / (f.v + {K1} * ({1 - B} + {B} * d.doc_len / k.avgdl)))
             FROM unnest(ts_delete(d.tsv, tsvector_to_array(ts_delete(d.tsv,
                 %(lexemes)s::text[])))) AS u
-            JOIN unnest(%(lexemes)s::text[], k.idf) AS w(lexeme, idf) ON w.lexeme = u.lexeme
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
         ) AS score
         FROM {table} d CROSS JOIN k
