@@ -211,9 +211,9 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
 def test_the_line_cache_follows_every_replica_s_writes_and_deletes(pg_url: str) -> None:
     """One store holds a space's vectors in memory; another store (a second replica) adds
     lines and deletes an episode: the first one's next search sees each change
-    (new rows above its highest id, a reload when the space's vector epoch moved), and a
-    cache too small for two spaces drops the one searched least recently, still exact."""
-    from orcamem.engine.store.postgres import PostgresStore
+    (new rows above its highest id, a reload when the space's vector epoch moved); a space
+    that does not fit beside the one held is searched in the database, with the same hits."""
+    from orcamem.engine.store.postgres import PostgresStore, vectors
 
     clock = FrozenClock("2026-11-01T10:00:00Z")
     with Memory(pg_url, space="x", clock=clock) as writer:
@@ -229,9 +229,14 @@ def test_the_line_cache_follows_every_replica_s_writes_and_deletes(pg_url: str) 
             assert len(reader.vector_lines("x", query, 5)) == 2
             writer.forget(later.id)
             assert [k for k, _ in reader.vector_lines("x", query, 5)] == [line]
-            assert len(reader.vector_lines("y", query, 5)) == 2  # 3 lines: one space fits
-            assert reader._cache.held("x") is None and reader._cache.held("y") is not None
-            assert [k for k, _ in reader.vector_lines("x", query, 5)] == [line]
+            held = reader.vector_lines("x", query, 5)
+            assert reader._cache.held("x") is not None  # 1 of 2 cached vectors
+            elsewhere = reader.vector_lines("y", query, 5)  # 2 more do not fit beside it
+            assert reader._cache.held("y") is None and len(elsewhere) == 2
+            with reader.reading() as conn:
+                exact = vectors.nearest(conn, "lines", "id", "y", query, 5)
+            assert [k for k, _ in elsewhere] == [k for k, _ in exact]
+            assert reader.vector_lines("x", query, 5) == held
 
 
 def test_bm25_document_frequencies_follow_every_insert_and_delete(pg_url: str) -> None:

@@ -13,7 +13,6 @@ index only chooses whom to score.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,7 +33,9 @@ __all__ = [
 
 CACHED_VECTORS = 1_000_000
 """Line vectors a process keeps in memory (float32, about 1 GB at 256 values), over all its
-spaces, least recently searched dropped first; a space bigger than this walks HNSW."""
+spaces. A space is taken in when it fits beside those already held (none is dropped to make
+room: spaces taking turns would each read all their rows again); one that does not fit is
+searched in the database as before (exactly up to :data:`EXACT_UP_TO`, else by HNSW)."""
 
 EXACT_UP_TO = 5_000
 """A space with at most this many vectors is scanned exactly (its rows by the space index):
@@ -178,7 +179,7 @@ class LineCache:
 
     def __init__(self, budget: int = CACHED_VECTORS) -> None:
         self.budget = budget
-        self._spaces: OrderedDict[str, _Rows] = OrderedDict()
+        self._spaces: dict[str, _Rows] = {}
         self._lock = threading.Lock()
 
     def drop(self, space: str) -> None:
@@ -191,19 +192,21 @@ class LineCache:
 
     def refresh(self, conn: Any, space: str) -> tuple[_Rows | None, tuple[int, int] | None]:
         """The space's rows brought up to date, and its ``(line count, epoch)``; the rows are
-        ``None`` when the space is gone or bigger than the budget (then walk HNSW)."""
-        held = self.held(space)
+        ``None`` when the space is gone or does not fit in the budget (then search in SQL)."""
+        with self._lock:
+            held = self._spaces.get(space)
+            room = self.budget - sum(r.count for n, r in self._spaces.items() if n != space)
         after = held.last if held is not None else 0
         found = conn.execute(
             "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector) "
             "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND (l.space, l.id) > "
             "(%(space)s, %(after)s) "
             "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
-            "s.line_count <= %(budget)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
+            "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
             "WHERE s.name = %(space)s ORDER BY l.id",
             {
                 "after": after,
-                "budget": self.budget,
+                "room": room,
                 "epoch": held.epoch if held is not None else None,
                 "space": space,
             },
@@ -214,7 +217,7 @@ class LineCache:
             return None, None
         count, epoch, dim = found[0][0], found[0][1], found[0][2]
         seen = (count, epoch)
-        if count > self.budget or not dim:
+        if count > room or not dim:
             self.drop(space)
             return None, seen
         if held is not None and held.epoch != epoch:  # rows changed: read the space again
@@ -222,8 +225,6 @@ class LineCache:
             return self.refresh(conn, space)
         fresh = [row for row in found if row[3] is not None]
         if held is not None and not fresh:
-            with self._lock:
-                self._spaces.move_to_end(space)
             return held, seen
         keys = np.fromiter((row[3] for row in fresh), dtype=np.int64, count=len(fresh))
         rows = _unpack([row[4] for row in fresh], dim)
@@ -232,11 +233,6 @@ class LineCache:
         made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows)
         with self._lock:
             self._spaces[space] = made
-            self._spaces.move_to_end(space)
-            total = sum(r.count for r in self._spaces.values())
-            while total > self.budget and len(self._spaces) > 1:
-                _, gone = self._spaces.popitem(last=False)
-                total -= gone.count
         return made, seen
 
 
