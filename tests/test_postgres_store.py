@@ -169,8 +169,9 @@ def test_check_and_repair_on_postgres(pg_url: str) -> None:
 def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A space over ``EXACT_UP_TO`` vectors takes its candidates from HNSW; each is scored
-    exactly, so the hits are the exact scan's, with the same scores (500 lines, two spaces)."""
+    """A space held in the process's line cache is scored there; one bigger than the cache
+    over ``EXACT_UP_TO`` vectors takes its candidates from HNSW; each is scored exactly, so
+    both give the exact scan's hits with the same scores (500 lines, two spaces)."""
     from orcamem.engine.store.postgres import PostgresStore, vectors  # needs the pg extra
 
     rng = np.random.default_rng(7)
@@ -181,12 +182,17 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
         queries = embed_texts(mem.embedder, QUERIES)
         dim = mem.embedder.dim
     with PostgresStore(pg_url, pool_size=1) as store:
-        exact = [store.vector_lines("x", q, 10) for q in queries]
+        with store.reading() as conn:
+            exact = [vectors.nearest(conn, "lines", "id", "x", q, 10) for q in queries]
+        cached = [store.vector_lines("x", q, 10) for q in queries]
+        assert store._cache.held("x") is not None
+    with PostgresStore(pg_url, pool_size=1, cache_vectors=0) as store:
         monkeypatch.setattr(vectors, "EXACT_UP_TO", 0)
         with store.reading() as conn:  # 500 rows: left alone, the planner would scan them
             conn.execute("SET enable_seqscan = off")
             conn.execute("SET enable_bitmapscan = off")
         approximate = [store.vector_lines("x", q, 10) for q in queries]
+        assert store._cache.held("x") is None
         with store.reading() as conn:  # the index was walked, once a query
             conn.execute("SELECT pg_stat_force_next_flush()")
             conn.execute("SELECT pg_stat_clear_snapshot()")
@@ -194,5 +200,71 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
                 "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s",
                 (f"lines_hnsw_{dim}",),
             ).fetchone()[0]
-    assert approximate == exact and all(len(hits) == 10 for hits in exact)
+    assert all(len(hits) == 10 for hits in exact)
+    assert approximate == exact  # HNSW chose every row the exact scan scores best
+    for want, fast in zip(exact, cached, strict=True):  # numpy and pgvector round apart
+        assert [k for k, _ in fast] == [k for k, _ in want]  # ... in the 8th decimal
+        assert np.allclose([s for _, s in fast], [s for _, s in want], rtol=0, atol=1e-6)
     assert walks >= len(QUERIES)
+
+
+def test_the_line_cache_follows_every_replica_s_writes_and_deletes(pg_url: str) -> None:
+    """One store holds a space's vectors in memory; another store (a second replica) adds
+    lines and deletes an episode: the first one's next search sees each change
+    (new rows above its highest id, a reload when the space's vector epoch moved); a space
+    that does not fit beside the one held is searched in the database, with the same hits."""
+    from orcamem.engine.store.postgres import PostgresStore, vectors
+
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(pg_url, space="x", clock=clock) as writer:
+        first = writer.add("the lighthouse keeper paints boats")
+        writer.add_many([{"text": "a quiet market sells figs"}, {"text": "and dates"}], space="y")
+        query = embed_texts(writer.embedder, ["lighthouse keeper boats"])[0]
+        with PostgresStore(pg_url, pool_size=1, cache_vectors=2) as reader:
+            [(line, _)] = reader.vector_lines("x", query, 1)
+            assert reader.episode_lines("x", [first.id])[0].id == line
+            later = writer.add("lighthouse keeper boats, again, today")
+            [(newest, _)] = reader.vector_lines("x", query, 1)
+            assert reader.episode_lines("x", [later.id])[0].id == newest
+            assert len(reader.vector_lines("x", query, 5)) == 2
+            writer.forget(later.id)
+            assert [k for k, _ in reader.vector_lines("x", query, 5)] == [line]
+            held = reader.vector_lines("x", query, 5)
+            assert reader._cache.held("x") is not None  # 1 of 2 cached vectors
+            elsewhere = reader.vector_lines("y", query, 5)  # 2 more do not fit beside it
+            assert reader._cache.held("y") is None and len(elsewhere) == 2
+            with reader.reading() as conn:
+                exact = vectors.nearest(conn, "lines", "id", "y", query, 5)
+            assert [k for k, _ in elsewhere] == [k for k, _ in exact]
+            assert reader.vector_lines("x", query, 5) == held
+
+
+def test_bm25_document_frequencies_follow_every_insert_and_delete(pg_url: str) -> None:
+    """``fts_terms`` (BM25's ``n`` per lexeme, kept by triggers) always equals a recount of
+    the rows holding each lexeme: after bulk and single adds, memories, a forgotten episode,
+    a deleted memory and a deleted space; and the scores stay SQLite's (the side-by-side
+    test above compares them to nine decimals)."""
+    recount = (
+        "SELECT name, lexeme, docs FROM fts_terms WHERE docs > 0 EXCEPT ALL (SELECT 'lines', "
+        "u.lexeme, count(*) FROM lines t, unnest(t.tsv) u GROUP BY 2 UNION ALL SELECT "
+        "'memories', u.lexeme, count(*) FROM memories t, unnest(t.tsv) u GROUP BY 2)"
+    )
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(pg_url, space="x", clock=clock) as mem:
+        mem.add_many([{"text": text, "session_id": "s1"} for text in TEXTS])
+        gone = mem.add("the dentist moved to Pune, said the dentist")
+        mem.add_many([{"text": text} for text in TEXTS[:3]], space="y")
+        mem.sleep()
+        kept = mem.remember("My dentist is Dr Rao", category="fact")
+        with mem.store.reading() as conn:
+            held = conn.execute("SELECT count(*) FROM fts_terms WHERE docs > 0").fetchone()[0]
+            assert held > 20 and conn.execute(recount).fetchall() == []
+        mem.forget(gone.id)
+        mem.forget(kept.id)
+        mem.store.delete_space("y")
+        with mem.store.reading() as conn:
+            assert conn.execute(recount).fetchall() == []
+            dentist = conn.execute(
+                "SELECT docs FROM fts_terms WHERE name = 'lines' AND lexeme = 'dentist'"
+            ).fetchone()[0]
+        assert dentist >= 3  # three lines say it (and the lines after them, as context)

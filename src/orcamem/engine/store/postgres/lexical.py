@@ -79,8 +79,9 @@ class Lexicon:
 
 def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") -> str:
     """The top-N query of ``table`` by BM25, in one statement; parameters ``lexemes``,
-    ``queries`` (one ``tsquery`` a lexeme, for its ``n``), ``query`` (the lexemes OR-ed),
-    ``space`` and ``limit``."""
+    ``query`` (the lexemes OR-ed), ``space`` and ``limit``. A lexeme's ``n`` (the rows
+    holding it) is read from ``fts_terms``, kept by triggers (schema migration 6): counting
+    it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md)."""
     frequency = " + ".join(
         f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
         for letter, weight in zip("ABC", weights, strict=False)
@@ -89,18 +90,18 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
         WITH k AS MATERIALIZED (
             SELECT array(
                 SELECT greatest(ln((s.docs - n.c + 0.5) / (n.c + 0.5)), 1e-6)::float8
-                FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
-                CROSS JOIN LATERAL (SELECT count(*) AS c FROM {table} x WHERE x.tsv @@ w.q) n
+                FROM unnest(%(lexemes)s::text[]) WITH ORDINALITY AS w(l, i)
+                CROSS JOIN LATERAL (SELECT coalesce((SELECT t.docs FROM fts_terms t
+                    WHERE t.name = '{table}' AND t.lexeme = w.l), 0) AS c) n
                 ORDER BY w.i
             ) AS idf, greatest(s.tokens::float8 / greatest(s.docs, 1), 1e-9) AS avgdl
             FROM fts_stats s WHERE s.name = '{table}'
         )
         SELECT d.{key}, (
-            SELECT sum(w.idf * f.v * {K1 + 1} / (f.v + {K1} * ({1 - B} + {B} * d.doc_len
-                / k.avgdl)))
+            SELECT sum(k.idf[array_position(%(lexemes)s::text[], u.lexeme)] * f.v * {K1 + 1}
+                / (f.v + {K1} * ({1 - B} + {B} * d.doc_len / k.avgdl)))
             FROM unnest(ts_delete(d.tsv, tsvector_to_array(ts_delete(d.tsv,
                 %(lexemes)s::text[])))) AS u
-            JOIN unnest(%(lexemes)s::text[], k.idf) AS w(lexeme, idf) ON w.lexeme = u.lexeme
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
         ) AS score
         FROM {table} d CROSS JOIN k

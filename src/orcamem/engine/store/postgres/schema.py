@@ -42,6 +42,30 @@ def _stats(table: str) -> list[str]:
     return statements
 
 
+def _terms(table: str) -> list[str]:
+    """Statement triggers that keep ``fts_terms`` exact: per lexeme, the rows of ``table``
+    whose ``tsv`` holds it (BM25's ``n``, over the whole table as in FTS5). Writes hold the
+    write lock, so two upserts of one lexeme never race."""
+    counted = "SELECT u.lexeme, count(*) AS n FROM changed c, unnest(c.tsv) u GROUP BY 1"
+    return [
+        f"""CREATE FUNCTION {table}_insert_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            INSERT INTO fts_terms (name, lexeme, docs) SELECT '{table}', d.lexeme, d.n
+                FROM ({counted}) d ORDER BY d.lexeme
+                ON CONFLICT (name, lexeme) DO UPDATE SET docs = fts_terms.docs + excluded.docs;
+            RETURN NULL; END $$""",
+        f"""CREATE TRIGGER {table}_insert_terms AFTER INSERT ON {table}
+            REFERENCING NEW TABLE AS changed FOR EACH STATEMENT
+            EXECUTE FUNCTION {table}_insert_terms()""",
+        f"""CREATE FUNCTION {table}_delete_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            UPDATE fts_terms t SET docs = t.docs - d.n FROM ({counted}) d
+                WHERE t.name = '{table}' AND t.lexeme = d.lexeme;
+            RETURN NULL; END $$""",
+        f"""CREATE TRIGGER {table}_delete_terms AFTER DELETE ON {table}
+            REFERENCING OLD TABLE AS changed FOR EACH STATEMENT
+            EXECUTE FUNCTION {table}_delete_terms()""",
+    ]
+
+
 def _tsv(table: str, columns: dict[str, str]) -> list[str]:
     vector = " || ".join(
         f"setweight(to_tsvector('{TEXT_CONFIG}', coalesce(NEW.{column}, '')), '{weight}')"
@@ -290,12 +314,30 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "a filtered search's episodes by role and time (SQLite schema 10)",
         ["CREATE INDEX episodes_filter ON episodes(space, role, occurred_at) INCLUDE (session_id)"],
     ),
+    (
+        6,
+        "BM25's document frequencies kept per lexeme (fts_terms), not counted at each query",
+        [
+            """CREATE TABLE fts_terms (
+                name TEXT NOT NULL, lexeme TEXT NOT NULL, docs BIGINT NOT NULL,
+                PRIMARY KEY (name, lexeme)
+            )""",
+            *_terms("lines"),
+            *_terms("memories"),
+            *(
+                f"INSERT INTO fts_terms SELECT '{table}', u.lexeme, count(*) FROM {table} t, "
+                "unnest(t.tsv) u GROUP BY u.lexeme"
+                for table in ("lines", "memories")
+            ),
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
 
 TABLES = (
-    "schema_version", "spaces", "episodes", "lines", "memories", "fts_stats", "memory_citations",
+    "schema_version", "spaces", "episodes", "lines", "memories", "fts_stats", "fts_terms",
+    "memory_citations",
     "jobs", "consolidation_audit", "consolidation_progress", "api_keys", "automation_notes",
     "entities", "entity_lines", "entity_memories", "injected_blocks",
 )  # fmt: skip

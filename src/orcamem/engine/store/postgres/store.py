@@ -110,6 +110,8 @@ class PostgresStore:
         url: the database; it must have pgvector installed, or let this role create it.
         pool_size: most connections this process opens (reads run in parallel on them).
         timeout_s: how long to wait for the server, or for a free pooled connection.
+        cache_vectors: line vectors this process keeps in memory for exact search
+            (:class:`vectors.LineCache`); a space bigger than that walks HNSW.
 
     Raises:
         StoreError: the server cannot be reached or the schema cannot be made.
@@ -120,7 +122,14 @@ class PostgresStore:
     PARAM = "%s"  # the parameter marker of the shared row tables (``store.rows``)
     TIE_ORDER = "seq"  # and what orders rows created in the same instant
 
-    def __init__(self, url: str, *, pool_size: int = 8, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 8,
+        timeout_s: float = 30.0,
+        cache_vectors: int = vectors.CACHED_VECTORS,
+    ) -> None:
         refuse_bad_url(url)
         self.url = url
         self.path = safe_url(url)
@@ -130,6 +139,7 @@ class PostgresStore:
         self._indexed: set[tuple[str, int]] = set()
         self._floors: dict[str, tuple[int, int, float, float]] = {}
         self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
+        self._cache = vectors.LineCache(cache_vectors)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 self._migrate(conn)
@@ -337,6 +347,7 @@ class PostgresStore:
             conn.execute("DELETE FROM spaces WHERE name = %s", (space,))
             self._seen.pop(space, None)
             self._floors.pop(space, None)
+        self._cache.drop(space)
         return gone
 
     # -- episodes --------------------------------------------------------------------------
@@ -598,7 +609,6 @@ class PostgresStore:
                 lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else "")),
                 {
                     "lexemes": terms,
-                    "queries": [lexical.tsquery([term]) for term in terms],
                     "query": lexical.tsquery(terms),
                     "space": space,
                     "limit": limit,
@@ -640,6 +650,13 @@ class PostgresStore:
                 return vectors.nearest(
                     conn, "lines", "id", space, vector, limit, scope.sql, params=scope.params
                 )
+            held, seen = self._cache.refresh(conn, space)
+            if seen is None:
+                self._seen.pop(space, None)
+                return []
+            self._seen[space] = seen
+            if held is not None:
+                return vectors.top(held, vector, limit)
             return vectors.nearest(
                 conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
             )
@@ -663,14 +680,25 @@ class PostgresStore:
     def line_vectors(self, space: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
         if not ids:
             return {}
+        found: dict[int, np.ndarray] = {}
+        held = self._cache.held(space)
+        if held is not None:  # what the last search read (rows only ever appended)
+            wanted = np.asarray(list(ids), dtype=np.int64)
+            at = np.minimum(np.searchsorted(held.keys, wanted), max(held.count - 1, 0))
+            for key, i in zip(wanted, at, strict=True):
+                if held.count and held.keys[i] == key:
+                    found[int(key)] = held.rows[i].copy()
+        missing = [key for key in ids if key not in found]
+        if not missing:
+            return found
         with self.reading() as conn:
             rows = conn.execute(
                 "SELECT id, vector FROM lines WHERE space = %s AND id = ANY(%s) "
                 "AND vector IS NOT NULL",
-                (space, list(ids)),
+                (space, missing),
                 binary=True,
             ).fetchall()
-        return {key: vectors.decode(vector) for key, vector in rows}
+        return found | {key: vectors.decode(vector) for key, vector in rows}
 
     def noise_floor(self, space: str, percentile: float) -> float:
         """Cached until the space grows by a quarter or loses or changes vectors, as in the
@@ -693,7 +721,11 @@ class PostgresStore:
                 and cached[2] == percentile
             ):
                 return cached[3]
-            floor = vectors.noise_floor(conn, space, count, percentile)
+            held = self._cache.held(space)
+            if held is not None and (held.count, held.epoch) == (count, epoch):
+                floor = vectors.cached_floor(held, percentile)
+            else:
+                floor = vectors.noise_floor(conn, space, count, percentile)
         self._floors[space] = (count, epoch, percentile, floor)
         return floor
 
@@ -757,13 +789,12 @@ class PostgresStore:
         if not entity_ids:
             return []
         with self.reading() as conn:
-            rows = conn.execute(
-                "SELECT entity_id, episode_id, line_id FROM (SELECT l.entity_id, l.episode_id, "
-                "l.line_id, row_number() OVER (PARTITION BY l.entity_id ORDER BY l.episode_id, "
-                "l.line_id) AS n FROM entities e JOIN entity_lines l ON l.entity_id = e.id "
-                "WHERE l.entity_id = ANY(%s) AND e.space = %s) x WHERE n <= %s "
-                "ORDER BY entity_id, episode_id, line_id",
-                (list(entity_ids), space, limit),
+            rows = conn.execute(  # the first ``limit`` of each in its primary key's order
+                "SELECT e.id, l.episode_id, l.line_id FROM entities e CROSS JOIN LATERAL "
+                "(SELECT episode_id, line_id FROM entity_lines WHERE entity_id = e.id "
+                "ORDER BY episode_id, line_id LIMIT %s) l "
+                "WHERE e.id = ANY(%s) AND e.space = %s ORDER BY 1, 2, 3",
+                (limit, list(entity_ids), space),
             ).fetchall()
         return [tuple(row) for row in rows]
 

@@ -12,12 +12,30 @@ index only chooses whom to score.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, NamedTuple
 
 import numpy as np
 from pgvector import HalfVector, Vector
+from threadpoolctl import ThreadpoolController
 
-__all__ = ["CANDIDATES", "EF_SEARCH", "EXACT_UP_TO", "decode", "encode", "nearest", "noise_floor"]
+__all__ = [
+    "CACHED_VECTORS",
+    "CANDIDATES",
+    "EF_SEARCH",
+    "EXACT_UP_TO",
+    "LineCache",
+    "decode",
+    "encode",
+    "nearest",
+    "noise_floor",
+]
+
+CACHED_VECTORS = 1_000_000
+"""Line vectors a process keeps in memory (float32, about 1 GB at 256 values), over all its
+spaces. A space is taken in when it fits beside those already held (none is dropped to make
+room: spaces taking turns would each read all their rows again); one that does not fit is
+searched in the database as before (exactly up to :data:`EXACT_UP_TO`, else by HNSW)."""
 
 EXACT_UP_TO = 5_000
 """A space with at most this many vectors is scanned exactly (its rows by the space index):
@@ -117,3 +135,135 @@ def noise_floor(conn: Any, space: str, count: int, percentile: float, sample: in
     block = np.stack([decode(row[0]) for row in rows])
     sims = block @ block.T
     return float(np.percentile(sims[np.triu_indices(len(rows), k=1)], percentile))
+
+
+_BLAS: list[ThreadpoolController] = []
+
+
+def _one_thread() -> Any:
+    """One BLAS thread for a product (as the SQLite index: the default pool is ~25x slower
+    on a busy 2-core machine); the controller is built once."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+class _Rows(NamedTuple):
+    epoch: int
+    last: int  # the highest line id held (ids grow in commit order: writes hold WRITE_LOCK)
+    count: int
+    dim: int
+    keys: np.ndarray  # int64 line ids, ascending
+    rows: np.ndarray  # float32, one unit vector a line
+
+
+def _unpack(blobs: list[bytes], dim: int) -> np.ndarray:
+    """``halfvec_send`` values (an int16 size, an unused int16, then big-endian float16s) as
+    one float32 matrix, decoded in one numpy call."""
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), 4 + 2 * dim)
+    return raw[:, 4:].copy().view(">f2").astype(np.float32)
+
+
+class LineCache:
+    """The line vectors of the spaces this process searches, exact, in memory: the SQLite
+    store's exact index (``engine.store.vector_index``) on PostgreSQL. A query first reads
+    only what changed since it last looked, in the same statement that reads the space's
+    count and vector epoch: the rows above the highest line id it holds (a write holds the
+    write lock from drawing its ids to its commit, so ids become visible in order), or the
+    whole space again when the epoch moved (a delete or a re-embedding, on any replica).
+    The score is the SQLite index's: the float32 dot product of the float16 rows, in numpy,
+    ties by id; a search multiplies a snapshot outside the lock.
+    """
+
+    def __init__(self, budget: int = CACHED_VECTORS) -> None:
+        self.budget = budget
+        self._spaces: dict[str, _Rows] = {}
+        self._lock = threading.Lock()
+
+    def drop(self, space: str) -> None:
+        with self._lock:
+            self._spaces.pop(space, None)
+
+    def held(self, space: str) -> _Rows | None:
+        with self._lock:
+            return self._spaces.get(space)
+
+    def refresh(self, conn: Any, space: str) -> tuple[_Rows | None, tuple[int, int] | None]:
+        """The space's rows brought up to date, and its ``(line count, epoch)``; the rows are
+        ``None`` when the space is gone or does not fit in the budget (then search in SQL)."""
+        with self._lock:
+            held = self._spaces.get(space)
+            room = self.budget - sum(r.count for n, r in self._spaces.items() if n != space)
+        after = held.last if held is not None else 0
+        found = conn.execute(
+            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector) "
+            "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND (l.space, l.id) > "
+            "(%(space)s, %(after)s) "
+            "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
+            "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
+            "WHERE s.name = %(space)s ORDER BY l.id",
+            {
+                "after": after,
+                "room": room,
+                "epoch": held.epoch if held is not None else None,
+                "space": space,
+            },
+            binary=True,
+        ).fetchall()
+        if not found:
+            self.drop(space)
+            return None, None
+        count, epoch, dim = found[0][0], found[0][1], found[0][2]
+        seen = (count, epoch)
+        if count > room or not dim:
+            self.drop(space)
+            return None, seen
+        if held is not None and held.epoch != epoch:  # rows changed: read the space again
+            self.drop(space)
+            return self.refresh(conn, space)
+        fresh = [row for row in found if row[3] is not None]
+        if held is not None and not fresh:
+            return held, seen
+        keys = np.fromiter((row[3] for row in fresh), dtype=np.int64, count=len(fresh))
+        rows = _unpack([row[4] for row in fresh], dim)
+        if held is not None and held.dim == dim:
+            keys, rows = np.concatenate([held.keys, keys]), np.concatenate([held.rows, rows])
+        made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows)
+        with self._lock:
+            self._spaces[space] = made
+        return made, seen
+
+
+_TIE = 6
+"""Decimals two scores share to tie: BLAS rounds the same row differently by its position,
+so identical vectors (a line said twice) differ in the 8th decimal, not in the 6th."""
+
+
+def top(rows: _Rows, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """Top ``limit`` ``(line id, cosine)`` of the held rows, exact, ties (to :data:`_TIE`
+    decimals) by id, as the SQL scan orders them."""
+    if limit < 1 or rows.count == 0 or query.shape[0] != rows.dim:
+        return []
+    with _one_thread():
+        scores = rows.rows @ np.ascontiguousarray(query, dtype=np.float32)
+    limit = min(limit, rows.count)
+    rank = -np.round(scores, _TIE)  # one line said twice is one tie, broken by id
+    best = np.argpartition(rank, limit - 1)[:limit]
+    cut = rank[best].max()
+    best = np.union1d(best, np.flatnonzero(rank == cut))  # every row tied at the cut
+    best = best[np.lexsort((rows.keys[best], rank[best]))][:limit]
+    return [(int(rows.keys[i]), float(scores[i])) for i in best]
+
+
+def cached_floor(rows: _Rows, percentile: float, sample: int = 256) -> float:
+    """:func:`noise_floor` over the held rows (the same seeded positions, in id order)."""
+    if rows.count < 8:
+        return 0.0
+    picks = np.random.default_rng(1234).choice(rows.count, size=min(sample, rows.count),
+                                               replace=False)  # fmt: skip
+    block = rows.rows[np.sort(picks)]
+    with _one_thread():
+        sims = block @ block.T
+    return float(np.percentile(sims[np.triu_indices(len(picks), k=1)], percentile))
