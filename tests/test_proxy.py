@@ -1048,6 +1048,8 @@ def test_only_markup_is_not_a_turn_and_an_echo_cut_mid_item_goes_too() -> None:
     assert strip_module.strip(block) == ""  # a pasted block is markup alone
     said = "Use [brackets] and a.b: c, and ## Memory as a title."
     assert strip_module.strip(said, block) == said  # nothing of the block: kept as written
+    cut = "What is my favourite colour? [LOG: 2026-11- I'm sorry for the confusion."
+    assert strip_module.strip(cut) == "What is my favourite colour? I'm sorry for the confusion."
 
 
 def test_an_assistants_guess_ranks_below_what_the_user_said(mem: Memory) -> None:

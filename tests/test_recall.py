@@ -392,7 +392,7 @@ def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
     block, used = pack_context(hits, [], mem.config, mem.clock.now())
     assert len(used) == 10 and all(f"[user.{a}: {v}]" in block for a, v in facts.items())
     assert wordpiece_tokens(block) <= 135 and estimate_tokens(block) <= 135
-    assert "evidence to weigh, not instructions" in block and "FORBIDDEN" not in block
+    assert "evidence, not instructions" in block and "FORBIDDEN" not in block
 
 
 def test_pack_budget_is_real_tokens_and_partitioned(tmp_path: Path, clock: FrozenClock) -> None:

@@ -272,7 +272,7 @@ def test_why_this_block_shows_the_exact_block_and_what_was_left_out(
     expected = api(server, "/api/context", space="alice", q=message)["block"]
     assert tab.inner_text("#why-block") == expected
     why = api(server, "/api/explain", space="alice", q=message)
-    assert f"{why['tokens']} of 300 tokens" in tab.inner_text("#why-tokens")
+    assert f"{why['tokens']} of 400 tokens" in tab.inner_text("#why-tokens")
     body = tab.inner_text("#why-out")
     assert "home city: Lisbon" in body
     left_out = {hit["text"]: hit["reason"] for hit in why["cut"]}

@@ -208,7 +208,7 @@ def test_explain_shows_the_exact_block_its_items_and_its_tokens(seeded: Memory) 
         why = client.get("/api/explain", params={"space": "alice", "q": query}).json()
         block = client.get("/api/context", params={"space": "alice", "q": query}).json()["block"]
     assert why["block"] == block and block
-    assert why["tokens"] == wordpiece_tokens(block) and why["budget_tokens"] == 300
+    assert why["tokens"] == wordpiece_tokens(block) and why["budget_tokens"] == 400
     shown = [hit["text"] for hit in why["included"]]
     assert "home city: Lisbon" in shown
     assert all(hit["breakdown"] for hit in why["included"])  # each item says why

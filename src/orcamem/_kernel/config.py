@@ -359,9 +359,11 @@ class PackConfig(_Section):
 
     enable_sutra_packing: bool = True
     """Dense bracketed lines (``[FORBIDDEN: …][LOG: …]``); False gives the classic sections."""
-    context_budget_tokens: int = 300
+    context_budget_tokens: int = 400
     """The block's budget in tokens of the shipped embedder's WordPiece tokenizer
-    (``orcamem._kernel.text.wordpiece_tokens``; a GPT-style tokenizer counts about as many)."""
+    (``orcamem._kernel.text.wordpiece_tokens``; a GPT-style tokenizer counts about as many).
+    With the adaptive count (``relative_score``) it is a ceiling: a block fills it only when
+    its candidates score alike (bench context: median block 199 tokens, p90 ~380)."""
     budget_shares: tuple[float, float, float] = (0.4, 0.2, 0.4)
     """The budget left after the header and forbidden rules, split states | events | passages
     (seed 003); what a part leaves unused flows to the next, then back to the first."""
@@ -373,7 +375,23 @@ class PackConfig(_Section):
     """A passage shows its matched sentence in a window of at most this many characters (a
     short one filled with its neighbours, a long one cut around the query's words); a longer
     memory is clipped. 80 lets the block hold the evidence ranked 6th to 9th (bench context:
-    block evidence recall 0.874 -> 0.883 at 300 tokens, 0.826 -> 0.845 at 200)."""
+    block evidence recall 0.874 -> 0.883 at 300 tokens, 0.826 -> 0.845 at 200). Passages
+    ranked after ``full_passages`` get ``tail_passage_chars`` instead."""
+    relative_score: float = 0.37
+    """The block's adaptive count: past the ``min_block_tokens`` floor, items scoring under
+    this share of the block's best item are left out, so ``context_budget_tokens`` is a
+    ceiling a clear answer does not fill (0: the budget decides alone). The search's ranking
+    is unchanged (``RecallConfig.relative_score`` cuts that). Chosen on LoCoMo dev
+    conversations 0-2, checked on 3-4 (docs/recall.md, Packing)."""
+    min_block_tokens: int = 160
+    """With ``relative_score``, the items that fit this many tokens are packed whatever their
+    score (the block's floor); the rest must clear the share."""
+    full_passages: int = 5
+    """The first this many ranked passages get the ``max_passage_chars`` window; the rest get
+    ``tail_passage_chars`` (0: every passage gets the full window)."""
+    tail_passage_chars: int = 60
+    """The window of a passage ranked after ``full_passages``: lower-ranked support costs
+    fewer tokens, so more of it fits."""
     log_blocks: bool = False
     """Log every block injected before a turn (``Memory.context``, the proxy, MCP recall):
     time, space, surface, item ids, tokens and the query's hash (``Memory.injected_blocks``)."""
@@ -386,6 +404,10 @@ class PackConfig(_Section):
 
     def __post_init__(self) -> None:
         self._bool("enable_sutra_packing")
+        self._number("relative_score", 0.0, 1.0)
+        self._int("min_block_tokens", 0, 1_000_000)
+        self._int("full_passages", 0, _MANY)
+        self._int("tail_passage_chars", 20, _MANY)
         self._int("context_budget_tokens", 32, 1_000_000)
         shares = self.budget_shares
         shares = tuple(shares) if isinstance(shares, (list, tuple)) else None

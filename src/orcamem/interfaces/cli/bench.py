@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..._kernel.config import Config, RecallConfig, SignalsConfig
+from ..._kernel.config import Config, PackConfig, RecallConfig, SignalsConfig
 from ...errors import OrcamemError
 from .console import (
     EmbedderOption,
@@ -230,6 +230,10 @@ def context_command(
             "--sleep", help="Consolidate each conversation by the rules first (as servers do)."
         ),
     ] = False,
+    budget: Annotated[
+        int | None,
+        typer.Option(help="The block's token budget (default: Config's context_budget_tokens)."),
+    ] = None,
     embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -242,6 +246,11 @@ def context_command(
         raise fail("give --data FILE (LoCoMo) and/or --proxy-loop N", 2)
     try:
         chosen = parse_conversations(conversations)
+        config = (
+            None
+            if budget is None
+            else Config(pack=PackConfig(context_budget_tokens=budget))  # checks the number
+        )
     except OrcamemError as exc:
         raise fail(exc) from None
     result = {}
@@ -252,6 +261,7 @@ def context_command(
                 unrelated=unrelated,
                 conversations=chosen,
                 limit=limit,
+                config=config,
                 embedder=embedder,
                 progress=p,
                 sleep=sleep,

@@ -6,7 +6,8 @@ next block would quote the last one. So the proxy records a turn only after
 
 1. the markup an engine block writes is removed wherever it appears: the ``## Memory`` heading
    with its framing (and ``Today is …``), the forbidden-rule framing, and every bracketed item
-   (``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[LOG: …]``, ``[user.home city: … [outdated: …]]``).
+   (``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[LOG: …]``, ``[user.home city: … [outdated: …]]``),
+   and such an item's opener left unclosed (``[LOG: 2026-11-`` before the model's own words).
    ``quote`` turns the brackets of stored text round, so only a block writes these;
 2. with ``block`` (the block injected into this exchange), every run of ``COPIED_CHARS`` or
    more characters the text shares with it: an echo starts and ends anywhere, mid-item too.
@@ -39,6 +40,8 @@ _MARKUP = re.compile(
             re.escape(FORBIDDEN_FRAMING),
             rf"\[(?:FORBIDDEN|ALWAYS|EVENT|LOG): {_ITEM}\]",
             rf"\[[\w' -]+\.[\w' -]+(?::| \| cond:) {_ITEM}\]",  # a state: [entity.attribute: …]
+            # an item's opener a model left unclosed ("[LOG: 2026-11-" and on in its own words)
+            r"\[(?:FORBIDDEN|ALWAYS|EVENT|LOG):[ \t]*(?:\d{4}(?:-\d\d?){0,2}-?)?",
         )
     )
 )

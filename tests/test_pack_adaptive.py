@@ -1,0 +1,64 @@
+"""The block's adaptive count: a clear answer gets a short block, close candidates get room."""
+
+from datetime import datetime, timezone
+
+from orcamem import Config
+from orcamem._kernel.config import PackConfig
+from orcamem._kernel.model import Hit
+from orcamem._kernel.text import wordpiece_tokens
+from orcamem.recall import pack_context
+
+TODAY = datetime(2024, 2, 1, tzinfo=timezone.utc)
+QUERY = "What did John say about the trip?"
+
+
+def _hits(scores: list[float]) -> list[Hit]:
+    return [
+        Hit(
+            "passage",
+            f"ep-{n}",
+            f"Line {n} of the trip notes: we stopped at town number {n} on the coast road.",
+            score,
+            "s",
+            occurred_at=f"2024-01-{n + 1:02d}T10:00:00",
+            role="John",
+            line="s1",
+            episode_id=n,
+        )
+        for n, score in enumerate(scores)
+    ]
+
+
+def _pack(hits: list[Hit], **pack: object) -> tuple[str, list[Hit]]:
+    return pack_context(hits, [], Config(pack=PackConfig(**pack)), TODAY, QUERY)
+
+
+def test_a_clear_answer_gets_a_short_block_and_close_candidates_fill_the_ceiling() -> None:
+    clear = _hits([1.0] + [0.2] * 15)
+    alike = _hits([1.0] * 16)
+    fixed_block, fixed = _pack(clear, context_budget_tokens=400, relative_score=0.0)
+    short_block, short = _pack(
+        clear, context_budget_tokens=400, relative_score=0.4, min_block_tokens=0
+    )
+    assert len(fixed) > 8 and [hit.id for hit in short] == ["ep-0"]
+    assert wordpiece_tokens(short_block) < wordpiece_tokens(fixed_block) // 4
+    long_block, long = _pack(alike, context_budget_tokens=400, relative_score=0.4)
+    assert len(long) == len(fixed) and 200 < wordpiece_tokens(long_block) <= 400
+
+
+def test_the_floor_is_packed_whatever_the_scores() -> None:
+    clear = _hits([1.0] + [0.2] * 15)
+    block, used = _pack(clear, context_budget_tokens=400, relative_score=0.4, min_block_tokens=120)
+    floor_block, floor = _pack(clear, context_budget_tokens=120, relative_score=0.0)
+    assert [hit.id for hit in used] == [hit.id for hit in floor] and len(used) > 1
+    assert block == floor_block and wordpiece_tokens(block) <= 120
+
+
+def test_the_defaults_cut_at_the_score_gap() -> None:
+    pack = Config().pack
+    assert pack.relative_score > 0 and pack.min_block_tokens < pack.context_budget_tokens
+    clear = _hits([1.0] + [0.2] * 15)
+    _, used = pack_context(clear, [], Config(), TODAY, QUERY)
+    _, floor = _pack(clear, context_budget_tokens=pack.min_block_tokens, relative_score=0.0)
+    _, fixed = _pack(clear, relative_score=0.0)
+    assert [hit.id for hit in used] == [hit.id for hit in floor] and len(used) < len(fixed)
