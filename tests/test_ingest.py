@@ -19,6 +19,8 @@ from orcamem import Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.embed import StaticEmbedder, make_embedder
 from orcamem._kernel.model import InvalidInputError, validate_text
+from orcamem._kernel.text import _split_sentences, split_sentences
+from orcamem.recall.entities import _entities_plainly, entities
 
 _TURNS: list[dict[str, Any]] = [
     {"text": "My dentist is Dr. Rao. She works at MG Road clinic.", "role": "user"},
@@ -178,3 +180,22 @@ def test_a_bulk_add_writes_the_fts_index_in_a_few_segments(tmp_path: Path) -> No
     with Memory(tmp_path / "m.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
         mem.add_many([f"Line number {i} of the bulk load." for i in range(1_000)])
     assert _fts_segment_writes(tmp_path / "m.db") < 50
+
+
+_NAMEY = st.lists(
+    st.sampled_from(
+        [*"aAbBdDrR. \n'’s!?…\"()MGm-&1\u2028\x1cİΣ", "Dr.", "Mr ", "St.", "I ", "May ", "Rao's"]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_NAMEY, _PRINTABLE, _ASCII), st.booleans())
+def test_the_fast_entities_and_sentences_are_the_rules_as_written(text: str, phrase: bool) -> None:
+    """Entities keep each token's verdict and skip a sentence with no capital after its first
+    letter; a short line with no sentence end inside is returned whole: the same keys and
+    lines as the plain rules, the first time and from the caches."""
+    assert split_sentences(text) == _split_sentences(text)
+    assert entities(text, phrase=phrase) == _entities_plainly(text, phrase=phrase)
+    assert entities(text, phrase=phrase) == _entities_plainly(text, phrase=phrase)

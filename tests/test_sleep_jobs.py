@@ -3,21 +3,26 @@ local model end to end."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from orcamem import Config, Memory
 from orcamem._kernel.claims.verify import normal_words
 from orcamem._kernel.clock import FrozenClock, parse_time
+from orcamem._kernel.embed import make_embedder
 from orcamem._kernel.jobs import JobWorker
 from orcamem._kernel.llm import OpenAIChat
 from orcamem._kernel.text import STOPWORDS
 from orcamem.engine import SleepConfig
 from orcamem.engine.consolidate.jobs import CONSOLIDATE, ConsolidationJobs
 from orcamem.engine.sleeper import Sleeper
+from orcamem.engine.store.vector_index import encode_vector
 from orcamem.errors import AttemptFailed, InvalidInputError, LeaseLostError
 
 pytest_plugins = ["llm_server"]
@@ -274,3 +279,62 @@ def test_sleep_wait_takes_over_a_dead_lease_and_fences_the_old_worker(
     with pytest.raises(LeaseLostError):
         sleeper.queue.publish(crashed, late.value, clock.now(), apply=late.apply)
     assert [m.value for m in mem.facts()] == ["Pune"]
+
+
+class _LockProbe:
+    """The shipped embedder, asking at every call whether another connection could take
+    the database's write lock at once (it cannot while a write transaction is open)."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = make_embedder()
+        self.path = path
+        self.locked: list[bool] = []
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.path.exists():
+            probe = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+                self.locked.append(False)
+            except sqlite3.OperationalError:
+                self.locked.append(True)
+            finally:
+                probe.close()
+        return self.inner.embed(texts)
+
+
+def test_consolidation_embeds_before_it_takes_the_write_lock(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """The gate's vectors (a new state, and the preference it replaces, compared by meaning)
+    are made before the publishing transaction, and are the vectors of the memory's text."""
+    path = tmp_path / "m.db"
+    probe = _LockProbe(path)
+    with Memory(path, clock=clock, embedder=probe) as mem:
+        mem.observe("user", "I live in Pune.", session_id="s1")
+        mem.observe("user", "I prefer tea in the morning.", session_id="s1")
+        mem.sleep()
+        mem.observe("user", "I moved from Pune to Bangalore last week.", session_id="s1")
+        mem.observe("user", "Actually I prefer coffee now.", session_id="s1")
+        probe.locked.clear()
+        report = mem.sleep()
+        assert report.stored and report.superseded
+    assert probe.locked and not any(probe.locked)
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT content, summary, vector FROM memories").fetchall()
+    finally:
+        conn.close()
+    assert len(rows) >= 3
+    for content, summary, vector in rows:
+        text = f"{content}. {summary}" if summary else content
+        assert vector == encode_vector(probe.inner.embed([text])[0])

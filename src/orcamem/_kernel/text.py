@@ -23,6 +23,7 @@ __all__ = [
     "split_sentences",
     "terms",
     "wordpiece_tokens",
+    "words_as_written",
 ]
 
 STOPWORDS = frozenset(
@@ -79,6 +80,12 @@ def terms(
             continue
         out.append(_singular(kept, plurals))
     return list(dict.fromkeys(out)) if distinct else out
+
+
+def words_as_written(text: str) -> list[str]:
+    """The words of ``text`` as :func:`terms` finds them (``apostrophe="keep"``), not yet
+    lower-cased: for a caller that keeps each word's verdict (``recall.entities``)."""
+    return _WORD_RE.findall(text)
 
 
 def _words(text: str, apostrophe: str, ascii_only: bool) -> Iterator[tuple[str, str]]:
@@ -138,6 +145,15 @@ def fts_query(text: str) -> str | None:
 
 def split_sentences(text: str) -> list[str]:
     """Split text into sentence-like lines; never returns an empty list for non-blank text."""
+    if "\n" not in text and len(text) <= _MAX_LINE_CHARS and not _SENTENCE_END_RE.search(text):
+        # one paragraph, no sentence end inside, short: the text, its spaces normalised (what
+        # the rules below make of it, and the common case of a chat line; tests/test_ingest.py)
+        return [" ".join(text.split())]
+    return _split_sentences(text)
+
+
+def _split_sentences(text: str) -> list[str]:
+    """:func:`split_sentences` by its rules, without the short cut."""
     pieces: list[str] = []
     for paragraph in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)]|#{1,6})\s)", text):
         paragraph = " ".join(paragraph.split())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -24,6 +25,7 @@ __all__ = ["date_words", "lexical_context", "prepare_writes"]
 _CONTEXT_CHARS = 600
 
 
+@lru_cache(maxsize=4096)  # a bulk ingest's turns share few stamps
 def date_words(stamp: str) -> str:
     """``2023-05-07T…`` → ``7 May 2023`` so a question's date words can match."""
     moment = parse_time(stamp)

@@ -1064,8 +1064,8 @@ class Memory:
                 skipped += 1
             else:
                 fresh.append((old_id, write))
-        for start in range(0, len(fresh), _BATCH):
-            chunk = fresh[start : start + _BATCH]
+        for start in range(0, len(fresh), _ADD_BATCH):  # add_many's batch: fewer statements
+            chunk = fresh[start : start + _ADD_BATCH]
             stored = self.store.append_episodes([write for _, write in chunk])
             for (old_id, _), episode in zip(chunk, stored, strict=True):
                 id_map[old_id] = episode.id

@@ -30,7 +30,7 @@ from ..._kernel.model import INHIBITORY, MemoryRecord, NewMemory
 from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
 
-__all__ = ["GateResult", "apply_claims", "held_rule", "rule_words"]
+__all__ = ["GateResult", "apply_claims", "held_rule", "pre_embedded", "rule_words"]
 
 
 @dataclass
@@ -103,8 +103,13 @@ def apply_claims(
     now: str,
     *,
     defeasible: bool = True,
+    write: bool = True,
 ) -> GateResult:
     """Store verified claims by the rules above; returns what was stored and superseded.
+
+    ``write=False`` runs the same rules over the space's active memories and writes nothing
+    (what would be stored gets a placeholder id): :func:`pre_embedded` runs it so every text
+    the gate embeds is embedded before its write transaction.
 
     ``sources`` maps line ids to their text: a memory keeps what it was distilled from as its
     summary, and is found (lexically and by its vector) by those words too. ``defeasible``
@@ -134,29 +139,30 @@ def apply_claims(
             continue
         content = memory_content(replace(claim, attribute=attribute))
         said = " ".join(sources[line] for line in item.line_ids if line in sources)
-        memory = store.put_memory(
-            NewMemory(
-                space=space,
-                content=content,
-                category=category,
-                source="inferred" if claim.extractor != "rules" else "automatic",
-                summary=said or None,
-                confidence=claim.confidence,
-                importance=1.0 if claim.prohibited else 0.6,
-                entity=claim.entity,
-                attribute=attribute,
-                value=claim.value,
-                condition=claim.condition or None,
-                prohibited=claim.prohibited,
-                event_date=item.date,
-                event_end=item.until if claim.kind == "event" else None,
-                session_id=item.session_id,
-                turn_id=item.turn_id,
-                cited_lines=item.line_ids,
-            ),
-            embed([f"{content}. {said}" if said else content])[0],
-            embedder_id,
-            now,
+        new = NewMemory(
+            space=space,
+            content=content,
+            category=category,
+            source="inferred" if claim.extractor != "rules" else "automatic",
+            summary=said or None,
+            confidence=claim.confidence,
+            importance=1.0 if claim.prohibited else 0.6,
+            entity=claim.entity,
+            attribute=attribute,
+            value=claim.value,
+            condition=claim.condition or None,
+            prohibited=claim.prohibited,
+            event_date=item.date,
+            event_end=item.until if claim.kind == "event" else None,
+            session_id=item.session_id,
+            turn_id=item.turn_id,
+            cited_lines=item.line_ids,
+        )
+        vector = embed([f"{content}. {said}" if said else content])[0]
+        memory = (
+            store.put_memory(new, vector, embedder_id, now)
+            if write
+            else _planned(new, f"planned-{len(result.stored)}", now)
         )
         replaced = _replaced(claim, attribute, active, embed, defeasible)
         said_on = item.said_on or item.date
@@ -166,21 +172,66 @@ def apply_claims(
         later = [m for m in replaced if said_on and m.event_date and m.event_date > said_on]
         if later:
             successor = min(later, key=lambda m: m.event_date or "")
-            store.update_memory(
-                space, memory.id, MemoryUpdate(active=False, superseded_by=successor.id), now
-            )
+            if write:
+                store.update_memory(
+                    space, memory.id, MemoryUpdate(active=False, superseded_by=successor.id), now
+                )
             result.superseded.append(memory.id)
             result.stored.append(memory)
             continue
         for old in replaced:
-            store.update_memory(
-                space, old.id, MemoryUpdate(active=False, superseded_by=memory.id), now
-            )
+            if write:
+                store.update_memory(
+                    space, old.id, MemoryUpdate(active=False, superseded_by=memory.id), now
+                )
             result.superseded.append(old.id)
         active = [m for m in active if m.id not in result.superseded]
         active.append(memory)
         result.stored.append(memory)
     return result
+
+
+def _planned(memory: NewMemory, memory_id: str, now: str) -> MemoryRecord:
+    """The record ``memory`` would be stored as (a dry run's stand-in, never written)."""
+    fields = {k: v for k, v in memory.__dict__.items() if k != "id"}
+    return MemoryRecord(
+        id=memory_id,
+        **fields,
+        created_at=now,
+        updated_at=now,
+        last_accessed_at=None,
+        access_count=0,
+        staleness=0.0,
+        archived_at=None,
+        active=True,
+        superseded_by=None,
+    )
+
+
+def pre_embedded(
+    store: Store,
+    space: str,
+    items: Sequence[Verified],
+    sources: Mapping[int, str],
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    defeasible: bool = True,
+) -> Callable[[list[str]], np.ndarray]:
+    """``embed`` with the answers for every text the gate will embed for ``items`` already
+    made: the gate runs once without writing (outside any transaction), each of its calls
+    made as the gate makes it, so the vectors are the same to the bit; inside the transaction
+    the gate then only looks them up, and holds the write lock for its writes alone. A text
+    the dry run did not meet (the space changed in between) is embedded when asked."""
+    made: dict[tuple[str, ...], np.ndarray] = {}
+
+    def cached(texts: list[str]) -> np.ndarray:
+        key = tuple(texts)
+        if key not in made:
+            made[key] = embed(list(texts))
+        return made[key]
+
+    apply_claims(store, space, items, sources, cached, "", "", defeasible=defeasible, write=False)
+    return cached
 
 
 SAME_TOPIC = 0.25

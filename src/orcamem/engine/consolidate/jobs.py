@@ -28,6 +28,7 @@ from ..._kernel.trace import traced
 from ...errors import AttemptFailed, ModelError, TransientError
 from ..store.base import Store
 from .extract import ExtractionFailed, Extractor, RuleExtractor
+from .gate import pre_embedded
 from .sleep import SleepReport, apply_batch, source_lines
 
 __all__ = ["CONSOLIDATE", "ConsolidationJobs"]
@@ -100,6 +101,15 @@ class ConsolidationJobs:
         verified, rejected = verify_claims(claims, lines, self.tz)
         watermark_seen = episodes[0].id
         embedder = self.embedder_of(space)
+        # every vector the gate needs is made now, before publish's write transaction
+        embed = pre_embedded(
+            self.store,
+            space,
+            verified,
+            {line.line_id: line.text for line in lines},
+            partial(embed_texts, embedder),
+            defeasible=self.defeasible,
+        )
 
         @traced("sleep.apply")
         def apply() -> None:
@@ -115,7 +125,7 @@ class ConsolidationJobs:
                 verified,
                 rejected,
                 extractor.name,
-                partial(embed_texts, embedder),
+                embed,
                 embedder.id,
                 self.now(),
                 job_id=job.id,

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ...recall.entities import entities
+from .inserts import insert_rows
 
 __all__ = [
     "VERSION",
@@ -44,14 +45,15 @@ def memory_names(content: str, entity: str | None, value: str | None) -> list[st
     return list(dict.fromkeys(names))
 
 
-def _ids(conn: sqlite3.Connection, space: str, names: set[str]) -> dict[str, int]:
-    """The ids of ``names`` in ``space``, creating the entities that are new."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO entities (space, name) VALUES (?, ?)",
-        [(space, name) for name in sorted(names)],
-    )
+def _ids(conn: sqlite3.Connection, space: str, fans: Counter[str]) -> dict[str, int]:
+    """The ids of the names ``fans`` counts in ``space``, their fans raised by those counts.
+
+    The names the space holds are read first and only the new ones inserted, in name order
+    (the ids every earlier writer gave them), with their fans already counted: at 100,000
+    turns an ``INSERT OR IGNORE`` of a batch's every name and an ``UPDATE`` of every fan took
+    a third of the graph's time in SQLite."""
+    ordered = sorted(fans)
     ids: dict[str, int] = {}
-    ordered = sorted(names)
     for start in range(0, len(ordered), _CHUNK):
         chunk = ordered[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
@@ -62,6 +64,13 @@ def _ids(conn: sqlite3.Connection, space: str, names: set[str]) -> dict[str, int
                 [space, *chunk],
             )
         )
+    conn.executemany(
+        "UPDATE entities SET fan = fan + ? WHERE id = ?",
+        [(fans[name], entity_id) for name, entity_id in ids.items()],
+    )
+    new = [name for name in ordered if name not in ids]
+    made = insert_rows(conn, "entities (space, name, fan)", [(space, n, fans[n]) for n in new])
+    ids.update(zip(new, made, strict=True))
     return ids
 
 
@@ -72,14 +81,11 @@ def _link(
     (one update per entity, not a trigger per row: ingest stays at about the speed it had)."""
     if not named:
         return
-    ids = _ids(conn, space, {row[-1] for row in named})
-    rows = list(dict.fromkeys((ids[row[-1]], *row[:-1]) for row in named))
+    named = list(dict.fromkeys(named))
+    ids = _ids(conn, space, Counter(row[-1] for row in named))
+    rows = [(ids[row[-1]], *row[:-1]) for row in named]
     marks = ",".join("?" * len(rows[0]))
     conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-    fans = Counter(row[0] for row in rows)
-    conn.executemany(
-        "UPDATE entities SET fan = fan + ? WHERE id = ?", [(n, e) for e, n in fans.items()]
-    )
 
 
 def link_lines(conn: sqlite3.Connection, space: str, lines: Iterable[tuple[int, int, str]]) -> None:

@@ -49,6 +49,7 @@ from .base import (
     SpaceInfo,
     same_embedder,
 )
+from .inserts import insert_rows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .rows import BlockTable, KeyTable, NoteTable
@@ -69,9 +70,6 @@ orcamem's tables: they open and get the id).
 """
 
 _WRITER_CACHE_KIB = 65_536
-_ROWS_PER_STATEMENT = 5_000
-"""Rows a multi-row insert takes at most (fewer when the variable limit is lower)."""
-
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
 )
@@ -143,36 +141,6 @@ def _create_space(
     )
     found = conn.execute("SELECT embedder_id, dim FROM spaces WHERE name = ?", (space,)).fetchone()
     same_embedder(space, found[0], found[1], embedder_id, dim)
-
-
-def _insert_rows(conn: sqlite3.Connection, into: str, rows: Sequence[tuple]) -> range:
-    """Insert ``rows`` into ``into`` (``table (columns)``) a few thousand to a statement, and
-    return their ids in order. ``AUTOINCREMENT`` gives each new row one more than the largest
-    id the table ever held and the write lock keeps every other writer out, so a statement's
-    rows get consecutive ids ending at ``lastrowid``."""
-    if not rows:
-        return range(0)
-    width = len(rows[0])
-    limit = (
-        conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(conn, "getlimit") else 999
-    )
-    step = max(1, min(_ROWS_PER_STATEMENT, limit // width))
-    marks = "(" + ",".join("?" * width) + ")"
-    first = None
-    for start in range(0, len(rows), step):
-        chunk = rows[start : start + step]
-        cursor = conn.execute(
-            f"INSERT INTO {into} VALUES {','.join([marks] * len(chunk))}",
-            [value for row in chunk for value in row],
-        )
-        if first is None:
-            first = (cursor.lastrowid or 0) - len(chunk) + 1
-    if first is None or cursor.lastrowid != first + len(rows) - 1:
-        raise StoreError(
-            f"{into}: the ids of a multi-row insert were not consecutive, so nothing was "
-            "written: retry, and run `orcamem check` if it happens again"
-        )
-    return range(first, first + len(rows))
 
 
 class SQLiteStore:
@@ -556,7 +524,7 @@ class SQLiteStore:
                         json.dumps(ep.meta, ensure_ascii=False, sort_keys=True),
                     )
                 )
-            episode_ids = _insert_rows(
+            episode_ids = insert_rows(
                 conn,
                 "episodes (space, kind, role, text, session_id, session_seq, turn_id, "
                 "occurred_at, created_at, digest, meta)",
@@ -569,7 +537,7 @@ class SQLiteStore:
                     zip(write.lines, map(encode_vector, write.vectors), strict=True), start=1
                 )
             ]
-            line_ids = _insert_rows(
+            line_ids = insert_rows(
                 conn, "lines (episode_id, space, seq, text, context, vector)", lines
             )
             named: dict[str, list[tuple[int, int, str]]] = {}
