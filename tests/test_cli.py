@@ -676,6 +676,26 @@ def test_bench_latency_table_and_bad_size() -> None:
     assert "records=0" in flat(bad.stderr)
 
 
+def test_a_table_off_a_terminal_is_printed_whole_whatever_the_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A script or a test reads the same table whatever $COLUMNS says (rich cut it to '…')."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from orcamem.interfaces.cli import console
+
+    monkeypatch.setattr(Console, "is_terminal", property(lambda self: False))
+    monkeypatch.setattr(console.out.console, "width", 40)
+    table = Table("records", "pruned p50 / p95, recall", "turns/s")
+    table.add_row("1,000,000", "51.0 / 80.2, 0.9925", "2,424")
+    with console.out.console.capture() as captured:
+        console.print_table(table)
+    text = captured.get()
+    assert "pruned p50 / p95, recall" in text and "51.0 / 80.2, 0.9925" in text
+    assert "…" not in text and len(text.splitlines()) == 5  # top, header, rule, row, bottom
+
+
 # -- sleep: failed batches and foreign leases (issue 11) ---------------------------------------
 
 

@@ -15,6 +15,7 @@ from .console import (
     command_group,
     fail,
     out,
+    print_table,
     progress,
 )
 
@@ -91,7 +92,7 @@ def latency_command(
             f"{row['ingest_turns_per_s']:,.0f}",
             str(row["db_mb"]),
         )
-    out.print(table)
+    print_table(table)
     out.print(f"machine: {result['machine']}")
 
 
@@ -179,7 +180,7 @@ def locomo_command(
             f"{row['context_tokens']:.0f}",
             str(row["questions"]),
         )
-    out.print(table)
+    print_table(table)
     if configs:
         _print_ablations(result)
     out.print(f"search p50 {result['search_p50_ms']} ms; machine: {result['machine']}")
@@ -199,7 +200,7 @@ def _print_ablations(result: dict) -> None:
             name,
             *(f"{row[k]:.3f} ({row[k] - result['overall'][k]:+.3f})" for k in _ABLATED),
         )
-    out.print(table)
+    print_table(table)
 
 
 @bench_app.command("context")
@@ -310,7 +311,7 @@ def _print_context(result: dict, data: Path | None) -> None:
             f"{row['estimate_p50']:.0f}",
             str(row["questions"]),
         )
-    out.print(table)
+    print_table(table)
     injected = Table(
         "space", "quotes stored", "hoists a rule", "tokens p50", "blocks",
         title=f"false injection ({result['unrelated_queries']} unrelated queries)",
@@ -323,7 +324,7 @@ def _print_context(result: dict, data: Path | None) -> None:
             f"{row['tokens_p50']:.0f}",
             str(row["blocks"]),
         )
-    out.print(injected)
+    print_table(injected)
     out.print(f"{result['definition']}", markup=False)
     out.print(
         f"recall p50 {result['recall_p50_ms']} ms, p95 {result['recall_p95_ms']} ms; "
@@ -348,7 +349,7 @@ def _print_loop(result: dict) -> None:
             str(row["assistant_quoted"]),
             str(row["tokens"]),
         )
-    out.print(table, markup=False)
+    print_table(table, markup=False)
     out.print(f"machine: {result['machine']}")
 
 
@@ -413,7 +414,7 @@ def consolidate_command(
             f"{row['supersession']:.3f}",
             f"{row['p50_s_per_episode']:.6f}",
         )
-    out.print(table)
+    print_table(table)
     _misses(runs)
 
 
@@ -456,7 +457,7 @@ def _labelled_tables(runs: dict) -> None:
                 str(cell["kept"]),
                 str(cell["matched"]),
             )
-        out.print(table)
+        print_table(table)
     _misses(runs)
 
 
@@ -492,7 +493,7 @@ def mcp_command(
         str(result["direct_recall_p50_ms"]),
         str(result["overhead_p50_ms"]),
     )
-    out.print(table)
+    print_table(table)
     out.print(f"machine: {result['machine']}")
 
 
@@ -572,7 +573,7 @@ def load_command(
             str(run["errors"]),
             str(run["missing_acknowledged"]),
         )
-    out.print(table)
+    print_table(table)
     for count, run in result.items():
         out.print(f"{count} clients: machine {run['machine']}")
 
@@ -604,5 +605,5 @@ def proxy_command(
         str(result["added_p95_ms"]),
         str(result["build_context_p50_ms"]),
     )
-    out.print(table)
+    print_table(table)
     out.print(f"machine: {result['machine']}")

@@ -80,6 +80,23 @@ class LazyConsole:
 out = LazyConsole(soft_wrap=True)
 err = LazyConsole(stderr=True, soft_wrap=True)
 
+
+def print_table(table: Any, **options: Any) -> None:
+    """Print a rich table on ``out``; piped or captured, at its natural width.
+
+    Off a terminal rich lays a table out in 80 columns (or ``$COLUMNS``), cutting headers and
+    numbers to ``…``: what a script or a test reads would depend on the environment. Only a
+    terminal's own width is honoured.
+    """
+    console = out.console
+    if not console.is_terminal:
+        from rich.measure import Measurement
+
+        natural = Measurement.get(console, console.options.update_width(100_000), table).maximum
+        console.width = max(natural, console.width)
+    console.print(table, **options)
+
+
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidInputError, 2),
     (OrcamemError, 1),

@@ -25,6 +25,7 @@ from .console import (
     fail,
     out,
     print_json,
+    print_table,
     warn,
 )
 
@@ -105,7 +106,7 @@ def show(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
     for key, value in data.items():
         shown = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
         table.add_row(key, shown)
-    out.print(table)
+    print_table(table)
 
 
 @memory_app.command("context")
@@ -163,7 +164,7 @@ def list_(cwd: CwdOption = None, as_json: JsonOption = False) -> None:
             table.add_row(
                 c.id, c.category, c.text, c.session_id or "-", c.turn_id or "-", c.recorded_at[:19]
             )
-        out.print(table)
+        print_table(table)
     for line in state.corrupt:
         warn(f"{line.describe()} (kept as is)", "unreadable ledger")
 

@@ -30,6 +30,7 @@ from .console import (
     load_settings,
     out,
     print_json,
+    print_table,
     progress,
     warn,
 )
@@ -173,7 +174,7 @@ def search(
         if explain:
             row.append(" ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items() if v))
         table.add_row(*row)
-    out.print(table)
+    print_table(table)
 
 
 @app.command()
@@ -246,7 +247,7 @@ def facts(
             else ("active" if m.active else f"outdated → {m.superseded_by or '?'}")
         )
         table.add_row(m.id, m.category, m.content[:120], m.created_at[:10], status)
-    out.print(table)
+    print_table(table)
 
 
 @app.command()
@@ -322,7 +323,7 @@ def stats(db: DbOption = None, space: SpaceOption = "default", as_json: JsonOpti
     table = Table("key", "value", show_header=False)
     for key, value in data.items():
         table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
-    out.print(table)
+    print_table(table)
 
 
 @app.command()

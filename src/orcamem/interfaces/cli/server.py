@@ -31,6 +31,7 @@ from .console import (
     fail,
     load_settings,
     out,
+    print_table,
     warn,
 )
 
@@ -536,7 +537,7 @@ def keys_list(db: DbOption = None) -> None:
             row["created_at"][:19],
             (row["revoked_at"] or "")[:19],
         )
-    out.print(table)
+    print_table(table)
 
 
 @keys_app.command("revoke")
