@@ -186,6 +186,29 @@ def test_an_export_says_version_2_and_a_version_1_file_without_pins_still_import
         assert copy.facts(include_history=True) == []
 
 
+def test_a_memory_reads_its_own_recalls_in_facts_memory_and_export(mem: Memory) -> None:
+    """access_count is written off the hot path; this Memory's next read waits for it."""
+    import json
+    import threading
+
+    kept = mem.remember("Our cat is called Pepper.", category="preference")
+    gate = threading.Event()
+    mark = mem.store.mark_accessed
+
+    def slow_mark(*args: object) -> None:
+        gate.wait(30)  # released only after the read below has started
+        mark(*args)
+
+    mem.store.mark_accessed = slow_mark  # type: ignore[method-assign]
+    assert mem.context([{"role": "user", "content": "What is my cat called?"}]).block
+    threading.Timer(0.2, gate.set).start()
+    assert mem.memory(kept.id).access_count == 1
+    assert [m.access_count for m in mem.facts()] == [1]
+    out = io.StringIO()
+    mem.export(out)
+    assert [json.loads(line)["access_count"] for line in out.getvalue().splitlines()[1:]] == [1]
+
+
 # -- the injected-block log ------------------------------------------------------------------------
 
 

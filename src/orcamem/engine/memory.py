@@ -564,6 +564,7 @@ class Memory:
     ) -> list[MemoryRecord]:
         """Active memories (with ``include_history``, superseded ones too), oldest first."""
         space = self._space(space)
+        self._settle()  # with this Memory's own reads counted (access_count, last_accessed_at)
         return self.store.list_memories(space, include_inactive=include_history)
 
     def close_memory(
@@ -927,7 +928,9 @@ class Memory:
 
     def memory(self, memory_id: str, *, space: str | None = None) -> MemoryRecord:
         """One memory of the space (``NotFoundError`` if it is not there)."""
-        return self.store.get_memory(self._space(space), memory_id)
+        space = self._space(space)
+        self._settle()
+        return self.store.get_memory(space, memory_id)
 
     def cited_episodes(self, memory_id: str, *, space: str | None = None) -> list[int]:
         """The episodes a memory was consolidated from (those of the lines it cites), in order."""
@@ -943,6 +946,7 @@ class Memory:
     def export(self, out: IO[str], *, space: str | None = None) -> int:
         """Write the space as JSON lines (header, episodes, memories); returns records written."""
         space = self._space(space)
+        self._settle()  # this Memory's own reads are counted in what it exports
         if not callable(getattr(out, "write", None)):
             raise InvalidInputError(
                 f"out must be a text file open for writing, got {type(out).__name__} {shown(out)}"
