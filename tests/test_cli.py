@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,38 @@ def test_add_text_then_search_table(db: Path) -> None:
 
     explained = run("search", "Where do I live?", "--db", db, "--explain").stdout
     assert "why" in explained and "lexical=" in explained and "vector=" in explained
+
+
+TRIP = [
+    "My dentist appointment moved to Friday; the trip budget is tight.",
+    *(
+        f"On the trip we spent a day in {city}, where the old town was full of tiled houses, "
+        "narrow lanes, bakeries and a market."
+        for city in ("Lisbon", "Porto", "Madrid")
+    ),
+]
+
+
+def test_recall_explain_says_an_item_was_below_the_score_cut(db: Path) -> None:
+    """With a 60-token block the floor (min_block_tokens) is 60 tokens: past it a passage
+    scoring a quarter of the best is left out by the score cut, and the trace says so (not
+    "budget"); without --explain the block is the same."""
+    for n, text in enumerate(TRIP):
+        run("add", text, "--db", db, "--role", "user", "--session", f"s{n}")
+    query = "How tight is the trip budget?"
+    plain = run("recall", query, "--db", db, "--budget", "60").stdout
+    explained = run("recall", query, "--db", db, "--budget", "60", "--explain").stdout
+    assert explained.startswith(plain) and "the trip budget is tight" in plain
+    why = explained[len(plain) :].splitlines()
+    assert why[0] == "why this block:"
+    assert why[1].startswith("  in ") and "trip budget is tight" in why[1] and "lexical=" in why[1]
+    out = [line for line in why if line.startswith("  out ")]
+    assert out and all("On the trip we spent a day" in line for line in out)
+    assert all(
+        re.search(r"\(below the score cut: 0\.\d\d of the best, the cut is 0\.37\)$", line)
+        for line in out
+    ), out
+    assert not any("budget:" in line for line in out)
 
 
 def test_search_json_is_one_parseable_object(db: Path) -> None:

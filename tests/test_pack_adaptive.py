@@ -6,7 +6,7 @@ from orcamem import Config
 from orcamem._kernel.config import PackConfig
 from orcamem._kernel.model import Hit
 from orcamem._kernel.text import wordpiece_tokens
-from orcamem.recall import pack_context
+from orcamem.recall import Packed, explain_pack, pack_context
 
 TODAY = datetime(2024, 2, 1, tzinfo=timezone.utc)
 QUERY = "What did John say about the trip?"
@@ -62,3 +62,42 @@ def test_the_defaults_cut_at_the_score_gap() -> None:
     _, floor = _pack(clear, context_budget_tokens=pack.min_block_tokens, relative_score=0.0)
     _, fixed = _pack(clear, relative_score=0.0)
     assert [hit.id for hit in used] == [hit.id for hit in floor] and len(used) < len(fixed)
+
+
+def _explain(hits: list[Hit], **pack: object) -> Packed:
+    return explain_pack(hits, [], Config(pack=PackConfig(**pack)), TODAY, QUERY)
+
+
+def test_the_trace_says_the_score_cut_left_an_item_out_not_the_budget() -> None:
+    """A hit the adaptive count dropped is reported as below the cut, with its share of the
+    best; one that passed the cut but found no room is reported as budget; the block and hits
+    are exactly pack_context's."""
+    clear = _hits([1.0] + [0.31] * 15)
+    packed = _explain(clear, context_budget_tokens=400, relative_score=0.37, min_block_tokens=0)
+    assert (packed.block, packed.used) == _pack(
+        clear, context_budget_tokens=400, relative_score=0.37, min_block_tokens=0
+    )
+    assert [hit.id for hit in packed.used] == ["ep-0"]
+    assert {left.reason for left in packed.left_out} == {"score_cut"}
+    assert [left.hit.id for left in packed.left_out] == [f"ep-{n}" for n in range(1, 16)]
+    assert packed.left_out[0].detail == "below the score cut: 0.31 of the best, the cut is 0.37"
+
+    alike = _hits([1.0] * 16)  # nothing to cut: whatever is left out is the budget's
+    tight = _explain(alike, context_budget_tokens=120, relative_score=0.37)
+    assert 1 < len(tight.used) < 16 and len(tight.left_out) == 16 - len(tight.used)
+    assert {left.reason for left in tight.left_out} == {"budget"}
+    assert tight.left_out[0].detail.startswith("budget: no room left")
+
+
+def test_past_the_floor_the_cut_and_the_budget_each_name_what_they_dropped() -> None:
+    """Close candidates pass the cut and fill the ceiling (budget for the rest of them);
+    the far ones are below the cut, whether or not there would have been room."""
+    mixed = _hits([1.0] * 12 + [0.2] * 4)
+    packed = _explain(mixed, context_budget_tokens=250, relative_score=0.37, min_block_tokens=40)
+    assert (packed.block, packed.used) == _pack(
+        mixed, context_budget_tokens=250, relative_score=0.37, min_block_tokens=40
+    )
+    reasons = {left.hit.id: left.reason for left in packed.left_out}
+    assert {reasons[f"ep-{n}"] for n in range(12, 16)} == {"score_cut"}
+    assert "budget" in reasons.values() and len(packed.used) < 12
+    assert all(left.of_best == 1.0 for left in packed.left_out if left.reason == "budget")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from orcamem import Memory
@@ -188,3 +189,48 @@ def test_workers_refuse_a_bank_that_each_process_would_keep_alone(tmp_path: Path
     )
     assert result.exit_code == 2
     assert "--workers needs a database and a Memory Bank every process shares" in result.output
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of a Prometheus text exposition (0 when absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+def test_metrics_of_two_workers_count_the_whole_server_whichever_answers(
+    tmp_path: Path,
+) -> None:
+    """``serve --workers 2``: 60 searches over fresh connections are served by both
+    processes, and every scrape, whichever process answers it, counts all 60 (requests and
+    latency observations); scrapes are repeated until both processes have answered one."""
+    args = ["serve", "--db", str(tmp_path / "m.db"), "--no-auto-sleep", "--workers", "2"]
+    sent = 60
+    search = {"method": "GET", "route": "/api/search"}
+    with tempfile.TemporaryFile() as log, _orcamem(args, log, processes=2) as url:
+        for n in range(sent):
+            reply = httpx.get(f"{url}/api/search", params={"q": f"plum{n}"}, timeout=60)
+            assert reply.status_code == 200, reply.text
+        scraped: list[tuple[float, float, float]] = []
+        answered: set[int] = set()
+        for _ in range(400):  # fresh connections: the kernel hands each to either process
+            text = httpx.get(f"{url}/metrics", timeout=60).text
+            scraped.append(
+                (
+                    _sample(text, "orcamem_http_requests_total", **search, status="200"),
+                    _sample(text, "orcamem_http_request_duration_seconds_count", **search),
+                    _sample(text, "orcamem_http_requests_in_flight"),
+                )
+            )
+            log.seek(0)
+            lines = [json.loads(line) for line in log.read().splitlines() if line[:1] == b"{"]
+            answered = {line["pid"] for line in lines if line.get("route") == "/metrics"}
+            if len(answered) == 2:
+                break
+        searched = {line["pid"] for line in lines if line.get("route") == "/api/search"}
+    assert len(searched) == 2, searched  # both processes served searches
+    assert len(answered) == 2, answered  # and both answered scrapes
+    # each scrape is itself in flight (in the process that answers it), nothing else is
+    assert set(scraped) == {(sent, sent, 1.0)}, scraped[:5]

@@ -278,6 +278,10 @@ def test_why_this_block_shows_the_exact_block_and_what_was_left_out(
     left_out = {hit["text"]: hit["reason"] for hit in why["cut"]}
     assert left_out.get("I live in Berlin.") == "outdated", left_out
     assert "I live in Berlin." in body and "outdated" in body  # left out, and why
+    for hit in why["cut"]:  # each in words: "below the score cut: 0.31 of the best, …"
+        reason = tab.locator(f"tr[data-hit='{hit['id']}'] td[data-reason]")
+        assert reason.inner_text() == hit["detail"]
+        assert reason.get_attribute("data-reason") == hit["reason"]
     shot(tab, "why")
     assert watch.outside == [] and watch.errors == []
 

@@ -20,8 +20,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from typer.testing import CliRunner
 
-from orcamem import EmbedderMismatchError, Memory, NotFoundError
+from orcamem import Config, EmbedderMismatchError, Memory, NotFoundError
 from orcamem._kernel.clock import FrozenClock
+from orcamem._kernel.config import PackConfig
 from orcamem._kernel.embed import make_embedder
 from orcamem._kernel.text import wordpiece_tokens
 from orcamem.interfaces.cli.main import app as cli
@@ -214,6 +215,37 @@ def test_explain_shows_the_exact_block_its_items_and_its_tokens(seeded: Memory) 
     assert all(hit["breakdown"] for hit in why["included"])  # each item says why
     left_out = {hit["text"]: hit["reason"] for hit in why["cut"]}
     assert left_out.get("I live in Berlin.") == "outdated", left_out  # Lisbon is current
+
+
+def test_explain_says_the_score_cut_left_an_item_out_not_the_budget(tmp_path: Path) -> None:
+    """With no floor (min_block_tokens 0) only items within relative_score of the best are
+    packed: the weak passage is "score_cut" with its share of the best, and the block is
+    still the one /api/context injects."""
+    config = Config(pack=PackConfig(min_block_tokens=0))
+    with Memory(tmp_path / "m.db", clock=FrozenClock(NOW), config=config) as mem:
+        mem.observe("user", "My dentist appointment moved to Friday; the trip budget is tight.")
+        for city in ("Lisbon", "Porto"):
+            mem.observe(
+                "user",
+                f"On the trip we spent a day in {city}, where the old town was full of tiled "
+                "houses, narrow lanes, bakeries and a market.",
+                session_id=city,
+            )
+        query = "How tight is the trip budget?"
+        with client_for(mem) as client:
+            why = client.get("/api/explain", params={"space": "default", "q": query}).json()
+            block = client.get("/api/context", params={"q": query}).json()["block"]
+    assert why["block"] == block and "trip budget is tight" in block
+    assert (why["relative_score"], why["min_block_tokens"]) == (0.37, 0)
+    assert [hit["text"][:9] for hit in why["included"]] == ["My dentis"]
+    assert why["cut"], why
+    for hit in why["cut"]:
+        assert hit["reason"] == "score_cut", hit
+        assert 0 < hit["of_best"] < 0.37
+        assert hit["detail"] == (
+            f"below the score cut: {hit['of_best']:.2f} of the best, the cut is 0.37"
+        )
+        assert hit["text"] not in block
 
 
 def test_explain_is_a_preview_that_marks_nothing_accessed(seeded: Memory) -> None:

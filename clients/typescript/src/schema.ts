@@ -1400,7 +1400,7 @@ export interface components {
             block: string;
             /**
              * Budget Tokens
-             * @description The block's budget (config.pack).
+             * @description The block's budget, a ceiling (config.pack).
              */
             budget_tokens: number;
             /**
@@ -1413,8 +1413,18 @@ export interface components {
              * @description Ranked hits that made it into the block.
              */
             included: components["schemas"]["HitOut"][];
+            /**
+             * Min Block Tokens
+             * @description Tokens packed whatever their score before the score cut applies.
+             */
+            min_block_tokens: number;
             /** Query */
             query: string;
+            /**
+             * Relative Score
+             * @description The score cut: past min_block_tokens an item needs this share of the best hit's score (0: no cut).
+             */
+            relative_score: number;
             /**
              * Rules
              * @description Forbidden rules that bear on the query (hoisted).
@@ -1720,6 +1730,11 @@ export interface components {
             breakdown: {
                 [key: string]: number;
             };
+            /**
+             * Detail
+             * @description The reason in words ("below the score cut: 0.31 of the best, the cut is 0.37").
+             */
+            detail: string;
             /** Episode Id */
             episode_id: number | null;
             /**
@@ -1738,11 +1753,16 @@ export interface components {
             /** Occurred At */
             occurred_at: string | null;
             /**
+             * Of Best
+             * @description Its score as a share of the best hit's (null when the best scored 0).
+             */
+            of_best: number | null;
+            /**
              * Reason
-             * @description outdated: a newer state says otherwise and is what the block shows; budget: no room left in its section of the token budget.
+             * @description outdated: a newer state says otherwise and is what the block shows; score_cut: past the block's first min_block_tokens it scored below relative_score of the best hit (the adaptive count); budget: it passed the cut but no room was left in its section of the token budget.
              * @enum {string}
              */
-            reason: "outdated" | "budget";
+            reason: "outdated" | "score_cut" | "budget";
             /** Role */
             role: string | null;
             /** Score */

@@ -38,6 +38,7 @@ from .server import AutoSleepOption, KeysOption, ModelOption, UpstreamOption
 
 if TYPE_CHECKING:
     from ...engine import Memory
+    from ...recall import Packed
 
 app = command_group("orcamem: durable, local-first long-term memory for LLM agents.")
 
@@ -194,15 +195,50 @@ def recall(
             f"setting, else {PackConfig().context_budget_tokens}).",
         ),
     ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Then say why: each item in the block, and each ranked item left out with "
+            "the reason (outdated, below the score cut, or the budget). A preview: nothing "
+            "is marked accessed.",
+        ),
+    ] = False,
 ) -> None:
     """Print the exact memory block that would be injected before the next turn."""
     config = Config(pack=PackConfig(enable_sutra_packing=not classic))
     with _memory(db, space, config=config, context_budget=budget) as mem:
-        block = mem.recall(query)
+        if explain:
+            from ...recall import explain_pack
+
+            result = mem.search(query, top_k=mem.config.pack.max_items)
+            packed = explain_pack(
+                result.hits, result.rules, mem.config, mem.clock.now(), result.query
+            )
+            block = packed.block
+        else:
+            block = mem.recall(query)
     if block:
         sys.stdout.write(block + "\n")  # byte-exact: no wrapping by the console
     else:
         err.print(f"(nothing to inject for this query in space {space!r})")
+    if explain:
+        _print_why(packed)
+
+
+def _print_why(packed: Packed) -> None:
+    """``recall --explain``: one line per ranked item after the block, ``in`` with its signal
+    breakdown or ``out`` with the reason it was left out (never wrapped, so one item is one
+    line)."""
+    lines = ["why this block:"]
+    for hit in packed.used:
+        why = " ".join(f"{k}={v:.3f}" for k, v in hit.breakdown.items() if v)
+        lines.append(f"  in   {hit.score:.3f} {hit.id}: {hit.text[:80]!r} ({why})")
+    for left in packed.left_out:
+        hit = left.hit
+        lines.append(f"  out  {hit.score:.3f} {hit.id}: {hit.text[:80]!r} ({left.detail})")
+    for line in lines:
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 @app.command()

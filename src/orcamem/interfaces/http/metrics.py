@@ -11,11 +11,20 @@ database reports the same queue: jobs by status (the depth is ``pending`` + ``ru
 the lease takeovers (a worker died or hung and another claimed its job) in the jobs it keeps.
 prometheus-client writes the exposition format; each app has its own registry, so two apps in
 one process (tests, replicas) never share a counter.
+
+Under ``--workers N`` the scrape reports the whole server, whichever worker answers it:
+``server.run_workers`` makes one directory per server and hands it to every worker
+(prometheus-client's multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR``), each worker's counters,
+histograms and in-flight gauge live in memory-mapped files there, and :meth:`Metrics.share`
+makes the scrape sum the files of all of them (requests and latency summed; in flight: the
+live workers' sum). A worker that stops cleanly takes its in-flight gauge with it; its counts
+stay, so totals never go down while the server runs. The directory goes with the server.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -30,6 +39,7 @@ from prometheus_client.exposition import generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..._kernel.ids import random_id
+from ...errors import OrcamemError
 
 __all__ = ["REQUEST_ID", "Metrics", "Observe", "install"]
 
@@ -84,12 +94,43 @@ class Metrics:
             registry=self.registry,
         )
         self.in_flight = Gauge(
-            "orcamem_http_requests_in_flight", "Requests being served.", registry=self.registry
+            "orcamem_http_requests_in_flight",
+            "Requests being served.",
+            registry=self.registry,
+            multiprocess_mode="livesum",  # under --workers: the live workers' sum
         )
-        self.registry.register(_Jobs(memory))
+        self._jobs = _Jobs(memory)
+        self.registry.register(self._jobs)
+        self._scraped = self.registry
+        self.shared: str | None = None
+
+    def share(self, directory: str) -> None:
+        """Scrape the whole server: the counts every worker writes to ``directory``, summed
+        (see the module doc), plus the job queue read once from the database. The process
+        must have started with ``PROMETHEUS_MULTIPROC_DIR`` set to ``directory`` (so its
+        counts are written there); ``server.run_workers`` starts its workers so."""
+        from prometheus_client import values
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        if not values.ValueClass._multiprocess:
+            raise OrcamemError(
+                f"this worker does not write its metrics to {directory}: start it with "
+                "PROMETHEUS_MULTIPROC_DIR set to that directory (server.run_workers does)"
+            )
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=directory)
+        registry.register(self._jobs)
+        self._scraped, self.shared = registry, directory
+
+    def leave(self) -> None:
+        """This worker is stopping: its in-flight gauge no longer counts (its counts do)."""
+        if self.shared is not None:
+            from prometheus_client.multiprocess import mark_process_dead
+
+            mark_process_dead(os.getpid(), self.shared)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._scraped)
 
 
 def _route(scope: Scope) -> str:

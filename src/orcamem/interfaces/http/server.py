@@ -10,12 +10,17 @@ that dies is replaced); each process builds its own app from a picklable factory
 its own ``Memory`` on the one database. On SQLite they share the WAL file: one writer at a
 time by SQLite's own lock (``busy_timeout``), reads in parallel, and every process's vector
 index catches up with the others' commits (``PRAGMA data_version``). A Python process runs one
-thread at a time, so this is how one server uses more than one core.
+thread at a time, so this is how one server uses more than one core. ``/metrics`` reports the
+whole server, whichever worker answers: the workers write their counts to one directory this
+server makes (and removes), and the scrape sums them (``metrics.Metrics.share``).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from functools import partial
 
@@ -91,8 +96,11 @@ def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, worker
 
     from .logs import LOG_CONFIG
 
+    shared = tempfile.mkdtemp(prefix="orcamem-metrics-")  # the workers' counts, one file each
+    before = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = shared  # workers are spawned: they start with it set
     config = uvicorn.Config(
-        partial(_worker_app, factory),
+        partial(_worker_app, factory, shared),
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -100,11 +108,23 @@ def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, worker
         log_config=LOG_CONFIG,
         timeout_worker_healthcheck=WORKER_SILENCE_S,
     )
-    socket = config.bind_socket()
     try:
-        Multiprocess(config, sockets=[socket]).run()
+        socket = config.bind_socket()
+        try:
+            Multiprocess(config, sockets=[socket]).run()
+        finally:
+            socket.close()
     finally:
-        socket.close()
+        if before is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = before
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""Where prometheus-client's multiprocess mode keeps a process's counts (read by it, at
+import, in each worker; orcamem only sets it for the workers it starts)."""
 
 
 WORKER_SILENCE_S = 120
@@ -115,14 +135,19 @@ STARTUP_FAILURE = 3
 """uvicorn's exit code for a worker that could not start (its supervisor then stops)."""
 
 
-def _worker_app(factory: Callable[[], FastAPI]) -> FastAPI:
-    """One worker's app (in the worker process): the factory's, writing its queued log
-    lines as it stops."""
+def _worker_app(factory: Callable[[], FastAPI], shared: str) -> FastAPI:
+    """One worker's app (in the worker process): the factory's, its ``/metrics`` the whole
+    server's (the counts every worker writes to ``shared``), writing its queued log lines as
+    it stops."""
     from ...errors import OrcamemError
     from .logs import drain
 
     try:
         app = factory()
+        metrics = getattr(app.state, "metrics", None)
+        if metrics is not None:
+            metrics.share(shared)
+            app.router.add_event_handler("shutdown", metrics.leave)
     except OrcamemError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         sys.exit(STARTUP_FAILURE)

@@ -10,6 +10,15 @@ blocks' brackets and tags escaped), before any clip:
 """
 
 from .budget import clip, fill
-from .engine import FORBIDDEN_FRAMING, FRAMING, pack_context
+from .engine import FORBIDDEN_FRAMING, FRAMING, LeftOut, Packed, explain_pack, pack_context
 
-__all__ = ["FORBIDDEN_FRAMING", "FRAMING", "clip", "fill", "pack_context"]
+__all__ = [
+    "FORBIDDEN_FRAMING",
+    "FRAMING",
+    "LeftOut",
+    "Packed",
+    "clip",
+    "explain_pack",
+    "fill",
+    "pack_context",
+]

@@ -2,7 +2,8 @@
 
 The same two steps as ``Memory.recall`` (rank ``max_items`` hits, pack them into the budget)
 made visible: what went in with each hit's per-signal breakdown, what was left out and why
-(an outdated line whose newer state the block shows, or the token budget), and the block's
+(an outdated line whose newer state the block shows, the adaptive count's score cut, or the
+token budget: ``recall.explain_pack``, the decision ``pack_context`` makes), and the block's
 token count. A preview: unlike a real recall it marks nothing accessed, so
 looking at a block never changes the next one.
 """
@@ -14,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...._kernel.text import wordpiece_tokens
-from ....recall import pack_context
+from ....recall import explain_pack
 from ..deps import MemoryDep
 from .common import SpaceDep
 from .schemas import ExplainOut, HitOut, LeftOutHit, errors
@@ -34,25 +35,27 @@ def explain(
     hit's ``breakdown``), what was left out and why, and its token count."""
     pack = memory.config.pack
     result = memory.search(q, space=space, top_k=pack.max_items)
-    block, used = pack_context(
+    packed = explain_pack(
         result.hits, result.rules, memory.config, memory.clock.now(), result.query
     )
-    kept = {id(hit) for hit in used}
-    values = {hit.memory.value for hit in result.hits if hit.memory is not None}
+    kept = {id(hit) for hit in packed.used}
     return ExplainOut(
         query=result.query,
         space=space,
-        block=block,
-        tokens=wordpiece_tokens(block),
+        block=packed.block,
+        tokens=wordpiece_tokens(packed.block),
         budget_tokens=pack.context_budget_tokens,
+        min_block_tokens=pack.min_block_tokens,
+        relative_score=pack.relative_score,
         included=[HitOut(**h.to_dict()) for h in result.hits if id(h) in kept],
         cut=[
             LeftOutHit(
-                **h.to_dict(),
-                reason="outdated" if h.outdated_by and h.outdated_by in values else "budget",
+                **left.hit.to_dict(),
+                reason=left.reason,
+                of_best=None if left.of_best is None else round(left.of_best, 6),
+                detail=left.detail,
             )
-            for h in result.hits
-            if id(h) not in kept
+            for left in packed.left_out
         ],
         rules=[HitOut(**h.to_dict()) for h in result.rules if id(h) in kept],
     )

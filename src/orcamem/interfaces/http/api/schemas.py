@@ -526,9 +526,18 @@ class AuditOut(BaseModel):
 
 
 class LeftOutHit(HitOut):
-    reason: Literal["outdated", "budget"] = Field(
+    reason: Literal["outdated", "score_cut", "budget"] = Field(
         description="outdated: a newer state says otherwise and is what the block shows; "
-        "budget: no room left in its section of the token budget."
+        "score_cut: past the block's first min_block_tokens it scored below relative_score "
+        "of the best hit (the adaptive count); "
+        "budget: it passed the cut but no room was left in its section of the token budget."
+    )
+    of_best: float | None = Field(
+        description="Its score as a share of the best hit's (null when the best scored 0)."
+    )
+    detail: str = Field(
+        description='The reason in words ("below the score cut: 0.31 of the best, the cut '
+        'is 0.37").'
     )
 
 
@@ -537,7 +546,14 @@ class ExplainOut(BaseModel):
     space: str
     block: str = Field(description="The exact block build_context would inject (may be empty).")
     tokens: int = Field(description="The block's tokens, as budgets count them (WordPiece).")
-    budget_tokens: int = Field(description="The block's budget (config.pack).")
+    budget_tokens: int = Field(description="The block's budget, a ceiling (config.pack).")
+    min_block_tokens: int = Field(
+        description="Tokens packed whatever their score before the score cut applies."
+    )
+    relative_score: float = Field(
+        description="The score cut: past min_block_tokens an item needs this share of the "
+        "best hit's score (0: no cut)."
+    )
     included: list[HitOut] = Field(description="Ranked hits that made it into the block.")
     cut: list[LeftOutHit] = Field(description="Ranked hits the block left out, with why.")
     rules: list[HitOut] = Field(description="Forbidden rules that bear on the query (hoisted).")

@@ -379,14 +379,18 @@ function showWhy(why, out) {
     el("h2", {}, "The block"),
     el("p", { id: "why-tokens", class: "muted" },
       `${why.tokens} of ${why.budget_tokens} tokens · ${why.included.length} items in, ` +
-      `${why.cut.length} left out, ${why.rules.length} forbidden rules`),
+      `${why.cut.length} left out, ${why.rules.length} forbidden rules · past the first ` +
+      `${why.min_block_tokens} tokens an item needs ${why.relative_score} of the best score`),
     why.block ? el("pre", { class: "block", id: "why-block" }, why.block)
       : el("p", { class: "muted", id: "why-block" }, "Nothing would be injected: no memory bears on this message."),
     el("h2", {}, "In the block"),
     table(["Kind", "Text", "Score", "Why (per signal)"], hitRows([...why.rules, ...why.included])),
     el("h2", {}, "Ranked but left out"),
     why.cut.length ? table(["Kind", "Text", "Score", "Why (per signal)", "Left out because"],
-      hitRows(why.cut).map((row, i) => { row.append(el("td", {}, why.cut[i].reason)); return row; }))
+      hitRows(why.cut).map((row, i) => {
+        row.append(el("td", { "data-reason": why.cut[i].reason }, why.cut[i].detail));
+        return row;
+      }))
       : el("p", { class: "muted" }, "Nothing ranked was left out."));
 }
 
