@@ -128,9 +128,9 @@ class _ColumnValues:
         if self.ordered:  # None (no value) is b"", below every stamp, and never in a range
             return np.array([(item or "").encode() for item in items], dtype=np.bytes_)
         codes = self.codes
-        return np.fromiter(
-            (codes.setdefault(item, len(codes)) for item in items), np.int32, len(items)
-        )
+        for item in dict.fromkeys(items):  # the new values, in order, each given the next code
+            codes.setdefault(item, len(codes))
+        return np.fromiter(map(codes.__getitem__, items), np.int32, len(items))
 
     def extend(self, count: int, encoded: np.ndarray) -> None:
         needed = count + len(encoded)
