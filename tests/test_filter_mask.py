@@ -201,3 +201,22 @@ def test_a_mask_ranks_as_the_same_keys_given_as_allowed() -> None:
         k for k, _ in index.search("a", query, 1000, allowed=[i + 1 for i in keep["user"]])
     ]
     assert not {2, 4, 6, 8} & {k for k, _ in by_mask}
+
+
+def test_a_line_without_its_episode_is_never_admitted(mem: Memory, tmp_path: Path) -> None:
+    """The index reads each line's episode through a LEFT JOIN (a vector is never dropped);
+    a filter admits a line only through its episode, as the SQL's join does."""
+    with sqlite3.connect(tmp_path / "m.db") as conn:  # foreign keys are off in this one
+        line_id, blob = conn.execute("SELECT id, vector FROM lines ORDER BY id LIMIT 1").fetchone()
+        conn.execute(
+            "INSERT INTO lines (episode_id, space, seq, text, vector) "
+            "VALUES (999999, 'default', 0, 'orphan', ?)",
+            (blob,),
+        )
+        orphan = conn.execute("SELECT max(id) FROM lines").fetchone()[0]
+    vector = mem.store.line_vectors("default", [line_id])[line_id]
+    unfiltered = {k for k, _ in mem.store.vector_lines("default", vector, 2)}
+    assert unfiltered == {line_id, orphan}
+    for where in (SearchFilter(kind="passage"), SearchFilter(since="2000-01-01")):
+        found = {k for k, _ in mem.store.vector_lines("default", vector, 1000, where=where)}
+        assert line_id in found and orphan not in found

@@ -151,13 +151,13 @@ def line_mask(where: SearchFilter) -> Callable[[Columns], np.ndarray] | None:
         return None
 
     def mask(columns: Columns) -> np.ndarray:
-        marked = columns.all()
+        # every episode has a time: the rows without one are lines the join found no
+        # episode for, which the SQL's join of the episodes never returns either
+        marked = columns.within("occurred_at", where.since, where.until)
         if where.role is not None:
             marked &= columns.equal("role", where.role)
         if where.session is not None:
             marked &= columns.equal("session", where.session)
-        if where.since is not None or where.until is not None:
-            marked &= columns.within("occurred_at", where.since, where.until)
         return marked
 
     return mask
