@@ -151,13 +151,19 @@ def line_mask(where: SearchFilter) -> Callable[[Columns], np.ndarray] | None:
         return None
 
     def mask(columns: Columns) -> np.ndarray:
-        # every episode has a time: the rows without one are lines the join found no
-        # episode for, which the SQL's join of the episodes never returns either
-        marked = columns.within("occurred_at", where.since, where.until)
+        parts = []  # integer codes first: a role or a session compares 4 bytes a row
         if where.role is not None:
-            marked &= columns.equal("role", where.role)
+            parts.append(columns.equal("role", where.role))
         if where.session is not None:
-            marked &= columns.equal("session", where.session)
+            parts.append(columns.equal("session", where.session))
+        if where.since is not None or where.until is not None or not parts:
+            # every episode has a time: a row without one is a line the join found no
+            # episode for, which the SQL's join of the episodes never returns either (a
+            # role or session never matches it: its codes are those of no value)
+            parts.append(columns.within("occurred_at", where.since, where.until))
+        marked = parts[0]
+        for part in parts[1:]:
+            marked &= part
         return marked
 
     return mask

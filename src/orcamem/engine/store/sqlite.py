@@ -714,7 +714,8 @@ class SQLiteStore:
         where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
-        of the episodes ``where`` admits."""
+        of the episodes ``where`` admits: each matched line's episode joined, or for a
+        session the subquery of its episodes (:func:`scope.joined_line_clauses`)."""
         scope = joined_line_clauses(where, SQLITE, space) if where else None
         join = " JOIN episodes e ON e.id = l.episode_id" if scope else ""
         if where and scope is None:
