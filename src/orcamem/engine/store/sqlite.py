@@ -53,7 +53,16 @@ from .inserts import insert_rows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .rows import BlockTable, KeyTable, NoteTable
-from .scope import SQLITE, episode_clauses, line_clauses, memory_clauses
+from .scope import (
+    LINE_COLUMNS,
+    LINE_JOIN,
+    SQLITE,
+    episode_clauses,
+    joined_line_clauses,
+    line_clauses,
+    line_mask,
+    memory_clauses,
+)
 from .vector_index import VectorIndex, encode_vector
 
 __all__ = ["APPLICATION_ID", "SQLiteStore"]
@@ -215,9 +224,16 @@ class SQLiteStore:
         self._index_lock = threading.Lock()
         self._seen: dict[sqlite3.Connection, int] = {}  # data_version each connection last saw
         self._committed = False  # the writer committed: its own data_version does not move
-        self._line_index, self._memory_index = (
-            VectorIndex(table, "id", blas_threads=blas_threads, prune_above=prune_above)
-            for table in ("lines", "memories")
+        self._line_index = VectorIndex(
+            "lines",
+            "id",
+            blas_threads=blas_threads,
+            prune_above=prune_above,
+            columns=LINE_COLUMNS,
+            join=LINE_JOIN,
+        )
+        self._memory_index = VectorIndex(
+            "memories", "id", blas_threads=blas_threads, prune_above=prune_above
         )
 
     # -- opening ---------------------------------------------------------------------------
@@ -698,12 +714,16 @@ class SQLiteStore:
         where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
-        of the episodes ``where`` admits."""
-        scope = line_clauses(where, SQLITE, "l", space) if where else None
+        of the episodes ``where`` admits: each matched line's episode joined, or for a
+        session the subquery of its episodes (:func:`scope.joined_line_clauses`)."""
+        scope = joined_line_clauses(where, SQLITE, space) if where else None
+        join = " JOIN episodes e ON e.id = l.episode_id" if scope else ""
+        if where and scope is None:
+            scope = line_clauses(where, SQLITE, "l", space)
         with self.reading() as conn:
             rows = conn.execute(
                 "SELECT f.rowid, -bm25(lines_fts, ?, ?) AS score FROM lines_fts f "
-                "JOIN lines l ON l.id = f.rowid WHERE lines_fts MATCH ? AND l.space = ?"
+                f"JOIN lines l ON l.id = f.rowid{join} WHERE lines_fts MATCH ? AND l.space = ?"
                 f"{scope.sql if scope else ''} ORDER BY score DESC LIMIT ?",
                 (weights[0], weights[1], match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
@@ -712,11 +732,16 @@ class SQLiteStore:
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[int, float]]:
-        """Cosine top ``limit`` lines; with ``where``, among the ids one indexed query of the
-        episodes it admits returns (the index scores only those rows)."""
+        """Cosine top ``limit`` lines; with ``where``, among the rows it admits: masked from
+        the episode fields the index keeps beside each vector (:data:`scope.LINE_COLUMNS`),
+        or, for a metadata pair, the ids one indexed query of the episodes returns."""
         with self.reading() as conn:
             self._refresh(conn)
             allowed = None
+            mask = line_mask(where) if where else None
+            if mask is not None:
+                found = self._line_index.search(space, vector, limit, mask=mask)
+                return [(int(k), s) for k, s in found]
             if where:  # driven from the episodes index; a line's id comes from (episode, seq)
                 scope = episode_clauses(where, SQLITE, space)
                 allowed = [

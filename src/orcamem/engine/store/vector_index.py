@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,6 +34,8 @@ from ...errors import CorruptStoreError
 __all__ = [
     "BYTES_PER_VALUE",
     "PRUNED_DIMS",
+    "Column",
+    "Columns",
     "VectorIndex",
     "candidates",
     "decode_vector",
@@ -71,6 +73,11 @@ at 2,000 candidates, 96 kept 0.99, 128 1.00 at nearly the exact cost (200,000 tu
 _SAMPLE = 10_000
 
 
+_WIDE = 4
+"""A mask of at least 1/_WIDE of a space's rows scores the whole matrix and drops the rest:
+reading every row once costs less than copying a quarter of them out first."""
+
+
 def candidates(limit: int) -> int:
     """How many rows a pruned search re-scores exactly for a top ``limit``."""
     return max(2000, 20 * limit)
@@ -86,8 +93,92 @@ def _grown(array: np.ndarray, count: int, needed: int) -> np.ndarray:
     return grown
 
 
+class Column(NamedTuple):
+    """A value kept beside each row, so a filtered search masks rows in numpy instead of
+    reading the ids it admits from SQL on every query. Only for values a row never changes
+    (an episode's role, session, time: the log is append-only; a delete or re-embed reloads
+    the space through its epoch)."""
+
+    name: str
+    sql: str
+    """Its expression in the refresh query (over the index's table ``t`` and its join)."""
+    ordered: bool = False
+    """Kept as UTF-8 bytes and compared in order (SQLite's BINARY collation: a fixed-width
+    time stamp sorts like the time); else as integer codes, compared for equality."""
+
+
+def _grown1(array: np.ndarray, count: int, needed: int) -> np.ndarray:
+    """:func:`_grown` for a column (one value a row)."""
+    if needed <= array.shape[0]:
+        return array
+    grown = np.zeros(max(needed, array.shape[0] * 2), dtype=array.dtype)
+    grown[:count] = array[:count]
+    return grown
+
+
+class _ColumnValues:
+    """One column of a space: codes (``values`` their ``int32`` array) or ordered bytes."""
+
+    def __init__(self, ordered: bool) -> None:
+        self.ordered = ordered
+        self.codes: dict[str | None, int] = {}  # grows only, so a snapshot may share it
+        self.values = np.zeros(64, dtype="S1" if ordered else np.int32)
+
+    def encode(self, items: Sequence[str | None]) -> np.ndarray:
+        if self.ordered:  # None (no value) is b"", below every stamp, and never in a range
+            return np.array([(item or "").encode() for item in items], dtype=np.bytes_)
+        codes = self.codes
+        for item in dict.fromkeys(items):  # the new values, in order, each given the next code
+            codes.setdefault(item, len(codes))
+        return np.fromiter(map(codes.__getitem__, items), np.int32, len(items))
+
+    def extend(self, count: int, encoded: np.ndarray) -> None:
+        needed = count + len(encoded)
+        values = _grown1(self.values, count, needed)
+        if self.ordered and encoded.dtype.itemsize > values.dtype.itemsize:
+            values = values.astype(encoded.dtype)  # a new array: snapshots keep the old one
+        values[count:needed] = encoded
+        self.values = values
+
+
+class Columns:
+    """A snapshot of a space's columns (rows ``0 … count``): a filtered search's mask."""
+
+    def __init__(self, count: int, columns: dict[str, _ColumnValues]) -> None:
+        self._count = count
+        self._columns = {
+            name: (c.values[:count], c.codes, c.ordered) for name, c in columns.items()
+        }
+
+    def all(self) -> np.ndarray:
+        return np.ones(self._count, dtype=bool)
+
+    def equal(self, name: str, value: str) -> np.ndarray:
+        """Rows whose ``name`` is ``value`` (a row without one never is)."""
+        values, codes, ordered = self._columns[name]
+        if ordered:
+            return values == value.encode()
+        code = codes.get(value)
+        return np.zeros(self._count, dtype=bool) if code is None else values == code
+
+    def within(self, name: str, low: str | None, high: str | None) -> np.ndarray:
+        """Rows whose ordered ``name`` is at or after ``low`` and at or before ``high``."""
+        values = self._columns[name][0]
+        mask = values != b""
+        if low is not None:
+            mask &= values >= low.encode()
+        if high is not None:
+            mask &= values <= high.encode()
+        return mask
+
+
 class _SpaceMatrix:
-    def __init__(self, dim: int, basis: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        basis: np.ndarray | None = None,
+        columns: Sequence[Column] = (),
+    ) -> None:
         self.dim = dim
         self.keys: list[Hashable] = []
         self.rows = np.zeros((64, dim), dtype=np.float32)
@@ -95,13 +186,19 @@ class _SpaceMatrix:
         self.position: dict[Hashable, int] = {}
         self.basis = basis  # dim × PRUNED_DIMS once the space is pruned
         self.projected = np.zeros((64, PRUNED_DIMS), dtype=np.float32)
+        self.columns = {column.name: _ColumnValues(column.ordered) for column in columns}
 
-    def extend(self, keys: Sequence[Hashable], vectors: np.ndarray) -> None:
-        """Append rows; a reader's snapshot (rows, count) stays valid: rows below ``count``
-        never change, and a grown matrix is a new array."""
+    def extend(
+        self, keys: Sequence[Hashable], vectors: np.ndarray, columns: Sequence[np.ndarray] = ()
+    ) -> None:
+        """Append rows (and their encoded column values, in the order of ``columns``); a
+        reader's snapshot (rows, count) stays valid: rows below ``count`` never change, and
+        a grown matrix is a new array."""
         needed = self.count + len(keys)
         self.rows = _grown(self.rows, self.count, needed)
         self.rows[self.count : needed] = vectors
+        for values, encoded in zip(self.columns.values(), columns, strict=True):
+            values.extend(self.count, encoded)
         if self.basis is not None:
             self.projected = _grown(self.projected, self.count, needed)
             self.projected[self.count : needed] = self.rows[self.count : needed] @ self.basis
@@ -137,6 +234,8 @@ class VectorIndex:
         blas_threads: BLAS threads used for the matrix product (1 is fastest when busy).
         prune_above: search a space with more vectors than this in two steps (see the
             module docs); ``None``: always exact.
+        columns: values kept beside each row for :meth:`search`'s ``mask`` (see
+            :class:`Column`), read with the vectors through ``join`` (SQL after ``{table} t``).
     """
 
     def __init__(
@@ -146,9 +245,16 @@ class VectorIndex:
         *,
         blas_threads: int = 1,
         prune_above: int | None = None,
+        columns: Sequence[Column] = (),
+        join: str = "",
     ) -> None:
         self._table = table
         self._key = key_column
+        self._columns = tuple(columns)
+        extra = "".join(f", {column.sql}" for column in self._columns)
+        self._select = (
+            f"SELECT t.space, t.{key_column}, t.vector, t.rowid{extra} FROM {table} t {join} "
+        )
         self._threads = blas_threads
         self._prune_above = prune_above
         self._spaces: dict[str, _SpaceMatrix] = {}
@@ -170,8 +276,7 @@ class VectorIndex:
             for name, epoch in epochs.items():
                 self._epochs.setdefault(name, epoch)
             rows = conn.execute(
-                f"SELECT space, {self._key}, vector, rowid FROM {self._table} "
-                f"WHERE rowid > ? AND vector IS NOT NULL ORDER BY rowid",
+                f"{self._select}WHERE t.rowid > ? AND t.vector IS NOT NULL ORDER BY t.rowid",
                 (self._watermark,),
             ).fetchall()
             by_space: dict[str, list[tuple]] = {}
@@ -189,8 +294,8 @@ class VectorIndex:
             self._epochs.pop(space, None)
             return
         rows = conn.execute(
-            f"SELECT space, {self._key}, vector FROM {self._table} "
-            f"WHERE space = ? AND rowid <= ? AND vector IS NOT NULL ORDER BY rowid",
+            f"{self._select}WHERE t.space = ? AND t.rowid <= ? AND t.vector IS NOT NULL "
+            "ORDER BY t.rowid",
             (space, self._watermark),
         ).fetchall()
         if rows:
@@ -198,7 +303,8 @@ class VectorIndex:
         self._epochs[space] = epoch  # only once loaded: a refused row is met again next time
 
     def _add(self, space: str, rows: Sequence[tuple]) -> None:
-        """Append ``(space, key, blob, …)`` rows of one space, decoded in one numpy call."""
+        """Append ``(space, key, blob, rowid, *columns)`` rows of one space, decoded in one
+        numpy call."""
         dim = self._dims.get(space) or len(rows[0][2]) // BYTES_PER_VALUE
         for _, key, blob, *_ in rows:
             if len(blob) != dim * BYTES_PER_VALUE:
@@ -211,8 +317,12 @@ class VectorIndex:
         block = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float16)
         matrix = self._spaces.get(space)
         if matrix is None:
-            matrix = self._spaces[space] = _SpaceMatrix(dim)
-        matrix.extend([row[1] for row in rows], block.reshape(len(rows), dim))
+            matrix = self._spaces[space] = _SpaceMatrix(dim, columns=self._columns)
+        encoded = [
+            values.encode([row[4 + i] for row in rows])
+            for i, values in enumerate(matrix.columns.values())
+        ]
+        matrix.extend([row[1] for row in rows], block.reshape(len(rows), dim), encoded)
         if (
             self._prune_above is not None
             and matrix.basis is None
@@ -229,8 +339,14 @@ class VectorIndex:
             if matrix is None or not keys:
                 return
             keep = [i for i, key in enumerate(matrix.keys[: matrix.count]) if key not in keys]
-            fresh = _SpaceMatrix(matrix.dim, matrix.basis)
-            fresh.extend([matrix.keys[i] for i in keep], matrix.rows[keep])
+            fresh = _SpaceMatrix(matrix.dim, matrix.basis, self._columns)
+            for name, values in fresh.columns.items():
+                values.codes = matrix.columns[name].codes  # only grows: safe to share
+            fresh.extend(
+                [matrix.keys[i] for i in keep],
+                matrix.rows[keep],
+                [values.values[keep] for values in matrix.columns.values()],
+            )
             self._spaces[space] = fresh
 
     def _snapshot(self, space: str) -> _Snapshot | None:
@@ -261,14 +377,19 @@ class VectorIndex:
         limit: int,
         *,
         allowed: Collection[Hashable] | None = None,
+        mask: Callable[[Columns], np.ndarray] | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Top ``limit`` keys by cosine (vectors are unit length, so a dot product).
 
-        ``allowed``: only those keys are scored (a filtered search's mask, from one indexed
+        ``allowed``: only those keys are scored (a filtered search's rows, from one indexed
         query), exactly, whatever the space's size; the rest of the matrix is never read.
+        ``mask``: only the rows it marks (a boolean array over the space's :class:`Columns`)
+        are scored, exactly, as ``allowed`` would with their keys.
         """
         if allowed is not None:
             return self._search_among(space, query, limit, allowed)
+        if mask is not None:
+            return self._search_masked(space, query, limit, mask)
         snapshot = self._snapshot(space)
         if snapshot is None or query.shape[0] != snapshot.rows.shape[1]:
             return []
@@ -306,6 +427,32 @@ class VectorIndex:
         top = np.argpartition(-exact, limit - 1)[:limit]
         top = top[np.argsort(-exact[top])]
         return [(keys[positions[i]], float(exact[i])) for i in top]
+
+    def _search_masked(
+        self, space: str, query: np.ndarray, limit: int, mask: Callable[[Columns], np.ndarray]
+    ) -> list[tuple[Hashable, float]]:
+        with self._lock:  # rows and column values below ``count`` never change
+            matrix = self._spaces.get(space)
+            if matrix is None or query.shape[0] != matrix.dim or limit < 1:
+                return []
+            count, rows, keys = matrix.count, matrix.rows, matrix.keys
+            columns = Columns(count, matrix.columns)
+        marked = mask(columns)
+        positions = np.flatnonzero(marked)
+        if not len(positions):
+            return []
+        limit = min(limit, len(positions))
+        with _blas_limit(self._threads):
+            if len(positions) * _WIDE >= count:  # one pass over the matrix beats a gather
+                exact = rows[:count] @ query
+                exact[~marked] = -np.inf
+                positions = None
+            else:
+                exact = rows[positions] @ query
+        top = np.argpartition(-exact, limit - 1)[:limit]
+        top = top[np.argsort(-exact[top])]
+        found = top if positions is None else positions[top]
+        return [(keys[i], float(exact[j])) for i, j in zip(found, top, strict=True)]
 
     def count(self, space: str) -> int:
         """How many vectors the space has: its rows, without a scan of the table."""
