@@ -399,8 +399,49 @@ def _decide(
     floor = min(budget, config.pack.min_block_tokens)
     _, first = _pack(hits, rules, config, today, query, floor) if floor else ("", [])
     kept = {id(hit) for hit in first}
-    chosen = [hit for hit in hits if id(hit) in kept or hit.score >= share * best]
+    kept |= {id(hit) for hit in hits if hit.score >= share * best}
+    kept |= _replies(hits, kept, config)
+    chosen = [hit for hit in hits if id(hit) in kept]
     return (*_pack(chosen, rules, config, today, query, budget), chosen)
+
+
+def _windows(hits: list[Hit], config: Config) -> dict[int, int]:
+    """Each passage's window (by ``id``): the first ``full_passages`` ranked passages get
+    ``max_passage_chars``, the rest ``tail_passage_chars``."""
+    pack = config.pack
+    lead, limit = pack.full_passages, pack.max_passage_chars
+    passages = [hit for hit in hits if hit.kind == "passage"]
+    return {
+        id(hit): limit if not lead or rank < lead else pack.tail_passage_chars
+        for rank, hit in enumerate(passages)
+    }
+
+
+def _replies(hits: list[Hit], kept: set[int], config: Config) -> set[int]:
+    """The hits (by ``id``) that answer a question the block shows whole: a kept passage
+    whose turn fits its window and ends in ``?`` ("How did they react when they saw it?"),
+    answered by the next turn of its session, said by someone else. Such a reply rides past
+    the adaptive cut: a question shown without its answer spends tokens on what was asked and
+    leaves out what was said."""
+    window = _windows(hits, config)
+
+    def asks(hit: Hit) -> bool:
+        text = " ".join(quote(hit.text).split())
+        return text.endswith("?") and len(text) <= window[id(hit)]
+
+    asked = {
+        (hit.space, hit.session_id, hit.episode_id + 1): hit.role
+        for hit in hits
+        if id(hit) in kept and hit.kind == "passage" and hit.episode_id is not None and asks(hit)
+    }
+    return {
+        id(hit)
+        for hit in hits
+        if hit.kind == "passage"
+        and hit.episode_id is not None
+        and (key := (hit.space, hit.session_id, hit.episode_id)) in asked
+        and asked[key] != hit.role
+    }
 
 
 def _pack(
@@ -420,11 +461,7 @@ def _pack(
     limit = config.pack.max_passage_chars
     asked = frozenset(content_words(query))
     texts: dict[int, str] = {}  # each item rendered once, however often the budget asks
-    lead = config.pack.full_passages
-    window = {  # the first ``full_passages`` ranked passages get the full window, the rest less
-        id(hit): limit if not lead or rank < lead else config.pack.tail_passage_chars
-        for rank, hit in enumerate(kinds["passage"])
-    }
+    window = _windows(kinds["passage"], config)  # the best-ranked get the full window
 
     def text(hit: Hit) -> str:
         if id(hit) not in texts:
