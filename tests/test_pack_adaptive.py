@@ -1,6 +1,7 @@
 """The block's adaptive count: a clear answer gets a short block, close candidates get room."""
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 from orcamem import Config
 from orcamem._kernel.config import PackConfig
@@ -101,3 +102,40 @@ def test_past_the_floor_the_cut_and_the_budget_each_name_what_they_dropped() -> 
     assert {reasons[f"ep-{n}"] for n in range(12, 16)} == {"score_cut"}
     assert "budget" in reasons.values() and len(packed.used) < 12
     assert all(left.of_best == 1.0 for left in packed.left_out if left.reason == "budget")
+
+
+def test_memory_explain_is_recalls_block_with_each_hit_in_or_out_and_marks_nothing(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from orcamem import AsyncMemory, Memory
+
+    with Memory(tmp_path / "m.db") as mem:
+        for n in range(12):
+            mem.observe(
+                "user", f"On day {n} of the trip John and I stopped at town {n}.", session_id="s"
+            )
+        kept = mem.remember("John's trip ended in Lisbon.", category="state")
+        packed = mem.explain(QUERY)
+        assert packed.block == mem.recall(QUERY) and packed.query
+        ranked = [hit.id for hit in packed.hits]
+        assert sorted(ranked) == sorted(
+            [hit.id for hit in packed.included] + [left.hit.id for left in packed.left_out]
+        )
+        assert [hit.id for hit in packed.included] == [
+            i for i in ranked if i in {h.id for h in packed.used}
+        ]
+        assert all(left.reason in ("outdated", "score_cut", "budget") for left in packed.left_out)
+    with Memory(tmp_path / "fresh.db") as mem:
+        kept = mem.remember("John's trip ended in Lisbon.", category="state")
+        assert kept.id in [hit.id for hit in mem.explain("Where did John's trip end?").included]
+        assert mem.memory(kept.id).access_count == 0  # a preview, not a recall
+        mem.recall("Where did John's trip end?")
+        assert mem.memory(kept.id).access_count == 1
+
+    async def async_explain() -> Packed:
+        async with AsyncMemory(tmp_path / "fresh.db") as amem:
+            return await amem.explain("Where did John's trip end?")
+
+    assert kept.id in [hit.id for hit in asyncio.run(async_explain()).included]

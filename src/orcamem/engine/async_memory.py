@@ -21,7 +21,7 @@ from .._kernel.clock import Clock
 from .._kernel.config import Config
 from .._kernel.embed import Embedder
 from .._kernel.model import DEFAULT_SPACE, Episode, MemoryRecord
-from ..recall import RecallResult
+from ..recall import Packed, RecallResult
 from ..recall.filters import SearchFilter
 from .automations import AutomationNotes
 from .consolidate.sleep import SleepReport
@@ -360,6 +360,18 @@ class AsyncMemory:
 
         With ``filters``, the block of only what matches (``Memory.recall``)."""
         return await _thread(self.sync.recall, query, space=space, filters=filters, surface=surface)
+
+    async def explain(
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
+    ) -> Packed:
+        """Why this block: ``recall``'s block for ``query`` with the same decision made visible.
+
+        (``Memory.explain``)"""
+        return await _thread(self.sync.explain, query, space=space, filters=filters)
 
     async def injected_blocks(
         self, *, space: str | None = None, limit: int = 100

@@ -49,7 +49,7 @@ from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
 from ..errors import ClosedError, InvalidInputError, NotFoundError
-from ..recall import ALWAYS, RecallResult, engine_preset, pack_context, recall
+from ..recall import ALWAYS, Packed, RecallResult, engine_preset, explain_pack, pack_context, recall
 from ..recall.filters import SearchFilter
 from . import health
 from .automations import AutomationNotes
@@ -811,6 +811,23 @@ class Memory:
                 )
             )
         return block
+
+    def explain(
+        self,
+        query: str,
+        *,
+        space: str | None = None,
+        filters: SearchFilter | Mapping[str, Any] | None = None,
+    ) -> Packed:
+        """Why this block: ``recall``'s block for ``query`` with the same decision made visible.
+
+        ``included`` holds the ranked hits in the block (each with its signal ``breakdown``),
+        ``hoisted`` the forbidden rules in it, ``left_out`` every other ranked hit with its
+        reason (``outdated``, ``score_cut`` or ``budget``) and a sentence. A preview: it marks
+        nothing accessed and logs nothing, so looking at a block never changes the next one.
+        """
+        result = self.search(query, space=space, top_k=self.config.pack.max_items, filters=filters)
+        return explain_pack(result.hits, result.rules, self.config, self.clock.now(), result.query)
 
     def injected_blocks(self, *, space: str | None = None, limit: int = 100) -> list[BlockEntry]:
         """The blocks injected in the space, newest first, while ``pack.log_blocks`` was on.

@@ -209,12 +209,7 @@ def recall(
     config = Config(pack=PackConfig(enable_sutra_packing=not classic))
     with _memory(db, space, config=config, context_budget=budget) as mem:
         if explain:
-            from ...recall import explain_pack
-
-            result = mem.search(query, top_k=mem.config.pack.max_items)
-            packed = explain_pack(
-                result.hits, result.rules, mem.config, mem.clock.now(), result.query
-            )
+            packed = mem.explain(query)
             block = packed.block
         else:
             block = mem.recall(query)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache, lru_cache
 from typing import Literal
@@ -336,11 +336,27 @@ class LeftOut:
 
 @dataclass(frozen=True)
 class Packed:
-    """What :func:`explain_pack` decided: the block, the hits in it, and the rest with why."""
+    """What :func:`explain_pack` decided: the block, the hits in it, and the rest with why;
+    with the query as recall read it and the ranked hits and rules it decided over."""
 
     block: str
     used: list[Hit]
     left_out: list[LeftOut]
+    query: str = ""
+    hits: list[Hit] = field(default_factory=list)
+    rules: list[Hit] = field(default_factory=list)
+
+    @property
+    def included(self) -> list[Hit]:
+        """The ranked hits in the block, best first (``used`` is in the block's order)."""
+        kept = {id(hit) for hit in self.used}
+        return [hit for hit in self.hits if id(hit) in kept]
+
+    @property
+    def hoisted(self) -> list[Hit]:
+        """The forbidden rules in the block."""
+        kept = {id(hit) for hit in self.used}
+        return [hit for hit in self.rules if id(hit) in kept]
 
 
 def pack_context(
@@ -384,7 +400,7 @@ def explain_pack(
         )
         of_best = hit.score / best if best > 0 else None
         left_out.append(LeftOut(hit, reason, of_best, share if best > 0 else 0.0))
-    return Packed(block, used, left_out)
+    return Packed(block, used, left_out, query, list(hits), list(rules))
 
 
 def _decide(

@@ -3,7 +3,7 @@
 The same two steps as ``Memory.recall`` (rank ``max_items`` hits, pack them into the budget)
 made visible: what went in with each hit's per-signal breakdown, what was left out and why
 (an outdated line whose newer state the block shows, the adaptive count's score cut, or the
-token budget: ``recall.explain_pack``, the decision ``pack_context`` makes), and the block's
+token budget: ``Memory.explain``, the decision ``pack_context`` makes), and the block's
 token count. A preview: unlike a real recall it marks nothing accessed, so
 looking at a block never changes the next one.
 """
@@ -15,7 +15,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...._kernel.text import wordpiece_tokens
-from ....recall import explain_pack
 from ..deps import MemoryDep
 from .common import SpaceDep
 from .schemas import ExplainOut, HitOut, LeftOutHit, errors
@@ -34,20 +33,16 @@ def explain(
     """The block ``build_context`` would inject for ``q``, what went into it and why (each
     hit's ``breakdown``), what was left out and why, and its token count."""
     pack = memory.config.pack
-    result = memory.search(q, space=space, top_k=pack.max_items)
-    packed = explain_pack(
-        result.hits, result.rules, memory.config, memory.clock.now(), result.query
-    )
-    kept = {id(hit) for hit in packed.used}
+    packed = memory.explain(q, space=space)
     return ExplainOut(
-        query=result.query,
+        query=packed.query,
         space=space,
         block=packed.block,
         tokens=wordpiece_tokens(packed.block),
         budget_tokens=pack.context_budget_tokens,
         min_block_tokens=pack.min_block_tokens,
         relative_score=pack.relative_score,
-        included=[HitOut(**h.to_dict()) for h in result.hits if id(h) in kept],
+        included=[HitOut(**h.to_dict()) for h in packed.included],
         cut=[
             LeftOutHit(
                 **left.hit.to_dict(),
@@ -57,5 +52,5 @@ def explain(
             )
             for left in packed.left_out
         ],
-        rules=[HitOut(**h.to_dict()) for h in result.rules if id(h) in kept],
+        rules=[HitOut(**h.to_dict()) for h in packed.hoisted],
     )
