@@ -9,7 +9,8 @@ outside this module reads the environment or a reader reads a name missing from 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ __all__ = [
     "PASSTHROUGH",
     "PROFILES_ENV",
     "PROFILE_ENV",
+    "PROMETHEUS_DIR",
     "REQUIRE_KEYS_ENV",
     "SETTINGS_NAMES",
     "TIMEZONE_ENV",
@@ -51,6 +53,7 @@ __all__ = [
     "child_environ",
     "config_file",
     "default_db_path",
+    "exported",
     "headroom_python",
     "home_dir",
     "instance_config_path",
@@ -85,6 +88,10 @@ LOG_BLOCK_CONTENT_ENV = "ORCAMEM_LOG_BLOCK_CONTENT"
 UPSTREAM_ENV = "ORCAMEM_UPSTREAM"
 MODEL_ENV = "ORCAMEM_MODEL"
 REQUIRE_KEYS_ENV = "ORCAMEM_REQUIRE_KEYS"
+PROMETHEUS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+"""Where prometheus_client's multiprocess mode keeps each ``--workers`` process's counts: set
+by the server for the workers it spawns (:func:`exported`), read only by prometheus_client, so
+not one of :data:`NAMES`."""
 OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 """OpenTelemetry's standard collector base URL: when set, servers export spans (``_kernel.trace``)."""
 OTLP_TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -164,6 +171,21 @@ DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 DEFAULT_ANTHROPIC_MEMORY_MODEL = "claude-haiku-4-5-20251001"
 """The model the Memory Bank's processor uses when ``$ANTHROPIC_MEMORY_MODEL`` names none."""
+
+
+@contextmanager
+def exported(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in this process's environment, so in every child it spawns, for the
+    block; then as it was before."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def _env(environ: Environ | None) -> Environ:

@@ -17,7 +17,6 @@ server makes (and removes), and the scrape sums them (``metrics.Metrics.share``)
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from functools import partial
 
 from fastapi import FastAPI
 
+from ..._kernel.env import PROMETHEUS_DIR, exported
 from ...bank import MemoryBank
 from ...engine.memory import Memory
 from .app import create_app
@@ -97,8 +97,6 @@ def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, worker
     from .logs import LOG_CONFIG
 
     shared = tempfile.mkdtemp(prefix="orcamem-metrics-")  # the workers' counts, one file each
-    before = os.environ.get(MULTIPROC_ENV)
-    os.environ[MULTIPROC_ENV] = shared  # workers are spawned: they start with it set
     config = uvicorn.Config(
         partial(_worker_app, factory, shared),
         factory=True,
@@ -111,18 +109,14 @@ def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, worker
     try:
         socket = config.bind_socket()
         try:
-            Multiprocess(config, sockets=[socket]).run()
+            with exported(PROMETHEUS_DIR, shared):  # workers are spawned: they start with it
+                Multiprocess(config, sockets=[socket]).run()
         finally:
             socket.close()
     finally:
-        if before is None:
-            os.environ.pop(MULTIPROC_ENV, None)
-        else:
-            os.environ[MULTIPROC_ENV] = before
         shutil.rmtree(shared, ignore_errors=True)
 
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 """Where prometheus-client's multiprocess mode keeps a process's counts (read by it, at
 import, in each worker; orcamem only sets it for the workers it starts)."""
 

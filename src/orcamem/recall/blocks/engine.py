@@ -424,12 +424,11 @@ def _decide(
 def _windows(hits: list[Hit], config: Config) -> dict[int, int]:
     """Each passage's window (by ``id``): the first ``full_passages`` ranked passages get
     ``max_passage_chars``, the rest ``tail_passage_chars``."""
-    pack = config.pack
-    lead, limit = pack.full_passages, pack.max_passage_chars
+    lead, limit = config.pack.full_passages, config.pack.max_passage_chars
+    tail = config.pack.tail_passage_chars
     passages = [hit for hit in hits if hit.kind == "passage"]
     return {
-        id(hit): limit if not lead or rank < lead else pack.tail_passage_chars
-        for rank, hit in enumerate(passages)
+        id(hit): limit if not lead or rank < lead else tail for rank, hit in enumerate(passages)
     }
 
 
