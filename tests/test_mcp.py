@@ -3,7 +3,6 @@ subprocess) and over streamable HTTP (``create_app`` + ``install`` under a real 
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import shlex
@@ -13,7 +12,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import httpx2
 import pytest
@@ -61,21 +59,13 @@ async def stdio_session(
 
 @asynccontextmanager
 async def http_session(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
-    try:
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as client,
-            streamable_http_client(url, http_client=client) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=30) as session,
-        ):
-            await session.initialize()
-            yield session
-    finally:
-        # What the MCP client leaves to the garbage collector (an httpx2 connection inside a
-        # stream) must be collected while this test's event loop runs: collected during a
-        # later test, it closed itself on its own, by then closed, loop ("RuntimeError: Event
-        # loop is closed" in the next test, test_mcp_bank's stdio one, seen once in CI).
-        gc.collect()
-        await anyio.sleep(0)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def text(result: CallToolResult) -> str:
