@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,21 @@ def strip_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ENV_NAMES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ORCA_HOME", str(tmp_path / "orca-home"))
+
+
+def _no_close_from_a_finalizer() -> None:
+    """openai's and anthropic's async HTTP clients close themselves from ``__del__`` by
+    scheduling ``aclose()`` on whatever event loop runs at that moment. A client some test
+    dropped was collected during a later, unrelated async test and closed its connections on
+    its own, by then closed, loop: "RuntimeError: Event loop is closed" failed that later test
+    (test_mcp, test_mcp_bank in CI). In the tests a dropped client is just dropped (its
+    sockets close with it); orcamem itself never relies on that finalizer."""
+    for module in ("openai._base_client", "anthropic._base_client"):
+        wrapper = importlib.import_module(module).AsyncHttpxClientWrapper
+        wrapper.__del__ = lambda self: None  # type: ignore[method-assign]
+
+
+_no_close_from_a_finalizer()
 
 
 @pytest.fixture(autouse=True)
