@@ -110,6 +110,8 @@ def test_refresh_follows_adds_and_deletes(tmp_path: Path) -> None:
         assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
         mem.forget(first.id, space="s")
         assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
+        mem.forget(mem.remember("tea is green", space="s").id, space="s")  # moves the epoch too
+        assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
         other.forget(other.add("dog dog", space="s", kind="turn", role="user").id, space="s")
         assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
         mem.delete_space("s")

@@ -486,7 +486,7 @@ class StorageConfig(_Section):
     lexical_index_threshold: int = 50_000
     """Lines a space holds before its unfiltered BM25 query is answered by an in-process index
     (FTS5's own scores, loaded once a process on a background thread; at a million lines
-    ~1.5 ms against FTS5's ~35 ms, for ~290 MB): below it FTS5 answers (docs/storage.md)."""
+    ~1.5 ms against FTS5's ~35 ms, for ~220 MB): below it FTS5 answers (docs/storage.md)."""
 
     def __post_init__(self) -> None:
         value = self.synchronous

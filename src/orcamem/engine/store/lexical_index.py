@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["K1", "B", "LexicalIndex", "Tokenizer", "averages"]
+__all__ = ["LexicalIndex", "Tokenizer", "tokenize_option"]
 
 K1 = 1.2
 B = 0.75
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_QUERY = re.compile(r'"((?:[^"]|"")*)"(?: OR "((?:[^"]|"")*)")*')
+_QUERY = re.compile(r'"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*')
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _MAX_SEGMENTS = 16
 _BATCH = 100_000  # lines tokenized at once: bounds the load's transient memory
@@ -53,7 +53,7 @@ def tokenize_option(conn: sqlite3.Connection, table: str) -> str:
     return found.group(1) if found else "'unicode61'"
 
 
-def averages(conn: sqlite3.Connection, table: str) -> tuple[int, int]:
+def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, int]:
     """FTS5's row count and total token count of ``table`` (its averages record, id 1)."""
     row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
     values = _varints(bytes(row[0])) if row else [0]
@@ -158,7 +158,7 @@ class _Segment:
     terms: np.ndarray  # int64, sorted, unique
     starts: np.ndarray  # int64, len(terms) + 1
     docs: np.ndarray  # int32, positions in the space's line arrays
-    tf: np.ndarray  # (postings, 2) uint16/uint32: tokens in text, in context
+    tf: np.ndarray  # (postings, 2), unsigned: tokens in text, in context
 
 
 @dataclass
@@ -174,13 +174,17 @@ class _Space:
     epoch: int | None = None
 
 
+def _count_type(counts: np.ndarray) -> np.dtype:
+    """The narrowest unsigned type of these token counts (one byte for a sentence's)."""
+    return np.min_scalar_type(int(counts.max()) if counts.size else 0)
+
+
 def _segment(table: np.ndarray, offset: int, rows: int) -> _Segment:
     """Postings of one batch from its (row, column, term) table."""
     key = (table[:, 2] * rows + table[:, 0]) * 2 + table[:, 1]
     keys, counts = np.unique(key, return_counts=True)
     pairs, where = np.unique(keys >> 1, return_inverse=True)
-    kind = np.uint16 if counts.size == 0 or counts.max() < 65_536 else np.uint32
-    tf = np.zeros((pairs.size, 2), dtype=kind)
+    tf = np.zeros((pairs.size, 2), dtype=_count_type(counts))
     tf[where, keys & 1] = counts
     term = pairs // rows
     terms, first = np.unique(term, return_index=True)
@@ -197,8 +201,9 @@ def _merge(segments: Sequence[_Segment]) -> _Segment:
     order = np.argsort(term, kind="stable")
     term, docs, tf = term[order], docs[order], tf[order]
     terms, first = np.unique(term, return_index=True)
-    kind = np.uint16 if tf.size == 0 or tf.max() < 65_536 else np.uint32
-    return _Segment(terms, np.append(first, term.size).astype(np.int64), docs, tf.astype(kind))
+    return _Segment(
+        terms, np.append(first, term.size).astype(np.int64), docs, tf.astype(_count_type(tf))
+    )
 
 
 def _bounded(segments: list[_Segment]) -> tuple[_Segment, ...]:
@@ -266,7 +271,14 @@ class LexicalIndex:
                 return state
 
     def _recheck(self, conn: sqlite3.Connection, space: str, state: _Space) -> _Space:
-        """Lines deleted since the last refresh are marked dead (ids never come back)."""
+        """Lines deleted since the last refresh are marked dead (ids never come back). The
+        epoch also moves for a memory's delete and a re-embed: a count of the space's lines
+        tells those apart without reading every id."""
+        held = conn.execute(
+            "SELECT count(*) FROM lines WHERE space = ? AND id <= ?", (space, state.last)
+        ).fetchone()[0]
+        if held == int(state.alive.sum()):
+            return state
         ids = np.fromiter(
             (
                 r[0]
@@ -326,6 +338,8 @@ class LexicalIndex:
         state = self._spaces.get(space)
         if state is None or not _QUERY.fullmatch(match):
             return None
+        if limit < 1:
+            return []
         tokenizer = self._tokens(conn)
         phrases = []
         for phrase in _PHRASE.findall(match):
@@ -333,7 +347,7 @@ class LexicalIndex:
             if len(found) != 1:
                 return None
             phrases.append(found[0])
-        rows, tokens = averages(conn, self._table)
+        rows, tokens = _averages(conn, self._table)
         if rows == 0:
             return []
         counts = self._document_counts(conn, list(dict.fromkeys(phrases)))
