@@ -150,6 +150,6 @@ def test_fts5_answers_filters_and_what_the_index_does_not_parse(tmp_path: Path) 
 
 
 def test_the_threshold_is_checked() -> None:
-    assert StorageConfig().lexical_index_threshold == 50_000
+    assert StorageConfig().lexical_index_threshold == 200_000
     with pytest.raises(InvalidInputError, match="lexical_index_threshold"):
         StorageConfig(lexical_index_threshold=-1)
