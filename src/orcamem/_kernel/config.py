@@ -483,6 +483,11 @@ class StorageConfig(_Section):
     pruning_threshold: int = 100_000
     """Vectors a space holds before pruning applies: below it search is exact (pruning paid
     at 100,000 and 1,000,000 lines, docs/storage.md)."""
+    lexical_index_threshold: int = 200_000
+    """Lines a space holds before its unfiltered BM25 query is answered by an in-process index
+    (FTS5's own scores, loaded once a process on a background thread; at a million lines
+    ~1.5 ms against FTS5's ~35 ms, for ~220 MB); below it FTS5 answers: at 100,000 the few ms
+    saved did not show against the load in `orcamem bench latency` (docs/storage.md)."""
 
     def __post_init__(self) -> None:
         value = self.synchronous
@@ -493,6 +498,7 @@ class StorageConfig(_Section):
         self._int("blas_threads", 1, 256)
         self._bool("vector_pruning")
         self._int("pruning_threshold", 0, 10**12)
+        self._int("lexical_index_threshold", 0, 10**12)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -187,6 +187,7 @@ class Memory:
                 if self.config.storage.vector_pruning
                 else None
             ),
+            lexical_above=self.config.storage.lexical_index_threshold,
         )
         self._checked: set[str] = set()
         self._closed = False

@@ -32,6 +32,7 @@ def open_store(
     busy_timeout_ms: int = 10_000,
     blas_threads: int = 1,
     prune_above: int | None = None,
+    lexical_above: int | None = None,
 ) -> Store:
     """The store ``target`` names (the SQLite settings apply to SQLite only: PostgreSQL
     prunes with its own HNSW index).
@@ -55,4 +56,5 @@ def open_store(
         busy_timeout_ms=busy_timeout_ms,
         blas_threads=blas_threads,
         prune_above=prune_above,
+        lexical_above=lexical_above,
     )

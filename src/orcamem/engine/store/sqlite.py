@@ -33,6 +33,7 @@ from ...errors import (
     CorruptStoreError,
     InvalidInputError,
     NotFoundError,
+    OrcamemError,
     ReadOnlyStoreError,
     SchemaTooNewError,
     StoreError,
@@ -50,6 +51,7 @@ from .base import (
     same_embedder,
 )
 from .inserts import insert_rows
+from .lexical_index import LexicalIndex
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .rows import BlockTable, KeyTable, NoteTable
@@ -164,6 +166,9 @@ class SQLiteStore:
         prune_above: search a space of more vectors than this in two steps (a projection,
             then the exact score of the best few thousand: ``engine.store.vector_index``);
             ``None``: always exact.
+        lexical_above: answer the unfiltered BM25 query of a space of more lines than this
+            from an in-process index (``engine.store.lexical_index``, FTS5's exact scores);
+            ``None``: always FTS5.
 
     Raises:
         CorruptStoreError: the file exists but is not an SQLite database, or is damaged.
@@ -183,6 +188,7 @@ class SQLiteStore:
         busy_timeout_ms: int = 10_000,
         blas_threads: int = 1,
         prune_above: int | None = None,
+        lexical_above: int | None = None,
     ) -> None:
         self.path = str(path)
         _refuse_url(self.path)
@@ -235,6 +241,9 @@ class SQLiteStore:
         self._memory_index = VectorIndex(
             "memories", "id", blas_threads=blas_threads, prune_above=prune_above
         )
+        self._lexical_above = lexical_above
+        self._lexical = LexicalIndex()
+        self._lexical_loads: dict[str, threading.Thread] = {}  # spaces loading or loaded
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -715,7 +724,11 @@ class SQLiteStore:
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
         of the episodes ``where`` admits: each matched line's episode joined, or for a
-        session the subquery of its episodes (:func:`scope.joined_line_clauses`)."""
+        session the subquery of its episodes (:func:`scope.joined_line_clauses`). An
+        unfiltered query of a big space is answered by the in-process index, same scores."""
+        found = None if where else self._indexed_lexical(space, match, limit, weights)
+        if found is not None:
+            return found
         scope = joined_line_clauses(where, SQLITE, space) if where else None
         join = " JOIN episodes e ON e.id = l.episode_id" if scope else ""
         if where and scope is None:
@@ -728,6 +741,47 @@ class SQLiteStore:
                 (weights[0], weights[1], match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _indexed_lexical(
+        self, space: str, match: str, limit: int, weights: tuple[float, float]
+    ) -> list[tuple[int, float]] | None:
+        """The index's answer, or ``None`` (FTS5 answers): the space is small, its index is
+        still loading (a thread started by the first query above the threshold), the query
+        is not one it answers exactly, or this is the writer inside ``writing()`` (FTS5
+        sees its uncommitted rows, the index does not). Refresh and scores read one snapshot."""
+        if self._lexical_above is None or self._line_index.count(space) <= self._lexical_above:
+            return None
+        if not self._lexical.loaded(space):
+            self._load_lexical(space)
+            return None
+        with self.reading() as conn:
+            if conn.in_transaction:
+                return None
+            conn.execute("BEGIN")
+            try:
+                self._lexical.refresh(conn, space)
+                return self._lexical.search(conn, space, match, limit, weights)
+            finally:
+                conn.execute("COMMIT")
+
+    def _load_lexical(self, space: str) -> None:
+        """Load ``space``'s lexical index on a thread of its own, once (again after a failure)."""
+        with self._index_lock:
+            if space in self._lexical_loads:
+                return
+            thread = threading.Thread(
+                target=self._lexical_load, args=(space,), name="orcamem-lexical", daemon=True
+            )
+            self._lexical_loads[space] = thread
+        thread.start()
+
+    def _lexical_load(self, space: str) -> None:
+        try:
+            with self.reading() as conn:
+                self._lexical.load(conn, space)
+        except (OrcamemError, sqlite3.Error):  # closed, or busy: a later query starts it again
+            with self._index_lock:
+                self._lexical_loads.pop(space, None)
 
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
