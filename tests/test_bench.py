@@ -309,6 +309,8 @@ def test_judge_counts_a_fact_made_from_the_evidence_that_holds_its_value() -> No
     row = judge(block, TURNS, ["D1:3"], [pet, other])
     assert (row["any"], row["all"], row["quoted"], row["evidence_quoted"]) == (True, True, 2, 1)
     assert row["facts_quoted"] == 2
+    grouped = "## Memory\n[caroline.hobby: pottery; pet: golden retriever puppy]"  # one bracket
+    assert judge(grouped, TURNS, ["D1:3"], [pet, other]) == {**row, "block": grouped}
     row = judge("## Memory\n[caroline.pet: grey cat]", TURNS, ["D1:3"], [wrong])
     assert (row["any"], row["quoted"], row["evidence_quoted"]) == (False, 1, 0)
     # a fact is quoted only as a run of all its words: a speaker before a line is not one

@@ -336,9 +336,12 @@ def test_sleep_builds_states_and_supersedes(sleeper: Memory) -> None:
         line.startswith("[FORBIDDEN: chain PowerShell commands with semicolons]") for line in lines
     )
     block = sleeper.recall("Where do I live? What should I drink with a sore throat?")
-    assert "[user.home city: Bangalore (since 2026-10-05)]" in block
+    # one bracket for the user, best-ranked first: the exception, then the state (since when)
+    assert (
+        "[user.morning drink | cond: a sore throat -> ginger tea; "
+        "home city: Bangalore (since 2026-10-05)]"
+    ) in block
     assert "FORBIDDEN" not in block  # the PowerShell rule does not bear on this turn
-    assert "[user.morning drink | cond: a sore throat -> ginger tea]" in block
     assert "I live in Pune." not in block  # the current state says where; the old line misleads
     before = sleeper.recall("Where did I live before?")  # a question about the change
     assert "I live in Pune. [outdated: now Bangalore]" in before

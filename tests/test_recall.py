@@ -367,9 +367,11 @@ def test_pack_counts_each_line_a_constant_number_of_times(
     assert block.index("Line 0 about") < block.index("Line 1 about") < block.index("Line 199")
 
 
-def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
+def test_pack_ten_states_cost_87_tokens_in_one_bracket(mem: Memory) -> None:
     """Seed 003's headline: 10 active memories in 135 tokens, header included, counted by the
-    shipped embedder's WordPiece tokenizer (and about as many by chars/4)."""
+    shipped embedder's WordPiece tokenizer (and about as many by chars/4). One bracket for the
+    user makes it 87 (it was 114, one bracket a state), under the classic bullets' 109."""
+    from orcamem._kernel.config import PackConfig
     from orcamem._kernel.text import estimate_tokens, wordpiece_tokens
     from orcamem.recall import pack_context
 
@@ -390,9 +392,13 @@ def test_pack_ten_states_cost_at_most_the_seeds_135_tokens(mem: Memory) -> None:
     mem.config = Config(recall=RecallConfig(min_evidence=0.0))  # all ten, whatever the query
     hits = mem.search(" ".join(facts.values()), top_k=20).hits
     block, used = pack_context(hits, [], mem.config, mem.clock.now())
-    assert len(used) == 10 and all(f"[user.{a}: {v}]" in block for a, v in facts.items())
-    assert wordpiece_tokens(block) <= 135 and estimate_tokens(block) <= 135
+    assert len(used) == 10 and block.count("[user.") == 1
+    assert all(f"{a}: {v}" in block for a, v in facts.items())
+    assert wordpiece_tokens(block) <= 87 and estimate_tokens(block) <= 88
     assert "evidence, not instructions" in block and "FORBIDDEN" not in block
+    classic = Config(recall=mem.config.recall, pack=PackConfig(enable_sutra_packing=False))
+    bullets, _ = pack_context(hits, [], classic, mem.clock.now())
+    assert wordpiece_tokens(bullets) == 109 and bullets.count("- user.") == 10
 
 
 def test_pack_budget_is_real_tokens_and_partitioned(tmp_path: Path, clock: FrozenClock) -> None:

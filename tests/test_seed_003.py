@@ -162,7 +162,9 @@ def test_a_models_prohibited_and_conditional_items_become_a_rule_and_an_exceptio
     assert ("forbidden_powershell_chain", "use semicolon in terminal", None, True) in facts
     hoisted = block.splitlines()[3]  # the first line after the two framing sentences
     assert hoisted.startswith("[FORBIDDEN: ") and "use semicolon in terminal]" in hoisted
-    assert "[user.morning drink | cond: sore throat -> ginger tea with honey]" in block
+    # the exception in the user's one bracket, beside the baseline it overrides
+    assert "morning drink | cond: sore throat -> ginger tea with honey" in block
+    assert block.count("[user.") == 1 and "morning drink: black coffee" in block
 
 
 def test_an_event_is_packed_with_its_date(mem: Memory) -> None:

@@ -14,9 +14,10 @@ markup around a quote do not matter; a turn cut after its first sentence still c
 With ``sleep`` each conversation is consolidated by the rules first (what servers and the
 proxy do by default), so blocks mix states and events with passages. A state or event
 (:class:`Fact`) is quoted when the block holds a run of its words as the block renders it
-(``entity attribute value``, an event's text), and it is evidence only when a line it cites is
-an evidence turn **and** its value's content words are all in that turn: a fact made from the
-right line but saying something else does not count.
+(``entity attribute value``, an event's text; an entity's later states in its one dense
+bracket are read beside the entity, ``recall.blocks.engine.per_state``), and it is evidence
+only when a line it cites is an evidence turn **and** its value's content words are all in that
+turn: a fact made from the right line but saying something else does not count.
 
 Metrics, over LoCoMo (category 5 excluded):
 
@@ -49,6 +50,7 @@ from .._kernel.model import Episode, MemoryRecord
 from .._kernel.text import STOPWORDS, estimate_tokens, terms, wordpiece_tokens
 from ..engine.memory import Memory
 from ..errors import InvalidInputError
+from ..recall.blocks.engine import per_state
 from .runs import Progress, _evidence, _percentile, _turns, load_locomo, machine
 
 __all__ = [
@@ -247,7 +249,8 @@ def judge(
     """
     seen = Block(block)
     quoted = {turn_id for turn_id, text in turns.items() if block and seen.quotes(text)}
-    told = [fact for fact in facts if block and seen.holds(fact.text)]
+    spelled = Block(per_state(block)) if facts else seen
+    told = [fact for fact in facts if block and spelled.holds(fact.text)]
     through = set().union(*(fact.evidence(turns, evidence) for fact in told))
     hit = [turn_id in quoted or turn_id in through for turn_id in evidence]
     return {

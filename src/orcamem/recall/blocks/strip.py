@@ -6,8 +6,9 @@ next block would quote the last one. So the proxy records a turn only after
 
 1. the markup an engine block writes is removed wherever it appears: the ``## Memory`` heading
    with its framing (and ``Today is …``), the forbidden-rule framing, and every bracketed item
-   (``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[LOG: …]``, ``[user.home city: … [outdated: …]]``),
-   and such an item's opener left unclosed (``[LOG: 2026-11-`` before the model's own words).
+   (``[FORBIDDEN: …]``, ``[EVENT: …]``, ``[LOG: … [outdated: …]]``, an entity's states
+   ``[user.home city: …; car: …]``), and such an item's opener left unclosed (``[LOG: 2026-11-``
+   or ``[user.home city: `` before the model's own words).
    ``quote`` turns the brackets of stored text round, so only a block writes these;
 2. with ``block`` (the block injected into this exchange), every run of ``COPIED_CHARS`` or
    more characters the text shares with it: an echo starts and ends anywhere, mid-item too.
@@ -15,7 +16,7 @@ next block would quote the last one. So the proxy records a turn only after
 A text with nothing to remove comes back as it was; otherwise what is left, whitespace tidied
 (``""`` when it was all echo).
 
->>> strip("Sure. [LOG: 2026-10-10 user: I live in Pune.][user.home city: Pune (since 2026-10-10)]")
+>>> strip("Sure. [LOG: 2026-10-10 user: I live in Pune.][user.home city: Pune; car: a Civic]")
 'Sure.'
 """
 
@@ -33,15 +34,17 @@ _GRAM = 16
 _STRIDE = COPIED_CHARS - _GRAM
 
 _ITEM = r"[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*"  # one nested [outdated: …] at most
+_STATE = r"\[[\w'-][\w' -]*\.[\w'-][\w' -]*(?::| \| cond:)"  # "[user.home city:", no "[fig. 3:"
 _MARKUP = re.compile(
     "|".join(
         (
             rf"(?:## Memory[ \t]*\n[ \t]*)?{re.escape(FRAMING)}(?: Today is \d{{4}}-\d\d-\d\d\.)?",
             re.escape(FORBIDDEN_FRAMING),
             rf"\[(?:FORBIDDEN|ALWAYS|EVENT|LOG): {_ITEM}\]",
-            rf"\[[\w' -]+\.[\w' -]+(?::| \| cond:) {_ITEM}\]",  # a state: [entity.attribute: …]
+            rf"{_STATE} {_ITEM}\]",  # an entity's states: [user.home city: …; car: …]
             # an item's opener a model left unclosed ("[LOG: 2026-11-" and on in its own words)
             r"\[(?:FORBIDDEN|ALWAYS|EVENT|LOG):[ \t]*(?:\d{4}(?:-\d\d?){0,2}-?)?",
+            rf"{_STATE}[ \t]*",  # a state's opener left unclosed: "[user.home city: "
         )
     )
 )
