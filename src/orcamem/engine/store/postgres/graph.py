@@ -27,8 +27,9 @@ _KEYS = {
 
 def _link(conn: Any, table: str, space: str, named: Sequence[tuple]) -> None:
     """Link each ``(*keys, name)`` in one statement (a round trip a write, not four): the
-    names missing from ``space`` are made with their fan, the others' fans grow (the
-    ``UPDATE`` runs on the statement's snapshot, so it never sees a row made beside it)."""
+    names missing from ``space`` are made with their fan (only those: a conflicting insert
+    costs a speculative one), the others' fans grow (the ``UPDATE`` runs on the statement's
+    snapshot, so it never sees a row made beside it)."""
     if not named:
         return
     keys = _KEYS[table]
@@ -38,14 +39,15 @@ def _link(conn: Any, table: str, space: str, named: Sequence[tuple]) -> None:
         f"""WITH named AS (SELECT DISTINCT * FROM unnest({arrays}, %s::text[])
                 AS n({columns}, name)),
             counts AS (SELECT name, count(*) AS n FROM named GROUP BY name),
-            made AS (INSERT INTO entities (space, name, fan) SELECT %s, name, n FROM counts
-                ORDER BY name ON CONFLICT DO NOTHING RETURNING id, name),
+            made AS (INSERT INTO entities (space, name, fan) SELECT %s, c.name, c.n
+                FROM counts c WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.space = %s
+                AND e.name = c.name) ORDER BY c.name ON CONFLICT DO NOTHING RETURNING id, name),
             grown AS (UPDATE entities e SET fan = e.fan + c.n FROM counts c
                 WHERE e.space = %s AND e.name = c.name RETURNING e.id, e.name)
         INSERT INTO {table} (entity_id, {columns})
         SELECT i.id, {", ".join(f"n.{column}" for column in keys)} FROM named n
         JOIN (SELECT * FROM made UNION ALL SELECT * FROM grown) i USING (name)""",
-        [*(list(column) for column in zip(*named, strict=True)), space, space],
+        [*(list(column) for column in zip(*named, strict=True)), space, space, space],
     )
 
 
