@@ -1,16 +1,21 @@
 """Bulk ingest at scale: ``add_many`` of N synthetic turns, then ``orcamem import`` of their export.
 
     PYTHONPATH=src python scripts/bulk_ingest.py 100000 [addmany|both] [workdir]
+        [--db postgresql://…]
 
 ``add_many`` goes through the ``bench latency`` loader (``bench.runs.load_turns``: the bench's
 synthetic turns, 20 to a session, in calls of 5,000); the import runs the real CLI in a child
-process on the export of that space. Prints one JSON line: wall seconds, turns/s and CPU
-seconds of each, with the 1-minute load at the start and the end (compare two checkouts by
-alternating them in one session; the CPU seconds move less with the machine's load).
+process on the export of that space. Both go to fresh SQLite files in a temporary directory,
+or with ``--db`` to that database, which must hold neither space ``bench`` (``add_many``) nor
+``bench-import`` (the import). Prints one JSON line: wall seconds, turns/s and CPU seconds of
+each (this process's, and the import's child; a server's are not counted), with the 1-minute
+load at the start and the end (compare two checkouts by alternating them in one session; the
+CPU seconds move less with the machine's load).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -26,29 +31,37 @@ from orcamem.bench.runs import _Texts, _vocabulary, load_turns
 
 
 def main() -> None:
-    n = int(sys.argv[1])
-    what = sys.argv[2] if len(sys.argv) > 2 else "both"
-    work = Path(tempfile.mkdtemp(dir=sys.argv[3] if len(sys.argv) > 3 else None))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", type=int)
+    parser.add_argument("what", nargs="?", choices=["addmany", "both"], default="both")
+    parser.add_argument("workdir", nargs="?")
+    parser.add_argument("--db", help="a database URL instead of fresh SQLite files")
+    args = parser.parse_args()
+    n = args.n
+    work = Path(tempfile.mkdtemp(dir=args.workdir))
+    source = args.db or str(work / "a.db")
+    target = [
+        "--db",
+        args.db or str(work / "b.db"),
+        "--space",
+        "bench-import" if args.db else "bench",
+    ]
     result: dict[str, float] = {"n": n, "load_start": round(os.getloadavg()[0], 2)}
     try:
-        with Memory(work / "a.db", space="bench") as mem:
+        with Memory(source, space="bench") as mem:
             mem.embedder.embed(["warm up"])
             cpu = time.process_time()
             seconds = load_turns(mem, _Texts(_vocabulary()), n, None)
             result["add_many_s"] = round(seconds, 2)
             result["add_many_tps"] = round(n / seconds)
             result["add_many_cpu_s"] = round(time.process_time() - cpu, 2)
-            if what == "both":
+            if args.what == "both":
                 with open(work / "export.jsonl", "w", encoding="utf-8") as out:
                     mem.export(out, space="bench")
-        if what == "both":
+        if args.what == "both":
             command = [sys.executable, "-m", "orcamem", "import", str(work / "export.jsonl")]
             began = time.perf_counter()
-            subprocess.run(
-                [*command, "--db", str(work / "b.db"), "--space", "bench"],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
+            subprocess.run([*command, *target], check=True, stdout=subprocess.DEVNULL)
             seconds = time.perf_counter() - began
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             result["import_s"] = round(seconds, 2)

@@ -170,9 +170,11 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A space held in the process's line cache is scored there; one bigger than the cache
-    over ``EXACT_UP_TO`` vectors takes its candidates from HNSW; each is scored exactly, so
-    both give the exact scan's hits with the same scores (500 lines, two spaces)."""
+    over ``EXACT_UP_TO`` vectors takes its candidates from HNSW when an operator made the
+    index (orcamem does not: schema migration 7); each is scored exactly, so both give the
+    exact scan's hits with the same scores (500 lines, two spaces)."""
     from orcamem.engine.store.postgres import PostgresStore, vectors  # needs the pg extra
+    from orcamem.engine.store.postgres.schema import hnsw_index
 
     rng = np.random.default_rng(7)
     with Memory(pg_url, space="x", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
@@ -182,6 +184,8 @@ def test_the_hnsw_path_scores_exactly_what_the_exact_scan_scores(
         queries = embed_texts(mem.embedder, QUERIES)
         dim = mem.embedder.dim
     with PostgresStore(pg_url, pool_size=1) as store:
+        with store.writing() as conn:
+            conn.execute(hnsw_index("lines", dim))
         with store.reading() as conn:
             exact = [vectors.nearest(conn, "lines", "id", "x", q, 10) for q in queries]
         cached = [store.vector_lines("x", q, 10) for q in queries]
@@ -268,3 +272,41 @@ def test_bm25_document_frequencies_follow_every_insert_and_delete(pg_url: str) -
                 "SELECT docs FROM fts_terms WHERE name = 'lines' AND lexeme = 'dentist'"
             ).fetchone()[0]
         assert dentist >= 3  # three lines say it (and the lines after them, as context)
+
+
+def test_writes_keep_no_hnsw_and_the_graph_without_foreign_keys(pg_url: str) -> None:
+    """Schema 7 writes no HNSW index and links the entity graph without foreign keys: after
+    bulk and single adds, an import (savepoints inside one transaction), a state, a forgotten
+    episode and memory and a deleted space, no link names a row that is gone, the fans
+    add up (``orcamem check`` finds no drift) and the search still finds what was said."""
+    from orcamem.engine.store.postgres import graph
+
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(pg_url, space="x", clock=clock) as mem:
+        mem.add_many([{"text": text, "session_id": "s1"} for text in TEXTS])
+        gone = mem.add("Dr Rao moved his clinic to Pune Camp.", session_id="s1")
+        mem.add_many([{"text": text} for text in TEXTS[:3]], space="y")
+        out = io.StringIO()
+        mem.export(out, space="x")
+        assert mem.import_jsonl(out.getvalue().splitlines(), space="z")["episodes"] == 9
+        kept = mem.remember("My dentist is Dr Rao", category="fact")
+        mem.forget(gone.id)
+        mem.forget(kept.id)
+        mem.store.delete_space("y")
+        with mem.store.reading() as conn:
+            orphans = conn.execute(
+                "SELECT (SELECT count(*) FROM entity_lines l WHERE NOT EXISTS (SELECT 1 FROM "
+                "lines WHERE id = l.line_id) OR NOT EXISTS (SELECT 1 FROM entities WHERE id = "
+                "l.entity_id)) + (SELECT count(*) FROM entity_memories m WHERE NOT EXISTS "
+                "(SELECT 1 FROM memories WHERE id = m.memory_id) OR NOT EXISTS (SELECT 1 FROM "
+                "entities WHERE id = m.entity_id))"
+            ).fetchone()[0]
+            links = conn.execute("SELECT count(*) FROM entity_lines").fetchone()[0]
+            hnsw = conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE indexdef ILIKE '%USING hnsw%'"
+            ).fetchone()[0]
+            assert graph.drift(conn) == {}
+        assert (orphans, hnsw) == (0, 0) and links > 20
+        assert mem.check().ok
+        assert mem.search("who is my dentist").hits[0].text.startswith("I live in Pune")
+        assert mem.search("dentist", space="z").hits

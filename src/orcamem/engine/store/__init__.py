@@ -35,7 +35,7 @@ def open_store(
     lexical_above: int | None = None,
 ) -> Store:
     """The store ``target`` names (the SQLite settings apply to SQLite only: PostgreSQL
-    prunes with its own HNSW index).
+    scores its own in-process line cache exactly).
 
     Raises:
         InvalidInputError: a URL of a scheme orcamem does not serve, or a PostgreSQL URL

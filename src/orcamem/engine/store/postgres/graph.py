@@ -2,13 +2,12 @@
 
 The names come from the same :func:`~orcamem.recall.entities.entities` and
 :func:`~orcamem.engine.store.graph.memory_names` as in SQLite; only the SQL is PostgreSQL's:
-entities are made with ``ON CONFLICT DO NOTHING``, links inserted and fans added in bulk, and
-the delete trigger of migration 1 takes a link off its fan.
+entities made with ``ON CONFLICT DO NOTHING``, fans added and links inserted in one statement,
+and the delete trigger of migration 1 takes a link off its fan.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,44 +19,46 @@ __all__ = ["drift", "link_lines", "link_memory", "rebuild"]
 _CHUNK = 5000
 
 
-_TYPES = {"entity_lines": ("bigint", "bigint", "bigint"), "entity_memories": ("bigint", "text")}
+_KEYS = {
+    "entity_lines": {"line_id": "bigint", "episode_id": "bigint"},
+    "entity_memories": {"memory_id": "text"},
+}
 
 
-def _link(conn: Any, table: str, columns: str, space: str, named: Sequence[tuple]) -> None:
+def _link(conn: Any, table: str, space: str, named: Sequence[tuple]) -> None:
+    """Link each ``(*keys, name)`` in one statement (a round trip a write, not four): the
+    names missing from ``space`` are made with their fan (only those: a conflicting insert
+    costs a speculative one), the others' fans grow (the ``UPDATE`` runs on the statement's
+    snapshot, so it never sees a row made beside it)."""
     if not named:
         return
-    names = sorted({row[-1] for row in named})
+    keys = _KEYS[table]
+    columns = ", ".join(keys)
+    arrays = ", ".join(f"%s::{kind}[]" for kind in keys.values())
     conn.execute(
-        "INSERT INTO entities (space, name) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
-        (space, names),
-    )
-    ids = dict(
-        conn.execute(
-            "SELECT name, id FROM entities WHERE space = %s AND name = ANY(%s)", (space, names)
-        ).fetchall()
-    )
-    rows = list(dict.fromkeys((ids[row[-1]], *row[:-1]) for row in named))
-    arrays = ", ".join(f"%s::{kind}[]" for kind in _TYPES[table])
-    conn.execute(
-        f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays})",
-        [list(column) for column in zip(*rows, strict=True)],
-    )
-    fans = Counter(row[0] for row in rows)
-    conn.execute(
-        "UPDATE entities e SET fan = e.fan + d.n FROM unnest(%s::bigint[], %s::int[]) AS d(id, n) "
-        "WHERE e.id = d.id",
-        (list(fans), list(fans.values())),
+        f"""WITH named AS (SELECT DISTINCT * FROM unnest({arrays}, %s::text[])
+                AS n({columns}, name)),
+            counts AS (SELECT name, count(*) AS n FROM named GROUP BY name),
+            made AS (INSERT INTO entities (space, name, fan) SELECT %s, c.name, c.n
+                FROM counts c WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.space = %s
+                AND e.name = c.name) ORDER BY c.name ON CONFLICT DO NOTHING RETURNING id, name),
+            grown AS (UPDATE entities e SET fan = e.fan + c.n FROM counts c
+                WHERE e.space = %s AND e.name = c.name RETURNING e.id, e.name)
+        INSERT INTO {table} (entity_id, {columns})
+        SELECT i.id, {", ".join(f"n.{column}" for column in keys)} FROM named n
+        JOIN (SELECT * FROM made UNION ALL SELECT * FROM grown) i USING (name)""",
+        [*(list(column) for column in zip(*named, strict=True)), space, space, space],
     )
 
 
 def link_lines(conn: Any, space: str, lines: Iterable[tuple[int, int, str]]) -> None:
     """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
     named = [(line, episode, name) for line, episode, text in lines for name in entities(text)]
-    _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, named)
+    _link(conn, "entity_lines", space, named)
 
 
 def link_memory(conn: Any, space: str, memory_id: str, names: Sequence[str]) -> None:
-    _link(conn, "entity_memories", "entity_id, memory_id", space, [(memory_id, n) for n in names])
+    _link(conn, "entity_memories", space, [(memory_id, name) for name in names])
 
 
 def _expected(conn: Any, space: str) -> tuple[int, int]:

@@ -4,7 +4,7 @@ one; add the next number.
 Version 1 is the SQLite schema at its migration 7, in PostgreSQL terms: the FTS5 indexes are
 ``tsv`` columns (``tsvector``, weights A/B/C for the FTS5 columns) with a GIN index, filled with
 the token count ``doc_len`` by a trigger; vectors are ``halfvec`` (the float16 the SQLite file
-stores), indexed by HNSW per dimension (:func:`hnsw_index`); ``fts_stats`` and
+stores), indexed by HNSW per dimension (:func:`hnsw_index`) until migration 7; ``fts_stats`` and
 ``spaces.line_count`` are kept by statement triggers so BM25 needs no count at query time.
 """
 
@@ -15,6 +15,9 @@ __all__ = ["LATEST", "MIGRATIONS", "TABLES", "TEXT_CONFIG", "hnsw_index"]
 TEXT_CONFIG = "orcamem"
 """The text search configuration: PostgreSQL's parser, an English snowball stemmer with no
 stop words (FTS5 ``porter`` keeps every token too), compound words only as their parts."""
+
+PENDING_KB = 64
+"""GIN's pending list per ``tsv`` index (migration 7): what a search may scan unmerged."""
 
 _COUNT = {
     "lines": "UPDATE spaces s SET line_count = s.line_count {op} d.n FROM "
@@ -63,6 +66,40 @@ def _terms(table: str) -> list[str]:
         f"""CREATE TRIGGER {table}_delete_terms AFTER DELETE ON {table}
             REFERENCING OLD TABLE AS changed FOR EACH STATEMENT
             EXECUTE FUNCTION {table}_delete_terms()""",
+    ]
+
+
+def _unlinks() -> list[str]:
+    """The entity graph's links go with their line, memory or entity by triggers rather than
+    foreign keys (migration 7): a foreign key checks and share-locks both parents of every
+    link as it is written, and inside an import's savepoints each such lock makes a
+    multixact, 3.4 of a 10,000-turn import's 11 s. Links are only ever written by this store,
+    from rows of the same transaction, and ``orcamem check`` counts them (graph drift)."""
+    statements = [
+        f"ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_fkey"
+        for table, column in (
+            ("entity_lines", "entity_id"), ("entity_lines", "line_id"),
+            ("entity_memories", "entity_id"), ("entity_memories", "memory_id"),
+        )
+    ]  # fmt: skip
+    for parent, links, column in (("lines", "entity_lines", "line_id"),
+                                  ("memories", "entity_memories", "memory_id")):  # fmt: skip
+        statements += [  # a statement's deleted rows at once (a space's delete is thousands)
+            f"""CREATE FUNCTION {parent}_unlink() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                DELETE FROM {links} l USING gone g WHERE l.{column} = g.id;
+                RETURN NULL; END $$""",
+            f"""CREATE TRIGGER {parent}_unlink AFTER DELETE ON {parent}
+                REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+                EXECUTE FUNCTION {parent}_unlink()""",
+        ]
+    return [  # an entity row by row: entity_unlinked deletes one each time its fan reaches 0
+        *statements,
+        """CREATE FUNCTION entities_unlink() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            DELETE FROM entity_lines WHERE entity_id = OLD.id;
+            DELETE FROM entity_memories WHERE entity_id = OLD.id;
+            RETURN NULL; END $$""",
+        """CREATE TRIGGER entities_unlink AFTER DELETE ON entities
+            FOR EACH ROW EXECUTE FUNCTION entities_unlink()""",
     ]
 
 
@@ -331,6 +368,30 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             ),
         ],
     ),
+    (
+        7,
+        "writes without HNSW upkeep (searches are exact, in the line cache), GIN fast update",
+        [
+            # every line went into HNSW as it was written, 11 of a bulk load's 18 s; searches
+            # score the line cache (vectors.LineCache) and memories are always scanned
+            # exactly, so the index served only a space too big for the cache: an operator
+            # who has one makes it with hnsw_index() (docs/storage.md)
+            """DO $$ DECLARE found record; BEGIN
+                FOR found IN SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()
+                    AND indexname ~ '^(lines|memories)_hnsw_[0-9]+$'
+                LOOP EXECUTE format('DROP INDEX %I', found.indexname); END LOOP; END $$""",
+            # a row's lexemes go to GIN's pending list and are merged in bulk when it passes
+            # PENDING_KB (the smallest PostgreSQL allows), by the write that fills it: a
+            # search scans at most that much unmerged; each row merged alone was 1.8 of a
+            # bulk load's 2.6 s in COPY lines (migration 1 turned fast update off)
+            *(
+                f"ALTER INDEX {table}_tsv SET (fastupdate = on, "
+                f"gin_pending_list_limit = {PENDING_KB})"
+                for table in ("lines", "memories")
+            ),
+            *_unlinks(),
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
@@ -345,8 +406,10 @@ TABLES = (
 
 
 def hnsw_index(table: str, dim: int) -> str:
-    """The HNSW index of ``table``'s vectors of one dimension (a ``halfvec`` column without a
-    fixed size cannot be indexed whole; each space's dimension gets its partial index)."""
+    """The HNSW index of ``table``'s vectors of one dimension, which orcamem no longer makes
+    (migration 7): an operator whose spaces outgrow the line cache runs it (``CONCURRENTLY``
+    added) to speed their uncached searches (a ``halfvec`` column without a fixed size cannot
+    be indexed whole; each dimension gets its partial index)."""
     dim = int(dim)
     return (
         f"CREATE INDEX IF NOT EXISTS {table}_hnsw_{dim} ON {table} USING hnsw "

@@ -1,13 +1,14 @@
-"""The vector channel on PostgreSQL: exact scores, pgvector HNSW to choose candidates.
+"""The vector channel on PostgreSQL: exact scores, in the process's line cache or in SQL.
 
 Vectors are ``halfvec``: the float16 the SQLite store keeps. A score is always the exact one
 the SQLite index computes, the float32 dot product of the stored float16 row and the float32
-query (``vector <#> query`` on ``vector`` casts), so both engines rank alike. A space of up to
-:data:`EXACT_UP_TO` vectors is scanned exactly. A larger one asks its HNSW index
-(:func:`schema.hnsw_index`, inner product on unit vectors) for :data:`CANDIDATES` × ``limit``
-rows with ``hnsw.ef_search`` = :data:`EF_SEARCH` and iterative scans on (so a space inside a
-bigger table still fills its list), scores those exactly and keeps the top ``limit``: the ANN
-index only chooses whom to score.
+query (``vector <#> query`` on ``vector`` casts), so both engines rank alike. A search scores
+the space's rows in :class:`LineCache`; a space the cache cannot take is searched in SQL, and
+one of up to :data:`EXACT_UP_TO` vectors is scanned exactly there. A larger one takes the
+:data:`CANDIDATES` × ``limit`` rows nearest by float16 distance, scores those exactly and keeps
+the top ``limit``: a scan of the space, or the walk of an HNSW index when an operator made one
+(:func:`schema.hnsw_index`; orcamem stopped making it in migration 7, since keeping it was
+most of a write), with ``hnsw.ef_search`` = :data:`EF_SEARCH` and iterative scans on.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ CACHED_VECTORS = 1_000_000
 """Line vectors a process keeps in memory (float32, about 1 GB at 256 values), over all its
 spaces. A space is taken in when it fits beside those already held (none is dropped to make
 room: spaces taking turns would each read all their rows again); one that does not fit is
-searched in the database as before (exactly up to :data:`EXACT_UP_TO`, else by HNSW)."""
+searched in the database (exactly up to :data:`EXACT_UP_TO`, else by float16 candidates)."""
 
 EXACT_UP_TO = 5_000
 """A space with at most this many vectors is scanned exactly (its rows by the space index):
@@ -76,7 +77,8 @@ def nearest(
     """Top ``limit`` ``(key, cosine)`` of ``space`` for a unit ``query``, in one statement.
 
     ``counted``: the table's rows are counted in ``spaces.line_count``, so a space over
-    :data:`EXACT_UP_TO` takes its candidates from HNSW (the count gates each branch once,
+    :data:`EXACT_UP_TO` takes its candidates by float16 distance, from HNSW when an operator
+    made the index (the count gates each branch once,
     before any row is read), and ``seen[space]`` gets its ``(line count, vector epoch)``;
     otherwise the space is scanned exactly. ``params``: those ``where`` names.
     """
