@@ -370,20 +370,25 @@ class VectorIndex:
         return [row[1] for row in rows], block.reshape(len(rows), dim), encoded
 
     def discard(self, space: str, keys: set[Hashable]) -> None:
-        """Drop keys at once (own deletes; other processes reload through the epoch)."""
+        """Drop keys at once (own deletes; other processes reload through the epoch), found
+        by their positions: a delete at a million rows scanned every key in Python and
+        projected every row again."""
         with self._lock:
             matrix = self._spaces.get(space)
             if matrix is None or not keys:
                 return
-            keep = [i for i, key in enumerate(matrix.keys[: matrix.count]) if key not in keys]
-            fresh = _SpaceMatrix(matrix.dim, matrix.basis, self._columns)
+            gone = [matrix.position[key] for key in keys if key in matrix.position]
+            keep = np.delete(np.arange(matrix.count), gone)
+            fresh = _SpaceMatrix(matrix.dim, columns=self._columns)
             for name, values in fresh.columns.items():
                 values.codes = matrix.columns[name].codes  # only grows: safe to share
             fresh.extend(
-                [matrix.keys[i] for i in keep],
+                [matrix.keys[i] for i in keep.tolist()],
                 matrix.rows[keep],
                 [values.values[keep] for values in matrix.columns.values()],
             )
+            if matrix.basis is not None:  # each row keeps its projection: not made again
+                fresh.basis, fresh.projected = matrix.basis, matrix.projected[keep]
             self._spaces[space] = fresh
 
     def _snapshot(self, space: str) -> _Snapshot | None:
