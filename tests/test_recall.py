@@ -264,6 +264,20 @@ def test_the_evidence_counts_see_every_line_and_memory_of_the_space(tmp_path: Pa
         assert mem.store.term_counts("default", ["pune"]) == (4, {"pune": 2})
 
 
+def test_term_counts_of_a_file_s_only_space_match_the_joined_count(tmp_path: Path) -> None:
+    """A space alone in its file is counted in the full-text index without the join to its
+    lines; once another space holds the word, the join keeps that space's lines out."""
+    with Memory(tmp_path / "one.db") as mem:
+        mem.add("I live in Pune. Pune is warm. I work as a backend engineer.")
+        assert mem.store.term_counts("default", ["pune", "warm", "paris"]) == (
+            3,
+            {"pune": 2, "warm": 1, "paris": 0},
+        )
+        mem.add("Pune again, and Paris.", space="elsewhere")
+        assert mem.store.term_counts("default", ["pune", "paris"]) == (3, {"pune": 2, "paris": 0})
+        assert mem.store.term_counts("elsewhere", ["pune"]) == (1, {"pune": 1})
+
+
 def test_min_evidence_is_a_share() -> None:
     with pytest.raises(InvalidInputError, match="min_evidence"):
         RecallConfig(min_evidence=1.5)

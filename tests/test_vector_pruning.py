@@ -10,6 +10,7 @@ import pytest
 
 from orcamem import Config, InvalidInputError, Memory
 from orcamem.engine import StorageConfig
+from orcamem.engine.store import vector_index
 from orcamem.engine.store.vector_index import VectorIndex, candidates, encode_vector
 
 DIM, ROWS = 256, 6000
@@ -68,6 +69,40 @@ def test_rows_written_after_pruning_began_are_found(conn) -> None:
     index.discard("s", {ROWS + 1})  # a delete keeps the space pruned, without the row
     assert ROWS + 1 not in {key for key, _ in index.search("s", fresh, 5)}
     assert index.search("s", corpus()[7], 1)[0][0] == 8
+
+
+def test_a_load_in_chunks_is_the_load_in_one(conn, monkeypatch) -> None:
+    """Rows read a chunk at a time land where one read puts them, and the space is pruned
+    once, after the last chunk: the same hits with the same scores, before and after a
+    delete (which moves each kept row's projection with it)."""
+    whole = VectorIndex("lines", "id", prune_above=1000)
+    whole.refresh(conn)
+    monkeypatch.setattr(vector_index, "_CHUNK", 700)  # 6,000 rows: nine chunks
+    chunked = VectorIndex("lines", "id", prune_above=1000)
+    chunked.refresh(conn)
+    exact = VectorIndex("lines", "id")
+    exact.refresh(conn)
+    queries = corpus(20, seed=5)
+    for step in range(2):
+        one, many = whole._spaces["s"], chunked._spaces["s"]  # the same axes, the same rows
+        assert many.basis is not None and np.array_equal(many.basis, one.basis)
+        assert np.array_equal(many.projected[: many.count], one.projected[: one.count])
+        for query in queries:
+            assert chunked.search("s", query, 10) == whole.search("s", query, 10)
+        shared = [
+            len(
+                {k for k, _ in exact.search("s", q, 10)}
+                & {k for k, _ in chunked.search("s", q, 10)}
+            )
+            for q in queries
+        ]
+        assert np.mean(shared) >= 9.5
+        if step == 0:
+            gone = {key for key, _ in whole.search("s", queries[0], 3)} | {1, 2, ROWS}
+            for index in (whole, chunked, exact):
+                index.discard("s", gone)
+            assert chunked.count("s") == ROWS - len(gone)
+            assert not gone & {key for key, _ in chunked.search("s", queries[0], 10)}
 
 
 def test_pruning_is_a_config_switch_with_a_threshold(tmp_path) -> None:

@@ -73,6 +73,9 @@ at 2,000 candidates, 96 kept 0.99, 128 1.00 at nearly the exact cost (200,000 tu
 _SAMPLE = 10_000
 
 
+_CHUNK = 20_000
+"""Rows a load reads and decodes at a time."""
+
 _WIDE = 4
 """A mask of at least 1/_WIDE of a space's rows scores the whole matrix and drops the rest:
 reading every row once costs less than copying a quarter of them out first."""
@@ -188,6 +191,14 @@ class _SpaceMatrix:
         self.projected = np.zeros((64, PRUNED_DIMS), dtype=np.float32)
         self.columns = {column.name: _ColumnValues(column.ordered) for column in columns}
 
+    def reserve(self, needed: int) -> None:
+        """Room for ``needed`` rows, so a load of many chunks allocates its matrices once."""
+        self.rows = _grown(self.rows, self.count, needed)
+        if self.basis is not None:
+            self.projected = _grown(self.projected, self.count, needed)
+        for values in self.columns.values():
+            values.values = _grown1(values.values, self.count, needed)
+
     def extend(
         self, keys: Sequence[Hashable], vectors: np.ndarray, columns: Sequence[np.ndarray] = ()
     ) -> None:
@@ -202,8 +213,7 @@ class _SpaceMatrix:
         if self.basis is not None:
             self.projected = _grown(self.projected, self.count, needed)
             self.projected[self.count : needed] = self.rows[self.count : needed] @ self.basis
-        for offset, key in enumerate(keys):
-            self.position[key] = self.count + offset
+        self.position.update(zip(keys, range(self.count, needed), strict=True))
         self.keys.extend(keys)
         self.count = needed
 
@@ -214,7 +224,7 @@ class _SpaceMatrix:
         _, _, axes = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
         basis = np.ascontiguousarray(axes[:PRUNED_DIMS].T, dtype=np.float32)
         projected = np.zeros((self.rows.shape[0], PRUNED_DIMS), dtype=np.float32)
-        projected[: self.count] = self.rows[: self.count] @ basis
+        np.matmul(self.rows[: self.count], basis, out=projected[: self.count])
         self.projected, self.basis = projected, basis
 
 
@@ -275,17 +285,13 @@ class VectorIndex:
                 self._reload(conn, name, epochs.get(name))
             for name, epoch in epochs.items():
                 self._epochs.setdefault(name, epoch)
-            rows = conn.execute(
+            top = conn.execute(f"SELECT max(rowid) FROM {self._table}").fetchone()[0] or 0
+            cursor = conn.execute(
                 f"{self._select}WHERE t.rowid > ? AND t.vector IS NOT NULL ORDER BY t.rowid",
                 (self._watermark,),
-            ).fetchall()
-            by_space: dict[str, list[tuple]] = {}
-            for row in rows:
-                by_space.setdefault(row[0], []).append(row)
-            for space, found in by_space.items():
-                self._add(space, found)
-            if rows:
-                self._watermark = rows[-1][3]
+            )
+            new = top - self._watermark  # rows written since: a bound on any space's new rows
+            self._load(cursor, conn, new if new > _CHUNK else 0, advance=True)
 
     def _reload(self, conn: sqlite3.Connection, space: str, epoch: int | None) -> None:
         self._spaces.pop(space, None)
@@ -293,18 +299,57 @@ class VectorIndex:
         if epoch is None:
             self._epochs.pop(space, None)
             return
-        rows = conn.execute(
+        cursor = conn.execute(
             f"{self._select}WHERE t.space = ? AND t.rowid <= ? AND t.vector IS NOT NULL "
             "ORDER BY t.rowid",
             (space, self._watermark),
-        ).fetchall()
-        if rows:
-            self._add(space, rows)
+        )
+        self._load(cursor, conn, self._watermark, advance=False)
         self._epochs[space] = epoch  # only once loaded: a refused row is met again next time
 
-    def _add(self, space: str, rows: Sequence[tuple]) -> None:
-        """Append ``(space, key, blob, rowid, *columns)`` rows of one space, decoded in one
-        numpy call."""
+    def _load(
+        self, cursor: sqlite3.Cursor, conn: sqlite3.Connection, new: int, *, advance: bool
+    ) -> None:
+        """Append the ``(space, key, blob, rowid, *columns)`` rows ``cursor`` returns,
+        :data:`_CHUNK` at a time, each chunk's vectors decoded in one numpy call straight into
+        its space's matrix; a space is pruned once, after the last chunk. With ``new`` (a
+        bound on the rows to come, 0 for a few), a space's matrices are first sized for
+        what it may get (its row count, one index count): a million rows held as Python
+        tuples, then joined and copied, peaked at 4.8 GB resident. ``advance``: move the
+        watermark past each chunk appended (a refresh; a reload reads below it)."""
+        touched: set[str] = set()
+        while rows := cursor.fetchmany(_CHUNK):
+            by_space: dict[str, list[tuple]] = {}
+            for row in rows:
+                by_space.setdefault(row[0], []).append(row)
+            decoded = {space: self._decode(space, found) for space, found in by_space.items()}
+            for space, (keys, block, encoded) in decoded.items():  # all decoded: none refused
+                matrix = self._spaces[space]
+                if new and space not in touched:
+                    held = conn.execute(
+                        f"SELECT count(*) FROM {self._table} WHERE space = ?", (space,)
+                    ).fetchone()[0]
+                    matrix.reserve(matrix.count + min(new, max(held - matrix.count, 0)))
+                touched.add(space)
+                matrix.extend(keys, block, encoded)
+            if advance:  # a row refused in a later chunk is met again, these ones are not
+                self._watermark = rows[-1][3]
+        for space in touched:
+            matrix = self._spaces[space]
+            if (
+                self._prune_above is not None
+                and matrix.basis is None
+                and matrix.count > max(self._prune_above, candidates(1))  # else nothing to prune
+                and matrix.dim > PRUNED_DIMS
+            ):
+                with _blas_limit(self._threads):
+                    matrix.prune()
+
+    def _decode(
+        self, space: str, rows: Sequence[tuple]
+    ) -> tuple[list[Hashable], np.ndarray, list[np.ndarray]]:
+        """One space's rows of a chunk as its keys, its float16 vectors (one numpy call) and
+        its encoded column values, the space's matrix made on its first row."""
         dim = self._dims.get(space) or len(rows[0][2]) // BYTES_PER_VALUE
         for _, key, blob, *_ in rows:
             if len(blob) != dim * BYTES_PER_VALUE:
@@ -322,31 +367,28 @@ class VectorIndex:
             values.encode([row[4 + i] for row in rows])
             for i, values in enumerate(matrix.columns.values())
         ]
-        matrix.extend([row[1] for row in rows], block.reshape(len(rows), dim), encoded)
-        if (
-            self._prune_above is not None
-            and matrix.basis is None
-            and matrix.count > max(self._prune_above, candidates(1))  # else nothing to prune
-            and dim > PRUNED_DIMS
-        ):
-            with _blas_limit(self._threads):
-                matrix.prune()
+        return [row[1] for row in rows], block.reshape(len(rows), dim), encoded
 
     def discard(self, space: str, keys: set[Hashable]) -> None:
-        """Drop keys at once (own deletes; other processes reload through the epoch)."""
+        """Drop keys at once (own deletes; other processes reload through the epoch), found
+        by their positions: a delete at a million rows scanned every key in Python and
+        projected every row again."""
         with self._lock:
             matrix = self._spaces.get(space)
             if matrix is None or not keys:
                 return
-            keep = [i for i, key in enumerate(matrix.keys[: matrix.count]) if key not in keys]
-            fresh = _SpaceMatrix(matrix.dim, matrix.basis, self._columns)
+            gone = [matrix.position[key] for key in keys if key in matrix.position]
+            keep = np.delete(np.arange(matrix.count), gone)
+            fresh = _SpaceMatrix(matrix.dim, columns=self._columns)
             for name, values in fresh.columns.items():
                 values.codes = matrix.columns[name].codes  # only grows: safe to share
             fresh.extend(
-                [matrix.keys[i] for i in keep],
+                [matrix.keys[i] for i in keep.tolist()],
                 matrix.rows[keep],
                 [values.values[keep] for values in matrix.columns.values()],
             )
+            if matrix.basis is not None:  # each row keeps its projection: not made again
+                fresh.basis, fresh.projected = matrix.basis, matrix.projected[keep]
             self._spaces[space] = fresh
 
     def _snapshot(self, space: str) -> _Snapshot | None:
