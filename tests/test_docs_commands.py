@@ -101,8 +101,21 @@ NOT_RUNNABLE = {
     "test_postgres_replicas.py runs two `orcamem serve` on a real PostgreSQL",
     "orcamem keys create --admin --name replicas": "on the example database above; "
     "test_postgres_replicas.py makes keys in a real one that both replicas honour",
-    'orcamem bench load --db "$ORCAMEM_DB" --replicas 2 --clients 8 32 --seconds 10': "a "
-    "benchmark on the example database; test_up.py runs two replicas on a real PostgreSQL",
+    'export ORCAMEM_DB="$(python scripts/pg_bench_server.py start)"': "starts a PostgreSQL "
+    "server that outlives the block; tests/pg_server.py (the same server) runs the suite's",
+    'orcamem serve --db "$ORCAMEM_DB" --port 8080': "a server on the bench database; "
+    "test_postgres_replicas.py runs `orcamem serve` on a real PostgreSQL",
+    'orcamem serve --db "$ORCAMEM_DB" --port 8080 --workers 2': "workers on the bench "
+    "database; test_serve_workers.py runs two workers on one database",
+    'orcamem serve --db "$ORCAMEM_DB" --port 8081': "the second replica; "
+    "test_postgres_replicas.py runs two `orcamem serve` on a real PostgreSQL",
+    'orcamem bench load --db "$ORCAMEM_DB" --replicas 1 --clients 1 8 32 --seconds 10': "a "
+    "benchmark (minutes); test_up.py runs bench load on a real PostgreSQL",
+    'orcamem bench load --db "$ORCAMEM_DB" --replicas 2 --clients 1 8 32 --seconds 10': "a "
+    "benchmark (minutes); test_up.py runs two replicas on a real PostgreSQL",
+    'orcamem bench load --db "$ORCAMEM_DB" --workers 2 --clients 1 8 32 --seconds 10': "a "
+    "benchmark (minutes); test_serve_workers.py runs two workers on one database",
+    "python scripts/pg_bench_server.py stop": "stops the server the block started",
     "orcamem serve --host 0.0.0.0 --require-keys": "binds every interface: run here on loopback "
     "with --require-keys for the key block",
 }

@@ -138,10 +138,17 @@ def test_bounded_load_loses_no_acknowledged_write() -> None:
 
 @pytest.mark.slow
 def test_two_replicas_on_one_postgres_lose_no_acknowledged_write(pg_url: str) -> None:
-    result = load_test(clients=4, seconds=2.0, spaces=2, preload=20, db=pg_url, replicas=2)
+    """Driven by request counts, not the clock: 4 clients x 12 requests, round-robin over two
+    replicas; every acknowledged add is listed by both replicas' REST API."""
+    result = load_test(clients=4, requests=12, spaces=2, preload=20, db=pg_url, replicas=2)
     assert result["errors"] == 0, result["ops"]
-    assert result["missing_acknowledged"] == 0 and result["ops"]["add"]["count"] > 0
     assert (result["replicas"], result["engine"]) == (2, "postgresql")
+    assert result["requests"] == 4 * 12 == sum(op["count"] for op in result["ops"].values())
+    served = result["per_replica"]
+    assert [r["requests"] for r in served] == [2 * 12, 2 * 12]  # clients 0, 2 and 1, 3
+    assert len({r["base"] for r in served}) == 2
+    assert result["ops"]["add"]["count"] >= 4  # each client's first request is an add
+    assert [r["missing_acknowledged"] for r in served] == [0, 0]
     with Memory.connect(pg_url) as left:  # the run cleans up the spaces it made
         assert not [s for s in left.spaces() if s.startswith("load-")]
 

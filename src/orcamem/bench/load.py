@@ -3,8 +3,9 @@
 The server (``orcamem up``: REST API + proxy + MCP) and a stub upstream that answers chat
 completions at once (it measures orcamem, not a model) run as their own processes on
 127.0.0.1, so the load generator's threads do not share their interpreter. Every
-acknowledged add is checked to be in the database afterwards. Traffic goes to 127.0.0.1 only
-and stops by itself after ``seconds``, once each client has made one request of each kind.
+acknowledged add is read back afterwards through every replica's REST API. Traffic goes to
+127.0.0.1 only and stops by itself: after ``seconds`` (once each client has made one request
+of each kind), or after ``requests`` a client.
 """
 
 from __future__ import annotations
@@ -113,15 +114,19 @@ def load_test(
     db: str | None = None,
     replicas: int = 1,
     workers: int = 1,
+    requests: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the mixed load and return throughput, p50/p99 per operation, errors, and the
-    check that every acknowledged write is present.
+    """Run the mixed load and return throughput, p50/p99 per operation, errors, the
+    requests each replica served, and the check that every acknowledged write is listed
+    by every replica.
 
     ``db``: a database URL (``postgresql://…``) instead of a fresh SQLite file; the run's
     spaces get a fresh prefix and are deleted afterwards. ``replicas``: that many ``orcamem
     up`` processes on the one database, the clients spread over them round-robin.
-    ``workers``: each replica's ``--workers`` (processes on its one port).
+    ``workers``: each replica's ``--workers`` (processes on its one port). ``requests``:
+    each client makes exactly that many requests, and ``seconds`` is ignored (a run the
+    machine's speed cannot shorten: for tests).
     """
     run = secrets.token_hex(3)
     names = [f"load-{run}-{n}" for n in range(spaces)]
@@ -161,14 +166,18 @@ def load_test(
             bases = [f"http://127.0.0.1:{port}" for port in ports]
             for base in bases:
                 _warm_up(base, names[0], workers)
-            result = _drive(bases, clients, seconds, names, progress)
-        with Memory.connect(path) as check:
-            present = {e.text for name in names for e in check.iter_episodes(space=name)}
-            if db:
+            load_before = machine()["load_1m"]
+            result = _drive(bases, clients, seconds, names, progress, requests)
+            result["load_1m"] = [load_before, machine()["load_1m"]]
+            acknowledged = set(result.pop("acknowledged_texts"))
+            for served in result["per_replica"]:
+                listed = _listed(served["base"], names)
+                served["missing_acknowledged"] = len(acknowledged - listed)
+        if db:
+            with Memory.connect(path) as cleanup:
                 for name in names:
-                    check.delete_space(name)
-    missing = [text for text in result.pop("acknowledged_texts") if text not in present]
-    result["missing_acknowledged"] = len(missing)
+                    cleanup.delete_space(name)
+    result["missing_acknowledged"] = max(r["missing_acknowledged"] for r in result["per_replica"])
     result["replicas"] = replicas
     result["workers"] = workers
     result["engine"] = db.split(":", 1)[0] if db else "sqlite"
@@ -212,26 +221,51 @@ def _warm_up(base: str, space: str, workers: int = 1) -> None:
         )
 
 
+def _listed(base: str, spaces: list[str]) -> set[str]:
+    """Every episode text one replica lists in ``spaces``, page by page."""
+    texts: set[str] = set()
+    with http_client(base_url=base, timeout=60) as http:
+        for space in spaces:
+            after: int | None = 0
+            while after is not None:
+                reply = http.get(
+                    "/api/episodes", params={"space": space, "after": after, "limit": 500}
+                )
+                reply.raise_for_status()
+                page = reply.json()
+                texts.update(e["text"] for e in page["episodes"])
+                after = page["next_after"]
+    return texts
+
+
 def _drive(
     bases: list[str],
     clients: int,
     seconds: float,
     spaces: list[str],
     progress: Callable[[str, int, int], None] | None,
+    requests: int | None = None,
 ) -> dict[str, Any]:
     timings: dict[str, list[float]] = {"add": [], "search": [], "proxy": []}
     errors: dict[str, int] = {"add": 0, "search": 0, "proxy": 0}
+    served = [{"base": base, "requests": 0, "errors": 0} for base in bases]
     acknowledged: list[str] = []
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
+    def more(count: int) -> bool:
+        # each client's first three requests are one of each kind, however busy the
+        # machine: every run exercises every path, then the mix is random until the end
+        if requests is not None:
+            return count < max(requests, len(FIRST))
+        return count < len(FIRST) or time.monotonic() < stop_at
+
     def client(number: int) -> None:
         rng = random.Random(number)
-        with http_client(base_url=bases[number % len(bases)], timeout=30) as http:
+        replica = served[number % len(bases)]
+        with http_client(base_url=replica["base"], timeout=30) as http:
             count = 0
-            # each client's first three requests are one of each kind, however busy the
-            # machine: every run exercises every path, then the mix is random until the end
-            while count < len(FIRST) or time.monotonic() < stop_at:
+            while more(count):
                 space = rng.choice(spaces)
                 pick = FIRST[count] if count < len(FIRST) else rng.random()
                 begin = time.perf_counter()
@@ -261,8 +295,10 @@ def _drive(
                 elapsed = (time.perf_counter() - begin) * 1000
                 with lock:
                     timings[op].append(elapsed)
+                    replica["requests"] += 1
                     if not ok:
                         errors[op] += 1
+                        replica["errors"] += 1
                     elif op == "add":
                         acknowledged.append(text)
                 count += 1
@@ -292,5 +328,6 @@ def _drive(
             }
             for op, values in timings.items()
         },
+        "per_replica": served,
         "acknowledged_texts": acknowledged,
     }

@@ -516,12 +516,16 @@ def load_command(
     workers: Annotated[
         int, typer.Option(help="Each server's --workers (processes on its one port).")
     ] = 1,
+    requests: Annotated[
+        int | None,
+        typer.Option(help="Requests each client makes; the run ends then (--seconds ignored)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Mixed add/search/proxy load on loopback against a stub upstream, one run per client
     count in one invocation (compare them: same machine, same minute); checks that every
-    acknowledged write is present afterwards. With --db and --replicas N, N servers share
-    one database and the clients spread over them."""
+    acknowledged write is listed by every server afterwards. With --db and --replicas N, N
+    servers share one database and the clients spread over them round-robin."""
     from rich.table import Table
 
     from ...bench.load import load_test
@@ -533,6 +537,8 @@ def load_command(
         raise fail("use 1-64 spaces and 1-10,000,000 preloaded lines", 2)
     if not 1 <= replicas <= 8 or not 1 <= workers <= 16:
         raise fail("use 1-8 replicas and 1-16 workers", 2)
+    if requests is not None and not 1 <= requests <= 100_000:
+        raise fail("use 1-100,000 requests a client", 2)
 
     def runs(p):
         return {
@@ -544,6 +550,7 @@ def load_command(
                 db=db,
                 replicas=replicas,
                 workers=workers,
+                requests=requests,
                 progress=p,
             )
             for n in counts
@@ -560,8 +567,10 @@ def load_command(
         *(f"{op} p50/p99" for op in ("search", "add", "proxy")),
         "errors",
         "lost",
-        title=f"orcamem bench load ({seconds:g} s a run; ms; {replicas} replica(s), "
-        f"{workers} worker(s) each)",
+        "per replica",
+        "load",
+        title=f"orcamem bench load ({f'{requests} requests a client' if requests else f'{seconds:g} s'}"
+        f" a run; ms; {replicas} replica(s), {workers} worker(s) each)",
     )
     for count, run in result.items():
         ops = run["ops"]
@@ -572,6 +581,8 @@ def load_command(
             *(f"{ops[op]['p50_ms']}/{ops[op]['p99_ms']}" for op in ("search", "add", "proxy")),
             str(run["errors"]),
             str(run["missing_acknowledged"]),
+            " + ".join(str(r["requests"]) for r in run["per_replica"]),
+            "->".join(f"{x:.1f}" for x in run["load_1m"]),
         )
     print_table(table)
     for count, run in result.items():
