@@ -557,11 +557,15 @@ class PostgresStore:
             return {}
         with self.reading() as conn:
             rows = conn.execute(
-                "SELECT e.id, n.id, n.session_seq - e.session_seq FROM episodes e "
-                "JOIN episodes n ON n.space = e.space AND n.session_id = e.session_id "
+                # per asked episode, its neighbours by the session index: a plain join is
+                # planned as a scan of the space until ANALYZE has seen it (4-11 ms, not 0.4)
+                "SELECT e.id, n.id, n.session_seq - e.session_seq "
+                "FROM unnest(%s::bigint[]) k(id) JOIN episodes e ON e.id = k.id "
+                "CROSS JOIN LATERAL (SELECT n.id, n.session_seq FROM episodes n "
+                "WHERE n.space = e.space AND n.session_id = e.session_id "
                 "AND n.session_seq BETWEEN e.session_seq - %s AND e.session_seq + %s "
-                "WHERE e.space = %s AND e.id = ANY(%s) AND n.id != e.id ORDER BY e.id, n.id",
-                (radius, radius, space, list(episode_ids)),
+                "AND n.id != e.id OFFSET 0) n WHERE e.space = %s ORDER BY e.id, n.id",
+                (list(episode_ids), radius, radius, space),
             ).fetchall()
         window: dict[int, list[tuple[int, int]]] = {}
         for episode_id, other, offset in rows:
