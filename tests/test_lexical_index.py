@@ -41,7 +41,6 @@ def indexed(mem: Memory, space: str, match: str, limit: int = 1000) -> list[tupl
     """The index's own answer (never FTS5's): the store's first query of a space starts its
     load, which is waited for."""
     store = mem.store
-    mem.search("count the lines", space=space)  # the vector index counts the space's lines
     store.lexical_lines(space, match, limit)
     loading = store._lexical_loads.get(space)
     if loading is not None:
@@ -118,6 +117,17 @@ def test_refresh_follows_adds_and_deletes(tmp_path: Path) -> None:
         assert mem.store.lexical_lines("s", match, 10) == []  # an empty space: FTS5 answers
         mem.add("a dog again", space="s", kind="turn", role="user")
         assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
+
+
+def test_a_process_s_first_query_of_a_big_space_starts_its_load(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory(path) as mem:
+        mem.add("the dog at the harbour", space="s", kind="turn", role="user")
+    match = fts_query("harbour dog")
+    assert match is not None
+    with Memory(path, config=INDEXED) as mem:  # nothing of the file loaded in this process yet
+        assert mem.store.lexical_lines("s", match, 10) == fts5(path, "s", match)
+        assert "s" in mem.store._lexical_loads
 
 
 def test_spaces_stay_apart_and_the_limit_holds(tmp_path: Path) -> None:

@@ -749,12 +749,17 @@ class SQLiteStore:
         still loading (a thread started by the first query above the threshold), the query
         is not one it answers exactly, or this is the writer inside ``writing()`` (FTS5
         sees its uncommitted rows, the index does not). Refresh and scores read one snapshot."""
-        if self._lexical_above is None or self._line_index.count(space) <= self._lexical_above:
-            return None
-        if not self._lexical.loaded(space):
-            self._load_lexical(space)
+        if self._lexical_above is None:
             return None
         with self.reading() as conn:
+            # the size is the vector index's count: a process's first query waits for its load
+            # (as the search's vector channel does) rather than reading the space as empty
+            self._refresh(conn)
+            if self._line_index.count(space) <= self._lexical_above:
+                return None
+            if not self._lexical.loaded(space):
+                self._load_lexical(space)
+                return None
             if conn.in_transaction:
                 return None
             conn.execute("BEGIN")
