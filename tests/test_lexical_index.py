@@ -43,7 +43,7 @@ def indexed(mem: Memory, space: str, match: str, limit: int = 1000) -> list[tupl
     store = mem.store
     mem.search("count the lines", space=space)  # the vector index counts the space's lines
     store.lexical_lines(space, match, limit)
-    loading = store._lexical_loads.get(space)
+    loading = store._lexical.loading(space)
     if loading is not None:
         loading.join()
     found = store._indexed_lexical(space, match, limit, (1.0, 0.4))
