@@ -42,7 +42,7 @@ def indexed(mem: Memory, space: str, match: str, limit: int = 1000) -> list[tupl
     load, which is waited for."""
     store = mem.store
     store.lexical_lines(space, match, limit)
-    loading = store._lexical_loads.get(space)
+    loading = store._lexical.loading(space)
     if loading is not None:
         loading.join()
     found = store._indexed_lexical(space, match, limit, (1.0, 0.4))
@@ -127,7 +127,7 @@ def test_a_process_s_first_query_of_a_big_space_starts_its_load(tmp_path: Path) 
     assert match is not None
     with Memory(path, config=INDEXED) as mem:  # nothing of the file loaded in this process yet
         assert mem.store.lexical_lines("s", match, 10) == fts5(path, "s", match)
-        assert "s" in mem.store._lexical_loads
+        assert mem.store._lexical.loading("s") is not None
 
 
 def test_spaces_stay_apart_and_the_limit_holds(tmp_path: Path) -> None:

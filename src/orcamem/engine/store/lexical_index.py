@@ -22,6 +22,9 @@ Refreshed like the vector index: rows above a per-space rowid watermark are toke
 appended as a new segment (segments merge when there are many); a changed ``vector_epoch``
 (a delete, a re-embed) re-reads the space's ids and marks the lines gone as dead. Thread-safe:
 a refresh replaces a space's state under a lock; a search scores the snapshot it took.
+
+:class:`PostingIndex` is the part both engines share (postings, refresh, the score);
+:class:`LexicalIndex` feeds it from FTS5, ``postgres.lexical.LineIndex`` from ``tsvector``.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-__all__ = ["LexicalIndex", "Tokenizer", "tokenize_option"]
+__all__ = ["LexicalIndex", "PostingIndex", "Tokenizer", "tokenize_option"]
 
 K1 = 1.2
 B = 0.75
@@ -42,7 +47,7 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _QUERY = re.compile(r'"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*')
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _MAX_SEGMENTS = 16
-_BATCH = 100_000  # lines tokenized at once: bounds the load's transient memory
+BATCH = 100_000  # lines tokenized at once: bounds the load's transient memory
 _VOCAB = "orcamem_lines_vocab"
 
 
@@ -216,31 +221,60 @@ def _bounded(segments: list[_Segment]) -> tuple[_Segment, ...]:
     return tuple(segments)
 
 
-class LexicalIndex:
-    """Per space, the postings of its lines (see the module docstring)."""
+class PostingIndex:
+    """Per space, the postings of its lines and their BM25 top-k (see the module docstring);
+    a store's subclass reads its lines' tokens (:meth:`_batch`), a query's terms
+    (:meth:`_terms`) and the whole table's figures (:meth:`_statistics`)."""
 
-    def __init__(self, table: str = "lines_fts") -> None:
-        self._table = table
+    PARAM = "?"  # the parameter marker of the store's driver
+
+    def __init__(self) -> None:
         self._spaces: dict[str, _Space] = {}
-        self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()  # one refresh at a time
-
-    def _tokens(self, conn: sqlite3.Connection) -> Tokenizer:
-        if self._tokenizer is None:
-            self._tokenizer = Tokenizer(tokenize_option(conn, self._table))
-        return self._tokenizer
+        self._loads: dict[str, threading.Thread] = {}  # spaces loading or loaded
+        self._loads_lock = threading.Lock()
 
     def loaded(self, space: str) -> bool:
         return space in self._spaces
 
-    def refresh(self, conn: sqlite3.Connection, space: str) -> None:
+    def loading(self, space: str) -> threading.Thread | None:
+        return self._loads.get(space)
+
+    def load_later(
+        self,
+        reading: Callable[[], AbstractContextManager[Any]],
+        space: str,
+        errors: tuple[type[BaseException], ...],
+    ) -> None:
+        """:meth:`load` ``space`` on a thread of its own, once (again after one of
+        ``errors``: the store closed or was busy, and a later query starts it again)."""
+
+        def run() -> None:
+            try:
+                with reading() as conn:
+                    self.load(conn, space)
+            except errors:
+                with self._loads_lock:
+                    self._loads.pop(space, None)
+
+        with self._loads_lock:
+            if space in self._loads:
+                return
+            thread = threading.Thread(target=run, name="orcamem-lexical", daemon=True)
+            self._loads[space] = thread
+        thread.start()
+
+    def _epoch(self, conn: Any, space: str) -> int | None:
+        row = conn.execute(
+            f"SELECT vector_epoch FROM spaces WHERE name = {self.PARAM}", (space,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def refresh(self, conn: Any, space: str) -> None:
         """Bring ``space`` up to date: new rows above its watermark, dead ones on a new epoch."""
         with self._lock:
             state = self._spaces.get(space) or _Space()
-            epoch_row = conn.execute(
-                "SELECT vector_epoch FROM spaces WHERE name = ?", (space,)
-            ).fetchone()
-            epoch = epoch_row[0] if epoch_row else None
+            epoch = self._epoch(conn, space)
             if epoch is None:  # the space was deleted: a new one of its name starts empty
                 state = _Space()
             elif state.epoch is not None and epoch != state.epoch:
@@ -248,44 +282,47 @@ class LexicalIndex:
             state.epoch = epoch
             self._spaces[space] = self._read(conn, space, state)
 
-    def load(self, conn: sqlite3.Connection, space: str) -> None:
-        """Read a space not held yet, outside the lock (searches of it go to FTS5 until it
-        is in; it reads in batches, so no long transaction: a delete meanwhile moves the
-        epoch read first, and the next refresh re-checks)."""
-        epoch = conn.execute("SELECT vector_epoch FROM spaces WHERE name = ?", (space,)).fetchone()
-        state = self._read(conn, space, _Space(epoch=epoch[0] if epoch else None))
+    def load(self, conn: Any, space: str) -> None:
+        """Read a space not held yet, outside the lock (searches of it go to the store's own
+        query until it is in; it reads in batches, so no long transaction: a delete meanwhile
+        moves the epoch read first, and the next refresh re-checks)."""
+        state = self._read(conn, space, _Space(epoch=self._epoch(conn, space)))
         with self._lock:
             self._spaces.setdefault(space, state)
 
-    def _read(self, conn: sqlite3.Connection, space: str, state: _Space) -> _Space:
+    def _read(self, conn: Any, space: str, state: _Space) -> _Space:
         """``state`` with the space's lines above its watermark appended, a batch at a time."""
         while True:
-            rows = conn.execute(
-                "SELECT id, text, context FROM lines WHERE space = ? AND id > ? ORDER BY id "
-                "LIMIT ?",
-                (space, state.last, _BATCH),
-            ).fetchall()
-            if rows:
-                state = self._append(conn, state, rows)
-            if len(rows) < _BATCH:
+            ids, names, table = self._batch(conn, space, state.last)
+            if ids:
+                state = _append(state, ids, names, table)
+            if len(ids) < BATCH:
                 return state
 
-    def _recheck(self, conn: sqlite3.Connection, space: str, state: _Space) -> _Space:
+    def _batch(self, conn: Any, space: str, after: int) -> tuple[list[int], list[str], np.ndarray]:
+        """Up to :data:`BATCH` line ids of ``space`` above ``after``, ascending, their terms,
+        and per token (row in the batch, column, term number) as :meth:`Tokenizer.rows`."""
+        raise NotImplementedError
+
+    def _terms(self, conn: Any, match: str) -> list[str] | None:
+        """The terms a query's score sums over (a repeated one counts again), or ``None``: a
+        query this index cannot answer exactly."""
+        raise NotImplementedError
+
+    def _statistics(self, conn: Any, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        """The whole table's rows, average row length, and rows holding each of ``terms``."""
+        raise NotImplementedError
+
+    def _recheck(self, conn: Any, space: str, state: _Space) -> _Space:
         """Lines deleted since the last refresh are marked dead (ids never come back). The
         epoch also moves for a memory's delete and a re-embed: a count of the space's lines
         tells those apart without reading every id."""
-        held = conn.execute(
-            "SELECT count(*) FROM lines WHERE space = ? AND id <= ?", (space, state.last)
-        ).fetchone()[0]
+        where = f"FROM lines WHERE space = {self.PARAM} AND id <= {self.PARAM}"
+        held = conn.execute(f"SELECT count(*) {where}", (space, state.last)).fetchone()[0]
         if held == int(state.alive.sum()):
             return state
         ids = np.fromiter(
-            (
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM lines WHERE space = ? AND id <= ?", (space, state.last)
-                )
-            ),
+            (r[0] for r in conn.execute(f"SELECT id {where}", (space, state.last))),
             dtype=np.int64,
         )
         alive = np.isin(state.ids, ids, assume_unique=True)
@@ -293,65 +330,29 @@ class LexicalIndex:
             state.ids, state.lengths, alive, state.segments, state.terms, state.last, state.epoch
         )
 
-    def _append(self, conn: sqlite3.Connection, state: _Space, rows: list[tuple]) -> _Space:
-        names, table = self._tokens(conn).rows([(r[1], r[2]) for r in rows])
-        terms = dict(state.terms)
-        number = np.array([terms.setdefault(n, len(terms)) for n in names], dtype=np.int64)
-        if table.size:
-            table[:, 2] = number[table[:, 2]]
-        offset = state.ids.size
-        lengths = np.bincount(table[:, 0], minlength=len(rows)).astype(np.float64)
-        segments = _bounded([*state.segments, _segment(table, offset, len(rows))])
-        return _Space(
-            np.concatenate([state.ids, np.array([r[0] for r in rows], dtype=np.int64)]),
-            np.concatenate([state.lengths, lengths]),
-            np.concatenate([state.alive, np.ones(len(rows), dtype=bool)]),
-            segments,
-            terms,
-            int(rows[-1][0]),
-            state.epoch,
-        )
-
-    def _document_counts(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
-        """Rows of the whole table holding each term (FTS5's ``n``), from its vocabulary."""
-        query = f"SELECT term, doc FROM temp.{_VOCAB} WHERE term IN ({','.join('?' * len(terms))})"
-        try:
-            return dict(conn.execute(query, list(terms)).fetchall())
-        except sqlite3.OperationalError:  # this connection's first search: make its table
-            conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} "
-                f"USING fts5vocab(main, {self._table}, row)"
-            )
-            return dict(conn.execute(query, list(terms)).fetchall())
-
     def search(
         self,
-        conn: sqlite3.Connection,
+        conn: Any,
         space: str,
         match: str,
         limit: int,
         weights: tuple[float, float] = (1.0, 0.4),
     ) -> list[tuple[int, float]] | None:
-        """FTS5's ``-bm25(table, *weights)`` top ``limit`` of ``space`` for ``match``, or
-        ``None`` when the query is not one this index answers exactly (FTS5 answers it).
-        ``conn`` must be inside a read transaction that :meth:`refresh` used."""
+        """The store's BM25 (``weights`` on the two columns) top ``limit`` of ``space`` for
+        ``match``, or ``None`` when the space is not held or the query is not one this index
+        answers exactly (the store's own query answers it). ``conn`` must see what
+        :meth:`refresh` saw."""
         state = self._spaces.get(space)
-        if state is None or not _QUERY.fullmatch(match):
+        if state is None:
             return None
-        if limit < 1:
+        phrases = self._terms(conn, match)
+        if phrases is None:
+            return None
+        if limit < 1 or not phrases:
             return []
-        tokenizer = self._tokens(conn)
-        phrases = []
-        for phrase in _PHRASE.findall(match):
-            found = tokenizer.tokens(phrase.replace('""', '"'))
-            if len(found) != 1:
-                return None
-            phrases.append(found[0])
-        rows, tokens = _averages(conn, self._table)
+        rows, avgdl, counts = self._statistics(conn, list(dict.fromkeys(phrases)))
         if rows == 0:
             return []
-        counts = self._document_counts(conn, list(dict.fromkeys(phrases)))
-        avgdl = tokens / rows
         docs_parts: list[np.ndarray] = []
         score_parts: list[np.ndarray] = []
         for term in phrases:
@@ -379,9 +380,85 @@ class LexicalIndex:
         docs, scores = docs[keep], scores[keep]
         unique, where = np.unique(docs, return_inverse=True)
         total = np.bincount(where, weights=scores, minlength=unique.size)
-        if unique.size > limit:
+        if unique.size > limit:  # and every line tied at the cut, which ids then decide
             best = np.argpartition(-total, limit - 1)[:limit]
+            best = np.union1d(best, np.flatnonzero(total == total[best].min()))
         else:
             best = np.arange(unique.size)
-        best = best[np.lexsort((state.ids[unique[best]], -total[best]))]
+        best = best[np.lexsort((state.ids[unique[best]], -total[best]))][:limit]
         return [(int(state.ids[unique[i]]), float(total[i])) for i in best]
+
+
+def _append(state: _Space, ids: list[int], names: list[str], table: np.ndarray) -> _Space:
+    """``state`` with a batch of lines (their ids, terms and token table) appended."""
+    terms = dict(state.terms)
+    number = np.array([terms.setdefault(n, len(terms)) for n in names], dtype=np.int64)
+    if table.size:
+        table[:, 2] = number[table[:, 2]]
+    offset = state.ids.size
+    lengths = np.bincount(table[:, 0], minlength=len(ids)).astype(np.float64)
+    segments = _bounded([*state.segments, _segment(table, offset, len(ids))])
+    return _Space(
+        np.concatenate([state.ids, np.asarray(ids, dtype=np.int64)]),
+        np.concatenate([state.lengths, lengths]),
+        np.concatenate([state.alive, np.ones(len(ids), dtype=bool)]),
+        segments,
+        terms,
+        int(ids[-1]),
+        state.epoch,
+    )
+
+
+class LexicalIndex(PostingIndex):
+    """The SQLite store's: tokens and figures from FTS5 (see the module docstring)."""
+
+    def __init__(self, table: str = "lines_fts") -> None:
+        super().__init__()
+        self._table = table
+        self._tokenizer: Tokenizer | None = None
+
+    def _tokens(self, conn: sqlite3.Connection) -> Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = Tokenizer(tokenize_option(conn, self._table))
+        return self._tokenizer
+
+    def _batch(
+        self, conn: sqlite3.Connection, space: str, after: int
+    ) -> tuple[list[int], list[str], np.ndarray]:
+        rows = conn.execute(
+            "SELECT id, text, context FROM lines WHERE space = ? AND id > ? ORDER BY id LIMIT ?",
+            (space, after, BATCH),
+        ).fetchall()
+        names, table = self._tokens(conn).rows([(r[1], r[2]) for r in rows])
+        return [r[0] for r in rows], names, table
+
+    def _terms(self, conn: sqlite3.Connection, match: str) -> list[str] | None:
+        """One FTS5 term per phrase of the OR of quoted words ``fts_query`` makes."""
+        if not _QUERY.fullmatch(match):
+            return None
+        tokenizer = self._tokens(conn)
+        phrases = []
+        for phrase in _PHRASE.findall(match):
+            found = tokenizer.tokens(phrase.replace('""', '"'))
+            if len(found) != 1:
+                return None
+            phrases.append(found[0])
+        return phrases
+
+    def _statistics(
+        self, conn: sqlite3.Connection, terms: Sequence[str]
+    ) -> tuple[int, float, dict[str, int]]:
+        rows, tokens = _averages(conn, self._table)
+        return rows, tokens / rows if rows else 0.0, self._document_counts(conn, terms)
+
+    def _document_counts(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+        """Rows of the whole table holding each term (FTS5's ``n``), from its vocabulary."""
+        query = f"SELECT term, doc FROM temp.{_VOCAB} WHERE term IN ({','.join('?' * len(terms))})"
+        try:
+            return dict(conn.execute(query, list(terms)).fetchall())
+        except sqlite3.OperationalError:  # this connection's first search: make its table
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} "
+                f"USING fts5vocab(main, {self._table}, row)"
+            )
+            return dict(conn.execute(query, list(terms)).fetchall())

@@ -243,7 +243,6 @@ class SQLiteStore:
         )
         self._lexical_above = lexical_above
         self._lexical = LexicalIndex()
-        self._lexical_loads: dict[str, threading.Thread] = {}  # spaces loading or loaded
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -758,7 +757,7 @@ class SQLiteStore:
             if self._line_index.count(space) <= self._lexical_above:
                 return None
             if not self._lexical.loaded(space):
-                self._load_lexical(space)
+                self._lexical.load_later(self.reading, space, (OrcamemError, sqlite3.Error))
                 return None
             if conn.in_transaction:
                 return None
@@ -768,25 +767,6 @@ class SQLiteStore:
                 return self._lexical.search(conn, space, match, limit, weights)
             finally:
                 conn.execute("COMMIT")
-
-    def _load_lexical(self, space: str) -> None:
-        """Load ``space``'s lexical index on a thread of its own, once (again after a failure)."""
-        with self._index_lock:
-            if space in self._lexical_loads:
-                return
-            thread = threading.Thread(
-                target=self._lexical_load, args=(space,), name="orcamem-lexical", daemon=True
-            )
-            self._lexical_loads[space] = thread
-        thread.start()
-
-    def _lexical_load(self, space: str) -> None:
-        try:
-            with self.reading() as conn:
-                self._lexical.load(conn, space)
-        except (OrcamemError, sqlite3.Error):  # closed, or busy: a later query starts it again
-            with self._index_lock:
-                self._lexical_loads.pop(space, None)
 
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None

@@ -12,6 +12,10 @@ is not used: it has no document frequency, and on LoCoMo it lost 5 points of rec
 against this BM25 (docs/storage.md).
 A row's ``tsvector`` is cut down to the query's lexemes (two ``ts_delete``) before it is
 unnested: unnesting a whole line with its lexical context was 0.07 ms a row, 85% of a query.
+An unfiltered query of lines is answered in process by :class:`LineIndex`, the same scores to
+the bit: each term's part is computed in FTS5's order of operations, and the index sums a
+line's parts in the order this SQL does, the ``tsvector``'s (LoCoMo had mathematically tied
+lines one unit in the last place apart, and so ordered differently, before).
 """
 
 from __future__ import annotations
@@ -21,9 +25,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from ..lexical_index import BATCH, PostingIndex
 from .schema import TEXT_CONFIG
 
-__all__ = ["Lexicon", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
+__all__ = ["Lexicon", "LineIndex", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
 
 K1 = 1.2
 B = 0.75
@@ -98,8 +105,8 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
             FROM fts_stats s WHERE s.name = '{table}'
         )
         SELECT d.{key}, (
-            SELECT sum(k.idf[array_position(%(lexemes)s::text[], u.lexeme)] * f.v * {K1 + 1}
-                / (f.v + {K1} * ({1 - B} + {B} * d.doc_len / k.avgdl)))
+            SELECT sum(k.idf[array_position(%(lexemes)s::text[], u.lexeme)] * ((f.v * {K1 + 1})
+                / (f.v + {K1} * ({1 - B} + {B} * d.doc_len / k.avgdl))))
             FROM unnest(ts_delete(d.tsv, tsvector_to_array(ts_delete(d.tsv,
                 %(lexemes)s::text[])))) AS u
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
@@ -120,3 +127,62 @@ def term_counts_sql() -> str:
                 AND active AND NOT prohibited AND tsv @@ w.q LIMIT %(cap)s) b)
         FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
     """
+
+
+class LineIndex(PostingIndex):
+    """The SQLite store's in-process BM25 (``engine.store.lexical_index``) fed from ``lines``:
+    a line's postings are its ``tsv`` lexemes with their counts of weight A (text) and B
+    (context), its length their sum (``doc_len``); a query's terms are :class:`Lexicon`'s, and
+    ``N``, ``avgdl`` and each lexeme's ``n`` the whole table's, from ``fts_stats`` and
+    ``fts_terms`` at each query, as :func:`bm25_sql` reads them: the same scores as that SQL.
+    Rows above the highest id held are read at each query (ids become visible in order under
+    the write lock, as for ``vectors.LineCache``); a moved ``vector_epoch`` re-checks deletes."""
+
+    PARAM = "%s"
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        super().__init__()
+        self._lexicon = lexicon
+
+    def _batch(self, conn: Any, space: str, after: int) -> tuple[list[int], list[str], np.ndarray]:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM lines WHERE space = %s AND id > %s ORDER BY id LIMIT %s",
+                (space, after, BATCH),
+            )
+        ]
+        if not ids:
+            return ids, [], np.zeros((0, 3), dtype=np.int64)
+        rows = conn.execute(
+            "SELECT u.lexeme, array_agg(l.id), array_agg(cardinality(array_positions("
+            "u.weights, 'A'))), array_agg(cardinality(array_positions(u.weights, 'B'))) "
+            "FROM lines l, unnest(l.tsv) u WHERE l.space = %s AND l.id > %s AND l.id <= %s "
+            "GROUP BY u.lexeme",
+            (space, after, ids[-1]),
+        ).fetchall()
+        sizes = np.array([len(r[1]) for r in rows], dtype=np.int64)
+        flat = np.array([i for r in rows for i in r[1]], dtype=np.int64)
+        line = np.searchsorted(np.asarray(ids, dtype=np.int64), flat)
+        term = np.repeat(np.arange(len(rows), dtype=np.int64), sizes)
+        parts = []
+        for column in (0, 1):  # one token row per position, as Tokenizer.rows makes them
+            counts = np.array([c for r in rows for c in r[2 + column]], dtype=np.int64)
+            part = np.empty((int(counts.sum()), 3), dtype=np.int64)
+            part[:, 0], part[:, 1], part[:, 2] = line.repeat(counts), column, term.repeat(counts)
+            parts.append(part)
+        return ids, [r[0] for r in rows], np.concatenate(parts)
+
+    def _terms(self, conn: Any, match: str) -> list[str]:
+        """In a ``tsvector``'s order (by bytes), the order :func:`bm25_sql` sums a row's terms."""
+        return sorted(self._lexicon.terms(conn, match), key=lambda term: term.encode())
+
+    def _statistics(self, conn: Any, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        rows = conn.execute(
+            "SELECT s.docs, s.tokens, t.lexeme, t.docs FROM fts_stats s LEFT JOIN fts_terms t "
+            "ON t.name = s.name AND t.lexeme = ANY(%s) WHERE s.name = 'lines'",
+            (list(terms),),
+        ).fetchall()
+        docs, tokens = (rows[0][0], rows[0][1]) if rows else (0, 0)
+        avgdl = max(tokens / max(docs, 1), 1e-9)
+        return docs, avgdl, {r[2]: r[3] for r in rows if r[2] is not None}

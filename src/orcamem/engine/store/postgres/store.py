@@ -34,6 +34,7 @@ from ....errors import (
     ClosedError,
     InvalidInputError,
     NotFoundError,
+    OrcamemError,
     ReadOnlyStoreError,
     SchemaTooNewError,
     StoreError,
@@ -136,6 +137,7 @@ class PostgresStore:
         self._local = _Local()
         self._closed = False
         self._lexicon = lexical.Lexicon()
+        self._lexical = lexical.LineIndex(self._lexicon)
         self._floors: dict[str, tuple[int, int, float, float]] = {}
         self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
         self._cache = vectors.LineCache(cache_vectors)
@@ -594,7 +596,7 @@ class PostgresStore:
 
     # -- candidates ------------------------------------------------------------------------
 
-    def _lexical(
+    def _bm25(
         self, table: str, key: str, space: str, match: str, limit: int, weights: Sequence[float],
         where: str = "", scope: Clauses | None = None,
     ) -> list[tuple[Any, float]]:  # fmt: skip
@@ -624,15 +626,36 @@ class PostgresStore:
         where: SearchFilter | None = None,
     ) -> list[tuple[int, float]]:
         """BM25 top ``limit`` lines of ``space`` for an FTS5 ``match`` (higher is better),
-        of the episodes ``where`` admits."""
+        of the episodes ``where`` admits; unfiltered, from the in-process index once it holds
+        the space (:class:`lexical.LineIndex`, the same scores), until then (and filtered) in
+        SQL."""
+        found = None if where else self._indexed_lexical(space, match, limit, weights)
+        if found is not None:
+            return found
         scope = line_clauses(where, POSTGRES, "d", space) if where else None
-        return self._lexical("lines", "id", space, match, limit, weights, scope=scope)
+        return self._bm25("lines", "id", space, match, limit, weights, scope=scope)
+
+    def _indexed_lexical(
+        self, space: str, match: str, limit: int, weights: tuple[float, float]
+    ) -> list[tuple[int, float]] | None:
+        """The index's answer, or ``None`` (SQL answers): its load (a thread the space's first
+        query starts) has not finished, or this is the writer inside ``writing()`` (SQL sees
+        its uncommitted rows). Refresh and figures read one snapshot (repeatable read)."""
+        if self._local.conn is not None:
+            return None
+        if not self._lexical.loaded(space):
+            self._lexical.load_later(self.reading, space, (OrcamemError, psycopg.Error))
+            return None
+        with self.reading() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._lexical.refresh(conn, space)
+            return self._lexical.search(conn, space, match, limit, weights)
 
     def lexical_memories(
         self, space: str, match: str, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[str, float]]:
         scope = memory_clauses(where, POSTGRES, "d") if where else None
-        return self._lexical(
+        return self._bm25(
             "memories", "id", space, match, limit, (1.0, 0.5, 0.4), " AND d.active", scope
         )
 
