@@ -8,8 +8,7 @@ answers :class:`CandidateSource` can be recalled from; the engine's ``Store`` in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -19,9 +18,10 @@ from .filters import SearchFilter
 __all__ = ["CandidateSource", "LineRow"]
 
 
-@dataclass(frozen=True)
-class LineRow:
-    """A line joined with the episode fields recall needs."""
+class LineRow(NamedTuple):
+    """A line joined with the episode fields recall needs. A named tuple, not a dataclass:
+    every search builds hundreds from query rows, and a frozen dataclass's ``__init__`` took
+    about 3% of a search's CPU (docs/recall.md, "What a search costs")."""
 
     id: int
     episode_id: int

@@ -31,6 +31,7 @@ from .evidence import offers
 from .filters import SearchFilter
 from .presets import engine_preset
 from .spreading import activate
+from .windows import Windows
 
 __all__ = ["ALWAYS", "CALIBRATION_TEXTS", "RecallResult", "Recalled", "recall"]
 
@@ -139,9 +140,7 @@ def _fuse(lexical: dict, vector: dict, weights: dict[str, float], fusion: str) -
         running = [name for name in channels if weights.get(name, 0) > 0]
         scale = (RRF_K + 1) / max(1, len(running))
         shares = {
-            name: {key: scale * term for key, term in signals.rrf(_ranked(channel), RRF_K).items()}
-            if name in running
-            else {}
+            name: signals.rrf(_ranked(channel), RRF_K, scale) if name in running else {}
             for name, channel in channels.items()
         }
     else:
@@ -192,7 +191,13 @@ def _locate(store: CandidateSource, space: str) -> when.Locate:
 
 
 def _asks(text: str) -> bool:
-    """Whether a turn asks something (its last sentence ends with a question mark)."""
+    """Whether a turn asks something (its last sentence ends with a question mark). Asked of
+    every candidate line, so its last character answers first when it can."""
+    end = text[-1:]
+    if end == "?":
+        return True
+    if end and not end.isspace() and end not in "\"')]":
+        return False
     return text.rstrip().rstrip("\"')]").endswith("?")
 
 
@@ -298,18 +303,22 @@ def recall(
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
         memories = (
-            _memory_hits(store, space, match, vector, config, now, evidence, where)
+            _memory_hits(store, space, match, vector, config, now, evidence, floor, where)
             if where is None or where.memories
             else []
         )
+        windows = Windows(store, space)
+        keys = _keys(memories, config)
         hits, line_of = _episode_hits(
-            store, space, fused, rows, config, query, dates, now, limit * 3, _keys(memories, config)
+            store, space, fused, rows, config, query, dates, now, limit * 3, keys, windows
         )
         matched = {row.episode_id for row in rows.values() if row.id in fused}
         if where is not None:  # neighbours and activation reach episodes the filter left out
             hits = [hit for hit in hits if hit.episode_id in matched]
-        hits = _gate_passages(store, space, hits, rows, vectors, evidence, config, memories)
-        hits = _evidence_sets(store, space, hits, line_of, rows, vector, evidence, config)
+        hits = _gate_passages(
+            store, space, hits, rows, vectors, evidence, config, memories, windows
+        )
+        hits = _evidence_sets(store, space, hits, line_of, rows, vector, evidence, floor, config)
         if where is not None:  # and so do evidence sets
             hits = [hit for hit in hits if hit.episode_id in matched]
         hits.extend(memories)
@@ -394,15 +403,28 @@ def _name_stems(role: str | None) -> frozenset[str]:
     return frozenset(topics.stem(word) for word in terms(role)) if role else frozenset()
 
 
-def _named(word: str, speakers: set[str], query: str) -> str | None:
+def _named(word: str, speakers: set[str], query: str, runs: frozenset[str]) -> str | None:
     """The speaker (a name stem) the query's ``word`` names: the name itself ("John's"), or a
-    capitalised short form of it ("Mel" for Melanie, at least three letters)."""
+    capitalised short form of it ("Mel" for Melanie, at least three letters) standing alone
+    in the query (``runs``: its runs of word characters, ``_WORD_RUN_RE``)."""
     key = topics.stem(word)
     if key in speakers:
         return key
-    if len(word) >= 3 and re.search(rf"\b{re.escape(word.capitalize())}\b", query):
+    if len(word) >= 3 and _stands_alone(word.capitalize(), query, runs):
         return next((name for name in sorted(speakers) if name.startswith(word)), None)
     return None
+
+
+_WORD_RUN_RE = re.compile(r"\w+")
+
+
+def _stands_alone(word: str, query: str, runs: frozenset[str]) -> bool:
+    """Whether ``\\bword\\b`` matches ``query``. A word of word characters only (``\\w`` is
+    ``str.isalnum`` or ``_``) matches exactly when it is one of the query's maximal runs of
+    them: a set lookup, not a regex compiled per word and query."""
+    if word.isalnum():
+        return word in runs
+    return re.search(rf"\b{re.escape(word)}\b", query) is not None
 
 
 def _evidence(
@@ -432,7 +454,8 @@ def _evidence(
         words = [word for word in words if not (word in _MONTH_WORDS or word[0].isdigit())]
         words = [word for word in words if word not in dates.words] or words
     speakers = {name for row in candidates for name in _name_stems(row.role)}
-    names = {word: _named(word, speakers, query) for word in words}
+    runs = frozenset(_WORD_RUN_RE.findall(query))
+    names = {word: _named(word, speakers, query, runs) for word in words}
     named = frozenset(name for name in names.values() if name)
     rest = [word for word, name in names.items() if name is None][:32]
     if config.recall.min_evidence <= 0:
@@ -469,6 +492,7 @@ def _episode_hits(
     now: datetime,
     keep: int,
     keys: dict[int, float],
+    windows: Windows,
 ) -> tuple[list[Hit], dict[str, int]]:
     """Lines to episode passages: best line wins (its relevance times ``_prior``, and what a
     fact made from it lends, ``keys``); neighbours in the session lend a share.
@@ -496,7 +520,7 @@ def _episode_hits(
     if radius and best:
         lenders = sorted(best, key=lambda eid: best[eid][0], reverse=True)
         lenders = lenders[: config.signals.neighbour_sources]
-        window = store.session_window(space, lenders, radius)
+        window = windows.around(lenders, radius)
         asks = {eid for eid in lenders if _asks(rows[best[eid][1]].episode_text)}
         scores = {eid: best[eid][0] for eid in lenders}
         neighbour_of = signals.neighbour_shares(
@@ -520,10 +544,14 @@ def _episode_hits(
         )
 
     query_words = set(terms(query))
-    matched = max((sum(channels) for _, _, channels in best.values()), default=0.0) or 1.0
+    matched = max((lex + vec for _, _, (lex, vec) in best.values()), default=0.0) or 1.0
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
     scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
+    sig = config.signals  # read once: the loop below runs for every candidate episode
+    slack = (sig.date_slack_before_days, sig.date_slack_after_days)
+    dated = bool(dates)
+    speaker_bonus = sig.enable_speaker_bonus
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
@@ -534,25 +562,25 @@ def _episode_hits(
         if episode_id in lift:
             breakdown["activation"] = lift[episode_id]
         if strength and row.session_id is not None:
-            breakdown["session"] = config.signals.session_weight * strength.get(row.session_id, 0.0)
-        moment = moments.get(row.occurred_at) if row.occurred_at else None
-        if moment is None and row.occurred_at:
-            moment = moments[row.occurred_at] = parse_time(row.occurred_at)
-        if dates and moment is not None:
-            slack = (config.signals.date_slack_before_days, config.signals.date_slack_after_days)
+            breakdown["session"] = sig.session_weight * strength.get(row.session_id, 0.0)
+        stamp = row.occurred_at
+        moment = moments.get(stamp) if stamp else None
+        if moment is None and stamp:
+            moment = moments[stamp] = parse_time(stamp)
+        if dated and moment is not None:
             day = moment.date()
             said = signals.date_match(day, dates.stated, *slack) or (
                 # a month without its year ("in June") favours a line by how well it matched
                 # the query: every line of a June would otherwise outrank the one asked about
                 signals.date_match(day, dates.resolved, *slack) * (lex + vec) / matched
             )
-            breakdown["date"] = config.signals.date_weight * said
-        if config.signals.enable_speaker_bonus and row.role:
+            breakdown["date"] = sig.date_weight * said
+        if speaker_bonus and row.role:
             named = speaks.get(row.role)
             if named is None:
                 named = speaks[row.role] = bool(set(terms(row.role)) & query_words)
             if named:
-                breakdown["speaker"] = config.signals.speaker_weight * (relevance + lent)
+                breakdown["speaker"] = sig.speaker_weight * (relevance + lent)
         prior = _prior(row, config)
         if prior != 1.0:  # the line's relevance and all it earned beside it, by its prior
             breakdown["prior"] = (prior - 1.0) * sum(breakdown.values())
@@ -619,6 +647,7 @@ def _evidence_sets(
     rows: dict[int, LineRow],
     vector: np.ndarray,
     evidence: _Evidence,
+    floor: float,
     config: Config,
 ) -> list[Hit]:
     """The gated passages with their evidence sets (``recall.evidence``, with
@@ -639,7 +668,6 @@ def _evidence_sets(
         ((offer, row) for episode, (offer, row) in offered.items() if episode not in present),
         key=lambda item: (-item[0], item[1].id),
     )
-    floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vectors = store.line_vectors(space, [row.id for _, row in new])
     joined = 0
     for offer, row in new:
@@ -682,6 +710,7 @@ def _gate_passages(
     evidence: _Evidence,
     config: Config,
     memories: list[Hit],
+    windows: Windows,
 ) -> list[Hit]:
     """Passages with evidence of their own: those that pass the per-item gate
     (``_Evidence.admits``); the reply right after one of them that asks (it holds the fact
@@ -718,7 +747,7 @@ def _gate_passages(
     asks = {hit.episode_id for hit in hits if _asks(hit.text)}
     replies = {hit.episode_id for hit in hits if hit.role != "assistant"}
     riders: set[int] = set()
-    for anchor, others in store.session_window(space, sorted(own), 1).items():
+    for anchor, others in windows.around(sorted(own), 1).items():
         riders.update(
             other
             for other, offset in others
@@ -811,6 +840,7 @@ def _memory_hits(
     config: Config,
     now: datetime,
     evidence: _Evidence,
+    floor: float,
     where: SearchFilter | None = None,
 ) -> list[Hit]:
     """Active memories that are not rules and pass the per-item gate, scored. A query that
@@ -823,7 +853,6 @@ def _memory_hits(
         else {}
     )
     vec_hits = store.vector_memories(space, vector, config.recall.vector_candidates, where=where)
-    floor = store.noise_floor(space, config.recall.noise_floor_percentile)
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)
     if evidence.subjects:  # a fact the query shares a topic with is a candidate on its own
@@ -896,20 +925,20 @@ def _novel(
         pool = passages[: room * 3]
         wanted = [line_of[h.id] for h in pool if h.id in line_of]
         vectors = store.line_vectors(space, wanted)
-        kept_vectors: list[np.ndarray] = []
+        stacked: np.ndarray | None = None  # the kept vectors, one row each, filled in order
+        held = 0
         for hit in pool:
             if len(kept) == room:
                 break
             vector = vectors.get(line_of.get(hit.id, -1))
-            if (
-                vector is not None
-                and kept_vectors
-                and float(np.max(np.stack(kept_vectors) @ vector)) >= threshold
-            ):
+            if vector is not None and held and float(np.max(stacked[:held] @ vector)) >= threshold:
                 continue
             kept.append(hit)
             if vector is not None:
-                kept_vectors.append(vector)
+                if stacked is None:
+                    stacked = np.empty((room, len(vector)), dtype=vector.dtype)
+                stacked[held] = vector
+                held += 1
     return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
 
 

@@ -45,10 +45,11 @@ def minmax(scores: Mapping[K, float]) -> dict[K, float]:
     return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
-def rrf(ranked: Sequence[K], k: int = 60) -> dict[K, float]:
+def rrf(ranked: Sequence[K], k: int = 60, scale: float = 1.0) -> dict[K, float]:
     """Seed 003's reciprocal rank fusion term of one ranking: ``1 / (k + rank)``, rank from 1
-    (summed over the channels: ``1/(60 + rank_BM25) + 1/(60 + rank_vector)``)."""
-    return {key: 1.0 / (k + rank) for rank, key in enumerate(ranked, start=1)}
+    (summed over the channels: ``1/(60 + rank_BM25) + 1/(60 + rank_vector)``), times
+    ``scale`` (in the same pass: fusion scales every term)."""
+    return {key: scale * (1.0 / (k + rank)) for rank, key in enumerate(ranked, start=1)}
 
 
 def above_floor(cosine: float, floor: float) -> float:
