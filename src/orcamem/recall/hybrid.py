@@ -548,10 +548,12 @@ def _episode_hits(
     moments: dict[str, datetime] = {}  # many hits share a session time: parse each once
     speaks: dict[str, bool] = {}
     scored: list[tuple[float, int, int, dict[str, float], datetime | None]] = []
-    sig = config.signals  # read once: the loop below runs for every candidate episode
-    slack = (sig.date_slack_before_days, sig.date_slack_after_days)
+    # read once: the loop below runs for every candidate episode
+    slack = (config.signals.date_slack_before_days, config.signals.date_slack_after_days)
     dated = bool(dates)
-    speaker_bonus = sig.enable_speaker_bonus
+    speaker_bonus = config.signals.enable_speaker_bonus
+    speaker_weight = config.signals.speaker_weight
+    session_weight, date_weight = config.signals.session_weight, config.signals.date_weight
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
@@ -562,7 +564,7 @@ def _episode_hits(
         if episode_id in lift:
             breakdown["activation"] = lift[episode_id]
         if strength and row.session_id is not None:
-            breakdown["session"] = sig.session_weight * strength.get(row.session_id, 0.0)
+            breakdown["session"] = session_weight * strength.get(row.session_id, 0.0)
         stamp = row.occurred_at
         moment = moments.get(stamp) if stamp else None
         if moment is None and stamp:
@@ -574,13 +576,13 @@ def _episode_hits(
                 # the query: every line of a June would otherwise outrank the one asked about
                 signals.date_match(day, dates.resolved, *slack) * (lex + vec) / matched
             )
-            breakdown["date"] = sig.date_weight * said
+            breakdown["date"] = date_weight * said
         if speaker_bonus and row.role:
             named = speaks.get(row.role)
             if named is None:
                 named = speaks[row.role] = bool(set(terms(row.role)) & query_words)
             if named:
-                breakdown["speaker"] = sig.speaker_weight * (relevance + lent)
+                breakdown["speaker"] = speaker_weight * (relevance + lent)
         prior = _prior(row, config)
         if prior != 1.0:  # the line's relevance and all it earned beside it, by its prior
             breakdown["prior"] = (prior - 1.0) * sum(breakdown.values())
