@@ -45,7 +45,7 @@ K1 = 1.2
 B = 0.75
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _QUERY = re.compile(r'"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*')
-_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _MAX_SEGMENTS = 16
 BATCH = 100_000  # lines tokenized at once: bounds the load's transient memory
 _VOCAB = "orcamem_lines_vocab"
@@ -438,7 +438,7 @@ class LexicalIndex(PostingIndex):
             return None
         tokenizer = self._tokens(conn)
         phrases = []
-        for phrase in _PHRASE.findall(match):
+        for phrase in PHRASE.findall(match):
             found = tokenizer.tokens(phrase.replace('""', '"'))
             if len(found) != 1:
                 return None

@@ -20,28 +20,24 @@ lines one unit in the last place apart, and so ordered differently, before).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..lexical_index import BATCH, PostingIndex
+from ..lexical_index import BATCH, K1, PHRASE, B, PostingIndex
 from .schema import TEXT_CONFIG
 
 __all__ = ["Lexicon", "LineIndex", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
 
-K1 = 1.2
-B = 0.75
-_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _CACHE = 50_000
 
 
 def phrases(match: str) -> list[str]:
     """The phrases of an FTS5 expression: its quoted strings, else its bare words."""
-    quoted = [text.replace('""', '"') for text in _PHRASE.findall(match)]
+    quoted = [text.replace('""', '"') for text in PHRASE.findall(match)]
     return quoted or [word for word in match.split() if word not in _OPERATORS]
 
 
