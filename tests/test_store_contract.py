@@ -65,8 +65,10 @@ def test_spaces_record_their_embedder(store: Store) -> None:
         store.ensure_space("a", "model-y", 8, NOW)
     with pytest.raises(EmbedderMismatchError):
         store.ensure_space("a", "model-x", 16, NOW)
-    assert store.space_info("missing") is None
+    assert store.space_info("missing") is None and store.space_row("missing") is None
     assert [s.name for s in store.list_spaces()] == ["a"]
+    row = store.space_row("a")
+    assert (row.name, row.created_at, row.embedder_id, row.dim) == ("a", NOW, "model-x", 8)
 
 
 def test_append_and_read_episodes(ready: Store) -> None:
@@ -249,6 +251,8 @@ def test_a_space_records_the_spec_that_rebuilds_its_embedder(store: Store) -> No
     store.replace_vectors("a", "other", DIM, {}, {}, spec="st:other")
     info = store.space_info("a")
     assert (info.embedder_id, info.embedder_spec) == ("other", "st:other")
+    row = store.space_row("a")
+    assert (row.embedder_id, row.embedder_spec) == ("other", "st:other")
 
 
 def test_last_activity_is_the_newest_episode_or_memory_change(ready: Store) -> None:

@@ -230,7 +230,7 @@ class Memory:
         found = self._embedders.get(space)
         if found is not None or not self._follow:
             return found or self.embedder
-        info = self.store.space_info(space)
+        info = self.store.space_row(space)
         if info is None:
             return self.embedder
         found = self.embedder
@@ -253,7 +253,7 @@ class Memory:
         """True if the space exists (and matches the embedder); reads never create spaces."""
         if space in self._checked:
             return True
-        if self.store.space_info(space) is None:
+        if self.store.space_row(space) is None:
             return False
         self._ready_for_write(space)
         return True
@@ -1205,7 +1205,7 @@ class Memory:
             how many vectors were written.
         """
         space = self._space(space)
-        if self.store.space_info(space) is None:
+        if self.store.space_row(space) is None:
             raise NotFoundError(f"no space {space!r}: nothing to re-embed")
         lines, memories = self.store.iter_texts_for_embedding(space)
         texts = [text for _, text in lines] + [text for _, text in memories]

@@ -41,6 +41,7 @@ __all__ = [
     "NoteRows",
     "Problem",
     "SpaceInfo",
+    "SpaceRow",
     "Store",
     "same_embedder",
 ]
@@ -62,6 +63,18 @@ class EpisodeWrite:
     embedder_id: str
     occurred_at: str
     created_at: str
+
+
+@dataclass(frozen=True)
+class SpaceRow:
+    """A space's own record, without counts: what opening it for a read or a write needs
+    (``space_info`` sums every text's length, which a first search at a million lines felt)."""
+
+    name: str
+    created_at: str
+    embedder_id: str | None
+    dim: int | None
+    embedder_spec: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,10 @@ class EpisodeLog(Protocol):
     def ensure_space(
         self, space: str, embedder_id: str, dim: int, now: str, *, spec: str | None = None
     ) -> SpaceInfo: ...
+    def space_row(self, space: str) -> SpaceRow | None:
+        """The space's record (name, embedder) or ``None``: one indexed row, no counts."""
+        ...
+
     def space_info(self, space: str) -> SpaceInfo | None: ...
     def list_spaces(self) -> list[SpaceInfo]: ...
     def append_episodes(self, writes: Sequence[EpisodeWrite]) -> list[Episode]: ...

@@ -48,6 +48,7 @@ from .base import (
     MemoryUpdate,
     Problem,
     SpaceInfo,
+    SpaceRow,
     same_embedder,
 )
 from .inserts import insert_rows
@@ -454,6 +455,15 @@ class SQLiteStore:
         info = SpaceInfo(*row)
         same_embedder(space, info.embedder_id, info.dim, embedder_id, dim)
         return info
+
+    def space_row(self, space: str) -> SpaceRow | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT name, created_at, embedder_id, dim, embedder_spec FROM spaces "
+                "WHERE name = ?",
+                (space,),
+            ).fetchone()
+        return SpaceRow(*row) if row else None
 
     def space_info(self, space: str) -> SpaceInfo | None:
         with self.reading() as conn:

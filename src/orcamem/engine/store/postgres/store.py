@@ -49,6 +49,7 @@ from ..base import (
     MemoryUpdate,
     Problem,
     SpaceInfo,
+    SpaceRow,
     same_embedder,
 )
 from ..graph import memory_names
@@ -297,6 +298,15 @@ class PostgresStore:
             (space, now, embedder_id, dim, spec, space),
         ).fetchone()
         same_embedder(space, found[0], found[1], embedder_id, dim)
+
+    def space_row(self, space: str) -> SpaceRow | None:
+        with self.reading() as conn:
+            row = conn.execute(
+                "SELECT name, created_at, embedder_id, dim, embedder_spec FROM spaces "
+                "WHERE name = %s",
+                (space,),
+            ).fetchone()
+        return SpaceRow(*row) if row else None
 
     def space_info(self, space: str) -> SpaceInfo | None:
         with self.reading() as conn:
