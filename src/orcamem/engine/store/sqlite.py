@@ -425,6 +425,10 @@ class SQLiteStore:
         snapshot of the index outside this lock.
         """
         version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if not (force or self._committed) and self._seen.get(conn) == version:
+            # nothing committed since this connection's last refresh: no wait for the lock
+            # (under load every search queued on it behind others' refreshes, docs/storage.md)
+            return
         with self._index_lock:
             if force or self._committed or self._seen.get(conn) != version:
                 self._committed = False
@@ -668,7 +672,7 @@ class SQLiteStore:
         if not ids:
             return []
         with self.reading() as conn:
-            rows, missing = self._held(conn, self._rows.lines, ids)
+            rows, missing, epochs = self._held(conn, self._rows.lines, ids)
             if missing:
                 marks = ",".join("?" * len(missing))
                 read = conn.execute(
@@ -676,7 +680,7 @@ class SQLiteStore:
                     f"WHERE l.id IN ({marks})",
                     missing,
                 ).fetchall()
-                rows += self._kept(conn, read)
+                rows += self._kept(read, epochs)
         return sorted(rows)  # by id, as the query answers
 
     def episode_lines(
@@ -687,10 +691,10 @@ class SQLiteStore:
         if not episode_ids:
             return []
         with self.reading() as conn:
-            rows, missing = (
+            rows, missing, epochs = (
                 self._held(conn, self._rows.firsts, episode_ids)
                 if first_only
-                else ([], list(episode_ids))
+                else ([], list(episode_ids), None)
             )
             if missing:
                 marks = ",".join("?" * len(missing))
@@ -703,7 +707,7 @@ class SQLiteStore:
                     "ORDER BY l.episode_id, l.seq",
                     [space, *missing],
                 ).fetchall()
-                rows += self._kept(conn, read)
+                rows += self._kept(read, epochs)
         rows = [row for row in rows if row.space == space]
         return sorted(rows, key=lambda row: row.episode_id) if first_only else rows
 
@@ -712,19 +716,22 @@ class SQLiteStore:
         conn: sqlite3.Connection,
         lookup: Callable[[Sequence[int], Callable[[str], int | None]], tuple[list, list[int]]],
         keys: Sequence[int],
-    ) -> tuple[list[LineRow], list[int]]:
-        """The rows ``lookup`` holds for ``keys`` under the epochs just refreshed, and the
-        keys to read; inside ``writing()`` every key is read (its deletes are not committed)."""
+    ) -> tuple[list[LineRow], list[int], dict[str, int] | None]:
+        """The rows ``lookup`` holds for ``keys`` under the epochs just refreshed, the keys
+        to read, and the epochs to keep what is read under (taken before it is read, so a
+        delete committed meanwhile leaves it stale); inside ``writing()`` every key is read
+        and nothing kept (its deletes are not committed, its rows may roll back)."""
         if self._owner == threading.get_ident():
-            return [], list(dict.fromkeys(keys))
+            return [], list(dict.fromkeys(keys)), None
         self._refresh(conn)
-        return lookup(keys, self._line_index.epoch)
+        epochs = self._line_index.epochs()
+        return (*lookup(keys, epochs.get), epochs)
 
-    def _kept(self, conn: sqlite3.Connection, read: list[tuple]) -> list[LineRow]:
-        """``read`` as rows, remembered unless they were read inside ``writing()``."""
+    def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
+        """``read`` as rows, remembered under ``epochs`` (``None``: not remembered)."""
         rows = [LineRow(*row) for row in read]
-        if self._owner != threading.get_ident():
-            self._rows.keep(rows, self._line_index.epoch)
+        if epochs is not None:
+            self._rows.keep(rows, epochs.get)
         return rows
 
     def session_window(
