@@ -133,6 +133,16 @@ def test_delete_episode_removes_lines_everywhere(ready: Store) -> None:
         ready.delete_episode("a", ep.id)
 
 
+def test_rows_read_before_a_delete_are_not_answered_after_it(ready: Store) -> None:
+    [ep] = ready.append_episodes([write("a", "gone soon", seed=4, lines=["gone", "soon"])])
+    ids = sorted(ready.line_ids("a", ep.id).values())
+    assert sorted(row.id for row in ready.lines(ids)) == ids
+    assert [row.id for row in ready.episode_lines("a", [ep.id], first_only=True)] == ids[:1]
+    ready.delete_episode("a", ep.id)
+    assert ready.lines(ids) == []
+    assert ready.episode_lines("a", [ep.id], first_only=True) == []
+
+
 def test_memories_lifecycle(ready: Store) -> None:
     first = ready.put_memory(
         NewMemory(

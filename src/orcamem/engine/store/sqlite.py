@@ -18,7 +18,7 @@ import re
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import cached_property
 from pathlib import Path
@@ -53,6 +53,7 @@ from .base import (
 )
 from .inserts import insert_rows
 from .lexical_index import LexicalIndex
+from .line_rows import LineRows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .rows import BlockTable, KeyTable, NoteTable
@@ -244,6 +245,7 @@ class SQLiteStore:
         )
         self._lexical_above = lexical_above
         self._lexical = LexicalIndex()
+        self._rows = LineRows()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -424,6 +426,10 @@ class SQLiteStore:
         snapshot of the index outside this lock.
         """
         version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if not (force or self._committed) and self._seen.get(conn) == version:
+            # nothing committed since this connection's last refresh: no wait for the lock
+            # (under load every search queued on it behind others' refreshes, docs/storage.md)
+            return
         with self._index_lock:
             if force or self._committed or self._seen.get(conn) != version:
                 self._committed = False
@@ -671,35 +677,72 @@ class SQLiteStore:
         self._line_index.discard(space, ids)
 
     def lines(self, ids: Sequence[int]) -> list[LineRow]:
+        """The rows of those lines that exist, by id; each read once a process
+        (:class:`line_rows.LineRows`)."""
         if not ids:
             return []
-        marks = ",".join("?" * len(ids))
         with self.reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
-                f"WHERE l.id IN ({marks})",
-                list(ids),
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            rows, missing, epochs = self._held(conn, self._rows.lines, ids)
+            if missing:
+                marks = ",".join("?" * len(missing))
+                read = conn.execute(
+                    f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                    f"WHERE l.id IN ({marks})",
+                    missing,
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        return sorted(rows)  # by id, as the query answers
 
     def episode_lines(
         self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
     ) -> list[LineRow]:
-        """The lines of those episodes (or only each one's first line), in order."""
+        """The lines of those episodes (or only each one's first line, each read once a
+        process), in order."""
         if not episode_ids:
             return []
-        marks = ",".join("?" * len(episode_ids))
-        first = " AND l.seq = 1" if first_only else ""
         with self.reading() as conn:
-            # "+l.space" keeps SQLite on the (episode_id, seq) index: the space index would
-            # scan the whole space (5-7 ms at 10k lines instead of ~1 ms).
-            rows = conn.execute(
-                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
-                f"WHERE +l.space = ? AND l.episode_id IN ({marks}){first} "
-                "ORDER BY l.episode_id, l.seq",
-                [space, *episode_ids],
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            rows, missing, epochs = (
+                self._held(conn, self._rows.firsts, episode_ids)
+                if first_only
+                else ([], list(episode_ids), None)
+            )
+            if missing:
+                marks = ",".join("?" * len(missing))
+                first = " AND l.seq = 1" if first_only else ""
+                # "+l.space" keeps SQLite on the (episode_id, seq) index: the space index
+                # would scan the whole space (5-7 ms at 10k lines instead of ~1 ms).
+                read = conn.execute(
+                    f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                    f"WHERE +l.space = ? AND l.episode_id IN ({marks}){first} "
+                    "ORDER BY l.episode_id, l.seq",
+                    [space, *missing],
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        rows = [row for row in rows if row.space == space]
+        return sorted(rows, key=lambda row: row.episode_id) if first_only else rows
+
+    def _held(
+        self,
+        conn: sqlite3.Connection,
+        lookup: Callable[[Sequence[int], Callable[[str], int | None]], tuple[list, list[int]]],
+        keys: Sequence[int],
+    ) -> tuple[list[LineRow], list[int], dict[str, int] | None]:
+        """The rows ``lookup`` holds for ``keys`` under the epochs just refreshed, the keys
+        to read, and the epochs to keep what is read under (taken before it is read, so a
+        delete committed meanwhile leaves it stale); inside ``writing()`` every key is read
+        and nothing kept (its deletes are not committed, its rows may roll back)."""
+        if self._owner == threading.get_ident():
+            return [], list(dict.fromkeys(keys)), None
+        self._refresh(conn)
+        epochs = self._line_index.epochs()
+        return (*lookup(keys, epochs.get), epochs)
+
+    def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
+        """``read`` as rows, remembered under ``epochs`` (``None``: not remembered)."""
+        rows = [LineRow(*row) for row in read]
+        if epochs is not None:
+            self._rows.keep(rows, epochs.get)
+        return rows
 
     def session_window(
         self, space: str, episode_ids: Sequence[int], radius: int

@@ -496,6 +496,11 @@ class VectorIndex:
         found = top if positions is None else positions[top]
         return [(keys[i], float(exact[j])) for i, j in zip(found, top, strict=True)]
 
+    def epochs(self) -> dict[str, int]:
+        """Each loaded space's ``vector_epoch`` as of the last refresh."""
+        with self._lock:
+            return dict(self._epochs)
+
     def count(self, space: str) -> int:
         """How many vectors the space has: its rows, without a scan of the table."""
         with self._lock:
