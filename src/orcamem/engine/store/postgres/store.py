@@ -807,15 +807,15 @@ class PostgresStore:
     ) -> list[tuple[int | str, int, int]]:
         found: list[tuple[int | str, int, int]] = []
         with self.reading() as conn:
-            for table, column, ids in (
-                ("entity_lines", "episode_id", episode_ids),
-                ("entity_memories", "memory_id", memory_ids),
+            for table, column, kind, ids in (
+                ("entity_lines", "episode_id", "bigint", episode_ids),
+                ("entity_memories", "memory_id", "text", memory_ids),
             ):
                 if ids:
                     found.extend(
                         conn.execute(  # per id by its index: a plain join hashed all the
                             # entities of a space ANALYZE had not seen (10 ms at 100,000 lines)
-                            f"SELECT DISTINCT k.id, e.id, e.fan FROM unnest(%s) k(id) "
+                            f"SELECT DISTINCT k.id, e.id, e.fan FROM unnest(%s::{kind}[]) k(id) "
                             f"CROSS JOIN LATERAL (SELECT entity_id FROM {table} "
                             f"WHERE {column} = k.id OFFSET 0) l CROSS JOIN LATERAL "
                             "(SELECT id, fan FROM entities WHERE id = l.entity_id "
