@@ -663,9 +663,12 @@ class PostgresStore:
             if conn is self._local.conn:
                 yield conn
                 return
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                yield conn
+            conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+            try:  # said in the BEGIN psycopg sends: no statement of their own
+                with conn.transaction():
+                    yield conn
+            finally:
+                conn.isolation_level, conn.read_only = None, None
 
     def lexical_memories(
         self, space: str, match: str, limit: int, *, where: SearchFilter | None = None
