@@ -12,6 +12,7 @@ import pytest
 from orcamem import Memory
 from orcamem._kernel.text import fts_query
 from orcamem.engine import SearchFilter
+from orcamem.engine.store.postgres import PostgresStore
 
 WORDS = [
     "dentist",
@@ -112,3 +113,50 @@ def test_filtered_queries_and_the_writer_keep_the_sql_bm25(pg_url: str) -> None:
         assert filtered and len(filtered) < len(sql(mem, "f", match, 1000))
         with store.writing():
             assert store._indexed_lexical("f", match, 10, (1.0, 0.4)) is None
+
+
+def loaded(mem: Memory, space: str, match: str) -> bool:
+    """Whether the index took ``space`` in, once its first query's load has run."""
+    mem.store.lexical_lines(space, match, 5)
+    loading = mem.store._lexical.loading(space)
+    if loading is not None:
+        loading.join()
+    return mem.store._lexical.loaded(space)
+
+
+def test_term_counts_from_the_index_are_the_sql_counts(pg_url: str) -> None:
+    """Lines holding a word in their text (not their context), all of a word's lexemes, up
+    to the cap: the index's counts against a store that never holds the space."""
+    rng = random.Random(11)
+    words = [*WORDS, "peanut-butter", "zebra", "Running"]
+    turns = [*corpus(rng, 80), {"text": "peanut-butter on toast", "session_id": "s1"}]
+    with (
+        Memory(pg_url, space="t") as mem,
+        Memory(space="t", store=PostgresStore(pg_url, index_lines=0)) as plain,
+    ):
+        mem.add_many(turns)
+        assert loaded(mem, "t", fts_query("dentist"))
+        assert not loaded(plain, "t", fts_query("dentist"))
+        for cap in (1000, 7):
+            assert mem.store.term_counts("t", words, cap) == plain.store.term_counts(
+                "t", words, cap
+            )
+        episode = mem.store.line_positions([min(mem.store._lexical._spaces["t"].ids)])
+        plain.forget(next(iter(episode.values()))[0])  # another replica's delete
+        assert mem.store.term_counts("t", words) == plain.store.term_counts("t", words)
+        counts = mem.store.term_counts("t", words)[1]
+        assert counts["peanut-butter"] >= 1 and counts["zebra"] == 0
+
+
+def test_spaces_past_the_lexical_budget_are_ranked_in_sql(pg_url: str) -> None:
+    rng = random.Random(5)
+    match = fts_query("dentist pune")
+    with Memory(space="a", store=PostgresStore(pg_url, index_lines=100)) as mem:
+        mem.add_many(corpus(rng, 60))
+        mem.add_many(corpus(rng, 60), space="b")
+        assert loaded(mem, "a", match)
+        assert not loaded(mem, "b", match)  # 60 lines do not fit beside a's 60
+        assert mem.store.lexical_lines("b", match, 20) == sql(mem, "b", match, 20)
+        mem.add_many(corpus(rng, 50))  # a outgrows the budget: dropped, SQL answers
+        assert mem.store.lexical_lines("a", match, 20) == sql(mem, "a", match, 20)
+        assert not mem.store._lexical.loaded("a")

@@ -29,10 +29,24 @@ import numpy as np
 from ..lexical_index import BATCH, K1, PHRASE, B, PostingIndex
 from .schema import TEXT_CONFIG
 
-__all__ = ["Lexicon", "LineIndex", "bm25_sql", "phrases", "term_counts_sql", "tsquery"]
+__all__ = [
+    "INDEXED_LINES",
+    "Lexicon",
+    "LineIndex",
+    "bm25_sql",
+    "phrases",
+    "term_counts_sql",
+    "tsquery",
+]
 
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _CACHE = 50_000
+
+INDEXED_LINES = 1_000_000
+"""Lines whose postings a process keeps (:class:`LineIndex`), over all its spaces, as
+``vectors.CACHED_VECTORS`` bounds the line cache: a space is taken in when it fits beside those
+held, none is dropped to make room, and one that does not fit (or outgrows the room) is
+answered in SQL from then on."""
 
 
 def phrases(match: str) -> list[str]:
@@ -113,15 +127,24 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
     """
 
 
-def term_counts_sql() -> str:
-    """Per word (a ``tsquery`` on the first column, weight A), the lines and active,
-    unprohibited memories of a space holding it, each counted up to ``cap``."""
-    return """
-        SELECT w.i, (SELECT count(*) FROM (SELECT 1 FROM lines
-                WHERE space = %(space)s AND tsv @@ w.q LIMIT %(cap)s) a)
-            + (SELECT count(*) FROM (SELECT 1 FROM memories WHERE space = %(space)s
-                AND active AND NOT prohibited AND tsv @@ w.q LIMIT %(cap)s) b)
-        FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i)
+def term_counts_sql(*, lines: bool) -> str:
+    """In one row: the space's lines and active, unprohibited memories, and per word (a
+    ``tsquery`` on the first column, weight A) the memories holding it, plus the lines holding
+    it when ``lines`` (else :meth:`LineIndex.counts` has them), each counted up to ``cap``."""
+    held = (
+        "(SELECT count(*) FROM (SELECT 1 FROM lines WHERE space = %(space)s "
+        "AND tsv @@ w.q LIMIT %(cap)s) a) + "
+        if lines
+        else ""
+    )
+    return f"""
+        SELECT coalesce((SELECT line_count FROM spaces WHERE name = %(space)s), 0)
+            + (SELECT count(*) FROM memories WHERE space = %(space)s AND active
+                AND NOT prohibited),
+            array(SELECT {held}(SELECT count(*) FROM (SELECT 1 FROM memories
+                WHERE space = %(space)s AND active AND NOT prohibited AND tsv @@ w.q
+                LIMIT %(cap)s) b)
+            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i)
     """
 
 
@@ -136,9 +159,62 @@ class LineIndex(PostingIndex):
 
     PARAM = "%s"
 
-    def __init__(self, lexicon: Lexicon) -> None:
+    def __init__(self, lexicon: Lexicon, budget: int = INDEXED_LINES) -> None:
         super().__init__()
         self._lexicon = lexicon
+        self.budget = budget
+
+    def load(self, conn: Any, space: str) -> None:
+        """As :meth:`PostingIndex.load`, for a space that fits (its ``line_count`` read first,
+        so one too big is never read); it stays in SQL otherwise."""
+        row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
+        if row is not None and row[0] <= self._room(space):
+            super().load(conn, space)
+            self._fit(space)
+
+    def refresh(self, conn: Any, space: str) -> None:
+        super().refresh(conn, space)
+        self._fit(space)
+
+    def _room(self, space: str) -> int:
+        with self._lock:
+            return self.budget - sum(s.ids.size for n, s in self._spaces.items() if n != space)
+
+    def _fit(self, space: str) -> None:
+        """Drop ``space`` when it outgrew the budget beside the others: SQL answers it."""
+        room = self._room(space)
+        with self._lock:
+            state = self._spaces.get(space)
+            if state is not None and state.ids.size > room:
+                del self._spaces[space]
+
+    def counts(self, space: str, groups: Sequence[Sequence[str]], cap: int) -> list[int] | None:
+        """Per group of lexemes (one word's), the live lines holding all of them in their text
+        (weight A, what ``'w':A & …`` matches), up to ``cap``; ``None`` when the space is not
+        held. ``refresh`` it first, in the snapshot the rest of the answer reads."""
+        state = self._spaces.get(space)
+        if state is None:
+            return None
+        found = []
+        for group in groups:
+            docs = None
+            for term in group:
+                held = self._text_docs(state, term)
+                docs = held if docs is None else np.intersect1d(docs, held, assume_unique=True)
+            found.append(0 if docs is None else min(int(state.alive[docs].sum()), cap))
+        return found
+
+    @staticmethod
+    def _text_docs(state: Any, term: str) -> np.ndarray:
+        """Positions of the lines whose text (not context) holds ``term``, ascending."""
+        number = state.terms.get(term)
+        parts = [np.zeros(0, dtype=np.int32)]
+        for segment in state.segments if number is not None else ():
+            at = np.searchsorted(segment.terms, number)
+            if at < segment.terms.size and segment.terms[at] == number:
+                a, b = segment.starts[at], segment.starts[at + 1]
+                parts.append(segment.docs[a:b][segment.tf[a:b, 0] > 0])
+        return np.concatenate(parts)
 
     def _batch(self, conn: Any, space: str, after: int) -> tuple[list[int], list[str], np.ndarray]:
         ids = [

@@ -201,8 +201,7 @@ class LineCache:
         after = held.last if held is not None else 0
         found = conn.execute(
             "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector) "
-            "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND (l.space, l.id) > "
-            "(%(space)s, %(after)s) "
+            "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND l.id > %(after)s "
             "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
             "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
             "WHERE s.name = %(space)s ORDER BY l.id",
