@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from orcamem import EmbedderMismatchError, NotFoundError, StoreError
-from orcamem._kernel.model import NewEpisode, NewMemory
+from orcamem._kernel.model import NewEpisode, NewMemory, digest
 from orcamem.engine.store import is_postgres, open_store
 from orcamem.engine.store.base import BlockEntry, EpisodeWrite, MemoryUpdate, Store
 from orcamem.recall.filters import SearchFilter
@@ -507,3 +507,18 @@ def test_a_space_reports_the_bytes_its_rows_hold(ready: Store) -> None:
     expected = len(text.encode()) + len("Lives in Łódź".encode()) + 4 * DIM * (2 + 1)
     assert ready.space_info("a").size_bytes == expected
     assert ready.space_info("b").size_bytes == 0  # another space's rows are not counted
+
+
+def test_find_episodes_names_each_stored_key_once_at_its_oldest_episode(ready: Store) -> None:
+    first, again, noted = ready.append_episodes(
+        [write("a", "Same words.", session="s1"), write("a", "Same words.", session="s1"),
+         write("a", "A note.")]
+    )  # fmt: skip
+    ready.append_episodes([write("b", "Same words.", session="s1")])
+    same = (digest("Same words."), NOW, "s1", None)
+    note = (digest("A note."), NOW, None, None)
+    missing = [(digest("Same words."), NOW, "s2", None), (digest("Other."), NOW, "s1", None)]
+    assert again.id > first.id
+    assert ready.find_episodes("a", [same, note, *missing]) == {same: first.id, note: noted.id}
+    assert ready.find_episodes("b", [note]) == {}
+    assert ready.find_episodes("a", []) == {}

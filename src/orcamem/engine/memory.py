@@ -1073,19 +1073,20 @@ class Memory:
         id_map: dict[int, int] = {}
         added = skipped = 0
         fresh = []
-        for (old_id, episode, _), write in zip(parsed.episodes, writes, strict=True):
-            existing = self.store.find_episode(
-                target,
-                digest(episode.text),
-                episode.occurred_at or "",
-                episode.session_id,
-                episode.turn_id,
-            )
-            if existing is not None:
-                id_map[old_id] = existing
-                skipped += 1
-            else:
-                fresh.append((old_id, write))
+        for start in range(0, len(writes), _ADD_BATCH):  # what the space holds: a query a batch
+            end = start + _ADD_BATCH
+            chunk = list(zip(parsed.episodes[start:end], writes[start:end], strict=True))
+            keys = [
+                (digest(ep.text), ep.occurred_at or "", ep.session_id, ep.turn_id)
+                for (_, ep, _), _ in chunk
+            ]
+            held = self.store.find_episodes(target, keys)
+            for ((old_id, _, _), write), key in zip(chunk, keys, strict=True):
+                if key in held:
+                    id_map[old_id] = held[key]
+                    skipped += 1
+                else:
+                    fresh.append((old_id, write))
         for start in range(0, len(fresh), _ADD_BATCH):  # add_many's batch: fewer statements
             chunk = fresh[start : start + _ADD_BATCH]
             stored = self.store.append_episodes([write for _, write in chunk])

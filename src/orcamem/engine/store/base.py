@@ -31,6 +31,7 @@ __all__ = [
     "BlockEntry",
     "BlockLog",
     "CandidateSource",
+    "EpisodeKey",
     "EpisodeLog",
     "EpisodeWrite",
     "Health",
@@ -49,6 +50,10 @@ __all__ = [
 CAPABILITIES = frozenset(
     {"episodes", "vectors", "lexical", "scopes", "decay", "jobs", "retrieval_log"}
 )
+
+
+EpisodeKey = tuple[str, str, str | None, str | None]
+"""What makes two episodes the same to an import: ``(digest, occurred_at, session_id, turn_id)``."""
 
 
 @dataclass(frozen=True)
@@ -179,14 +184,12 @@ class EpisodeLog(Protocol):
         """Delete the space and all it holds in one transaction; what went, by table."""
         ...
 
-    def find_episode(
-        self,
-        space: str,
-        text_digest: str,
-        occurred_at: str,
-        session_id: str | None,
-        turn_id: str | None,
-    ) -> int | None: ...
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
+        """The ids of the episodes already stored that ``keys`` name, each key
+        ``(digest, occurred_at, session_id, turn_id)`` found at its oldest episode: what an
+        idempotent import skips, asked once a batch."""
+        ...
+
     def last_episode(self, space: str, session_id: str) -> Episode | None: ...
     def find_turn(
         self, space: str, session_id: str | None, turn_id: str, role: str | None

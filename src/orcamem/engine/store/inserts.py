@@ -13,10 +13,17 @@ from collections.abc import Sequence
 
 from ...errors import StoreError
 
-__all__ = ["ROWS_PER_STATEMENT", "insert_rows"]
+__all__ = ["ROWS_PER_STATEMENT", "insert_rows", "variable_limit"]
 
 ROWS_PER_STATEMENT = 5_000
 """At most this many rows a statement (and no more parameters than SQLite takes)."""
+
+
+def variable_limit(conn: sqlite3.Connection) -> int:
+    """How many ``?`` parameters one statement may take (999 where Python cannot ask)."""
+    if hasattr(conn, "getlimit"):
+        return conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    return 999
 
 
 def insert_rows(conn: sqlite3.Connection, into: str, rows: Sequence[tuple]) -> range:
@@ -27,10 +34,7 @@ def insert_rows(conn: sqlite3.Connection, into: str, rows: Sequence[tuple]) -> r
     if not rows:
         return range(0)
     width = len(rows[0])
-    limit = (
-        conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) if hasattr(conn, "getlimit") else 999
-    )
-    step = max(1, min(ROWS_PER_STATEMENT, limit // width))
+    step = max(1, min(ROWS_PER_STATEMENT, variable_limit(conn) // width))
     marks = "(" + ",".join("?" * width) + ")"
     first = None
     for start in range(0, len(rows), step):

@@ -43,6 +43,7 @@ from . import check, graph
 from .base import (
     CAPABILITIES,
     BlockEntry,
+    EpisodeKey,
     EpisodeWrite,
     LineRow,
     MemoryUpdate,
@@ -51,7 +52,7 @@ from .base import (
     SpaceRow,
     same_embedder,
 )
-from .inserts import insert_rows
+from .inserts import insert_rows, variable_limit
 from .lexical_index import LexicalIndex
 from .line_rows import LineRows
 from .migrations import LATEST, MIGRATIONS
@@ -630,22 +631,26 @@ class SQLiteStore:
             ).fetchone()
         return self._episode(row) if row else None
 
-    def find_episode(
-        self,
-        space: str,
-        text_digest: str,
-        occurred_at: str,
-        session_id: str | None,
-        turn_id: str | None,
-    ) -> int | None:
-        """The id of an identical episode already stored (for idempotent imports), if any."""
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
+        """The stored episodes ``keys`` name (for idempotent imports): one query a batch,
+        the keys a ``VALUES`` table joined to the episodes by the ``(space, digest)`` index."""
+        found: dict[EpisodeKey, int] = {}
         with self.reading() as conn:
-            row = conn.execute(
-                "SELECT id FROM episodes WHERE space = ? AND digest = ? AND occurred_at = ? "
-                "AND session_id IS ? AND turn_id IS ? LIMIT 1",
-                (space, text_digest, occurred_at, session_id, turn_id),
-            ).fetchone()
-        return row[0] if row else None
+            step = max(1, variable_limit(conn) // 4 - 1)
+            for start in range(0, len(keys), step):
+                chunk = keys[start : start + step]
+                found.update(
+                    ((d, o, s, t), episode_id)
+                    for d, o, s, t, episode_id in conn.execute(
+                        "WITH k(d, o, s, t) AS (VALUES "
+                        + ",".join(["(?,?,?,?)"] * len(chunk))
+                        + ") SELECT k.d, k.o, k.s, k.t, min(e.id) FROM k JOIN episodes e "
+                        "ON e.space = ? AND e.digest = k.d AND e.occurred_at = k.o "
+                        "AND e.session_id IS k.s AND e.turn_id IS k.t GROUP BY 1, 2, 3, 4",
+                        [*(value for key in chunk for value in key), space],
+                    )
+                )
+        return found
 
     def find_turn(
         self, space: str, session_id: str | None, turn_id: str, role: str | None

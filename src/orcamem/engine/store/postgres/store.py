@@ -44,6 +44,7 @@ from .. import check
 from ..base import (
     CAPABILITIES,
     BlockEntry,
+    EpisodeKey,
     EpisodeWrite,
     LineRow,
     MemoryUpdate,
@@ -495,23 +496,21 @@ class PostgresStore:
             ).fetchone()
         return self._episode(row) if row else None
 
-    def find_episode(
-        self,
-        space: str,
-        text_digest: str,
-        occurred_at: str,
-        session_id: str | None,
-        turn_id: str | None,
-    ) -> int | None:
-        """The id of an identical episode already stored (for idempotent imports), if any."""
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
+        """The stored episodes ``keys`` name (for idempotent imports): one query a batch,
+        the keys four arrays joined to the episodes by the ``(space, digest)`` index."""
+        if not keys:
+            return {}
         with self.reading() as conn:
-            row = conn.execute(
-                "SELECT id FROM episodes WHERE space = %s AND digest = %s AND occurred_at = %s "
-                "AND session_id IS NOT DISTINCT FROM %s AND turn_id IS NOT DISTINCT FROM %s "
-                "LIMIT 1",
-                (space, text_digest, occurred_at, session_id, turn_id),
-            ).fetchone()
-        return row[0] if row else None
+            rows = conn.execute(
+                "SELECT k.d, k.o, k.s, k.t, min(e.id) FROM unnest(%s::text[], %s::text[], "
+                "%s::text[], %s::text[]) AS k(d, o, s, t) JOIN episodes e ON e.space = %s "
+                "AND e.digest = k.d AND e.occurred_at = k.o "
+                "AND e.session_id IS NOT DISTINCT FROM k.s "
+                "AND e.turn_id IS NOT DISTINCT FROM k.t GROUP BY 1, 2, 3, 4",
+                [*(list(column) for column in zip(*keys, strict=True)), space],
+            ).fetchall()
+        return {(d, o, s, t): episode_id for d, o, s, t, episode_id in rows}
 
     def find_turn(
         self, space: str, session_id: str | None, turn_id: str, role: str | None
