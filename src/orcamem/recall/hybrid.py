@@ -28,6 +28,7 @@ from .._kernel.text import content_words, date_ranges, fts_query, split_sentence
 from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
 from .evidence import offers
+from .expansion import expand
 from .filters import SearchFilter
 from .presets import engine_preset
 from .spreading import activate
@@ -296,6 +297,7 @@ def recall(
 
     mark = time.perf_counter()
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)
+    fused = expand(store, embedder, space, query, fused, config, where)
     rows = {row.id: row for row in store.lines(list(fused))}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
