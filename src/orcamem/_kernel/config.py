@@ -289,10 +289,12 @@ class SignalsConfig(_Section):
     expansion_weight: float = 0.2
     """The most the expansion query adds to a line's lexical share (the query's own words
     give up to the preset's lexical weight, 0.6)."""
-    expansion_similarity: float = 0.5
-    """A vocabulary word joins the expansion at this cosine to a query word or above."""
+    expansion_similarity: float = 0.3
+    """A vocabulary word may join the expansion at this cosine to a query word or above."""
     expansion_words: int = 5
-    """The nearest words, at most, each query word adds."""
+    """The nearest words the space holds, at most, each query word adds."""
+    expansion_pool: int = 60
+    """The nearest vocabulary words of a query word looked up in the space."""
     enable_aggregation: bool = False
     """Speaker-scoped aggregation (``recall.aggregate``): a query naming a speaker and a
     plural category ("What activities does Melanie partake in?") ranks that speaker's turns
@@ -327,6 +329,7 @@ class SignalsConfig(_Section):
         self._int("evidence_max_fan", 2, _MANY)
         self._number("evidence_share", 0.0, 1.0)
         self._int("expansion_words", 1, 100)
+        self._int("expansion_pool", 1, 1000)
         self._int("aggregate_sessions", 1, 100)
         self._int("aggregate_candidates", 1, _MANY)
         self._number("expansion_similarity", 0.0, 1.0)

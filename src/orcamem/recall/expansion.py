@@ -21,7 +21,7 @@ from .._kernel.config import Config
 from .._kernel.embed import DEFAULT_MODEL_DIR, Embedder, StaticEmbedder, embed_texts
 from .._kernel.text import STOPWORDS, content_words, words_as_written
 from . import signals, topics
-from .candidates import CandidateSource
+from .candidates import CandidateSource, LineRow
 from .filters import SearchFilter
 
 __all__ = ["expand", "expansion_terms"]
@@ -56,11 +56,14 @@ class _Table:
 
 
 _ROOT = 5
-"""Two words that share their first five letters are one root ("relation", "relationship")."""
+"""Two words are one root when they share their first five letters ("relation",
+"relationship"), or all of the shorter one's but its last ("host", "hosted"; "car", "cars"):
+the full-text index's Porter stemmer already matches most of them."""
 
 
 def _same_root(word: str, other: str) -> bool:
-    return word[:_ROOT] == other[:_ROOT]
+    need = min(_ROOT, len(word) - 1, len(other) - 1)
+    return word[:need] == other[:need]
 
 
 @lru_cache(maxsize=1)
@@ -88,11 +91,14 @@ def _table(embedder: Embedder) -> _Table | None:
 
 
 def expansion_terms(
-    embedder: Embedder, query: str, similarity: float, most: int
-) -> list[str]:
-    """The words to search beside the query's own: each lower-case content word's
-    neighbours (a capitalised word is a name, and a name's neighbours are other names),
-    none the query already holds."""
+    embedder: Embedder,
+    query: str,
+    similarity: float,
+    pool: int,
+) -> list[tuple[str, ...]]:
+    """For each lower-case content word of the query its ``pool`` nearest words, nearest
+    first, none of the query's roots. A capitalised word is a name, and a name's neighbours
+    are other names."""
     table = _table(embedder)
     if table is None:
         return []
@@ -100,13 +106,27 @@ def expansion_terms(
         word.lower().split("'", 1)[0] for word in words_as_written(query) if word[:1].isupper()
     }
     held = content_words(query)
+    return [
+        tuple(
+            other
+            for other in table.neighbours(word, similarity, pool)
+            if not any(_same_root(mine, other) for mine in held)
+        )
+        for word in held
+        if word not in names
+    ]
+
+
+def _said(
+    store: CandidateSource, space: str, pools: list[tuple[str, ...]], most: int
+) -> list[str]:
+    """The ``most`` nearest words of each pool that the space's texts hold: a word it never
+    says finds nothing, and would take the place of one it does ("instruments" → "guitar",
+    "piano" in a chat, not "oboe")."""
+    _, counts = store.term_counts(space, sorted({word for pool in pools for word in pool}))
     found: dict[str, None] = {}
-    for word in held:
-        if word in names:
-            continue
-        for other in table.neighbours(word, similarity, most):
-            if not any(_same_root(mine, other) for mine in held):
-                found[other] = None
+    for pool in pools:
+        found.update(dict.fromkeys([word for word in pool if counts.get(word, 0) > 0][:most]))
     return list(found)
 
 
@@ -116,16 +136,22 @@ def expand(
     space: str,
     query: str,
     fused: dict[int, tuple[float, float]],
+    rows: dict[int, LineRow],
     config: Config,
     where: SearchFilter | None,
 ) -> dict[int, tuple[float, float]]:
     """``fused`` with the expansion query's lines: each gets ``expansion_weight`` times its
-    min-max BM25 score added to its lexical share (``enable_query_expansion``)."""
+    min-max BM25 score added to its lexical share, and ``rows`` the lines new to it
+    (``enable_query_expansion``)."""
     if not config.signals.enable_query_expansion:
         return fused
-    words = expansion_terms(
-        embedder, query, config.signals.expansion_similarity, config.signals.expansion_words
+    pools = expansion_terms(
+        embedder,
+        query,
+        config.signals.expansion_similarity,
+        config.signals.expansion_pool,
     )
+    words = _said(store, space, pools, config.signals.expansion_words) if pools else []
     if not words:
         return fused
     match = " OR ".join(f'"{word}"' for word in words)
@@ -141,4 +167,5 @@ def expand(
     for line, score in signals.minmax(dict(found)).items():
         lex, vec = widened.get(line, (0.0, 0.0))
         widened[line] = (lex + weight * score, vec)
+    rows.update((row.id, row) for row in store.lines([line for line in widened if line not in rows]))
     return widened

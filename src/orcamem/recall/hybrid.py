@@ -297,13 +297,13 @@ def recall(
 
     mark = time.perf_counter()
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)
-    fused = expand(store, embedder, space, query, fused, config, where)
     rows = {row.id: row for row in store.lines(list(fused))}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
     dates = _dates(store, space, query, rows.values(), config)
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
+        fused = expand(store, embedder, space, query, fused, rows, config, where)
         if where is None:
             named = [role for role in _roles(rows.values()) if evidence.names(role)]
             aggregate.join(store, embedder, space, query, fused, rows, named, floor, config)
