@@ -49,7 +49,9 @@ def chat(tmp_path: Path) -> Iterator[Memory]:
 
 
 def _hit(memory: Memory, query: str, turn_id: str):
-    return next((hit for hit in memory.search(query, top_k=20).hits if hit.turn_id == turn_id), None)
+    return next(
+        (hit for hit in memory.search(query, top_k=20).hits if hit.turn_id == turn_id), None
+    )
 
 
 def _rank(memory: Memory, query: str, turn_id: str) -> int:
@@ -99,6 +101,8 @@ def test_a_session_holding_the_query_words_across_turns_gets_the_document_bonus(
     query = "picnic charades"  # one word in each of two turns of s1
     chat.config = Config(signals=SignalsConfig(enable_session_documents=True))
     hits = chat.search(query, top_k=20).hits
-    assert {hit.breakdown.get("session_doc") for hit in hits if hit.session_id == "s1"} == {1.0 * 0.3}
+    assert {hit.breakdown.get("session_doc") for hit in hits if hit.session_id == "s1"} == {
+        1.0 * 0.3
+    }
     chat.config = Config(signals=SignalsConfig(enable_session_documents=False))
     assert all("session_doc" not in hit.breakdown for hit in chat.search(query).hits)

@@ -20,7 +20,7 @@ import numpy as np
 from .._kernel.config import Config
 from .._kernel.embed import DEFAULT_MODEL_DIR, Embedder, StaticEmbedder, embed_texts
 from .._kernel.text import STOPWORDS, content_words, words_as_written
-from . import signals, topics
+from . import signals
 from .candidates import CandidateSource, LineRow
 from .filters import SearchFilter
 
@@ -73,7 +73,10 @@ def _vocabulary() -> list[str]:
     return sorted(
         word
         for word in tokenizer["model"]["vocab"]
-        if word.isascii() and word.isalpha() and word.islower() and len(word) >= _MIN_LETTERS
+        if word.isascii()
+        and word.isalpha()
+        and word.islower()
+        and len(word) >= _MIN_LETTERS
         and word not in STOPWORDS
     )
 
@@ -117,9 +120,7 @@ def expansion_terms(
     ]
 
 
-def _said(
-    store: CandidateSource, space: str, pools: list[tuple[str, ...]], most: int
-) -> list[str]:
+def _said(store: CandidateSource, space: str, pools: list[tuple[str, ...]], most: int) -> list[str]:
     """The ``most`` nearest words of each pool that the space's texts hold: a word it never
     says finds nothing, and would take the place of one it does ("instruments" → "guitar",
     "piano" in a chat, not "oboe")."""
@@ -167,5 +168,7 @@ def expand(
     for line, score in signals.minmax(dict(found)).items():
         lex, vec = widened.get(line, (0.0, 0.0))
         widened[line] = (lex + weight * score, vec)
-    rows.update((row.id, row) for row in store.lines([line for line in widened if line not in rows]))
+    rows.update(
+        (row.id, row) for row in store.lines([line for line in widened if line not in rows])
+    )
     return widened

@@ -27,7 +27,9 @@ def cover(rows: Iterable[LineRow], idf: Mapping[str, float]) -> dict[str | None,
     held: dict[str | None, set[str]] = {}
     for row in rows:
         if row.session_id is not None:
-            held.setdefault(row.session_id, set()).update(topics.stems(row.episode_text) & idf.keys())
+            held.setdefault(row.session_id, set()).update(
+                topics.stems(row.episode_text) & idf.keys()
+            )
     share = {session: sum(idf[word] for word in words) for session, words in held.items()}
     high = max(share.values(), default=0.0)
     return {session: value / high for session, value in share.items()} if high > 0 else {}
