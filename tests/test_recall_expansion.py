@@ -1,5 +1,5 @@
-"""Issue 15's levers for questions whose evidence shares no word with them: query expansion
-from the static embedder's vocabulary, speaker-scoped aggregation, sessions as documents."""
+"""Issue 15's lever for questions whose evidence shares no word with them: query expansion
+from the static embedder's vocabulary."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.embed import make_embedder
 from orcamem.engine import SignalsConfig
-from orcamem.recall.aggregate import categories
 from orcamem.recall.expansion import expansion_terms
 
 _TURNS = [
@@ -77,32 +76,3 @@ def test_expansion_takes_neighbours_not_names_nor_the_query_own_roots() -> None:
     assert not {"instrument", "instruments", "plays", "playing"} & words
     assert not any(word.startswith("melan") for word in words)  # a name is not expanded
     assert expansion_terms(make_embedder("static"), "Where is Melanie?", 0.3, 60) == []
-
-
-def test_aggregation_reads_the_plural_category_of_a_question() -> None:
-    assert categories("What activities does Melanie partake in?") == ["activities"]
-    assert categories("Which kinds of books does Caroline keep?") == ["books"]
-    assert categories("What types of pottery have they made?") == []
-    assert categories("What did Melanie paint?") == []
-
-
-def test_aggregation_lets_the_named_speakers_closest_turns_join(chat: Memory) -> None:
-    query = "What animals did Bob mention at work?"
-    chat.config = Config(signals=SignalsConfig(enable_aggregation=True, aggregate_weight=1.0))
-    on = _hit(chat, query, "s2:3")
-    chat.config = Config(signals=SignalsConfig(enable_aggregation=False))
-    off = _hit(chat, query, "s2:3")
-    assert on is not None and on.breakdown["vector"] > (off.breakdown["vector"] if off else 0.0)
-
-
-def test_a_session_holding_the_query_words_across_turns_gets_the_document_bonus(
-    chat: Memory,
-) -> None:
-    query = "picnic charades"  # one word in each of two turns of s1
-    chat.config = Config(signals=SignalsConfig(enable_session_documents=True))
-    hits = chat.search(query, top_k=20).hits
-    assert {hit.breakdown.get("session_doc") for hit in hits if hit.session_id == "s1"} == {
-        1.0 * 0.3
-    }
-    chat.config = Config(signals=SignalsConfig(enable_session_documents=False))
-    assert all("session_doc" not in hit.breakdown for hit in chat.search(query).hits)

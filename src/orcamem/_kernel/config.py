@@ -295,22 +295,6 @@ class SignalsConfig(_Section):
     """The nearest words the space holds, at most, each query word adds."""
     expansion_pool: int = 60
     """The nearest vocabulary words of a query word looked up in the space."""
-    enable_aggregation: bool = False
-    """Speaker-scoped aggregation (``recall.aggregate``): a query naming a speaker and a
-    plural category ("What activities does Melanie partake in?") ranks that speaker's turns
-    by their cosine to the category word alone, and the best turn of each of up to
-    ``aggregate_sessions`` sessions joins the candidates."""
-    aggregate_weight: float = 0.3
-    """The vector share the closest such turn gets (the others by their cosine over its)."""
-    aggregate_sessions: int = 4
-    """Sessions, at most, whose best turn joins."""
-    aggregate_candidates: int = 30
-    """The speaker's turns, at most, ranked against the category."""
-    enable_session_documents: bool = False
-    """Sessions as documents (``recall.sessions``): a passage gets
-    ``session_document_weight`` times how much of the query's topic words (idf-weighted) its
-    session's candidate turns hold together, the best session's being 1."""
-    session_document_weight: float = 0.3
 
     def __post_init__(self) -> None:
         for name in ("neighbour_weights_before", "neighbour_weights_after"):
@@ -330,8 +314,6 @@ class SignalsConfig(_Section):
         self._number("evidence_share", 0.0, 1.0)
         self._int("expansion_words", 1, 100)
         self._int("expansion_pool", 1, 1000)
-        self._int("aggregate_sessions", 1, 100)
-        self._int("aggregate_candidates", 1, _MANY)
         self._number("expansion_similarity", 0.0, 1.0)
         self._number("answer_share", 0.0, 1.0)
         self._number("assistant_prior", 0.0, 1.0)
@@ -361,8 +343,6 @@ _NON_NEGATIVE = (
     "fact_key_weight",
     "pinned_weight",
     "expansion_weight",
-    "aggregate_weight",
-    "session_document_weight",
 )
 _POSITIVE = (
     "base_level_decay",
@@ -383,8 +363,6 @@ _SWITCHES = (
     "enable_fact_keys",
     "enable_evidence_sets",
     "enable_query_expansion",
-    "enable_aggregation",
-    "enable_session_documents",
 )
 
 

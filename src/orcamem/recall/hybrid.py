@@ -25,7 +25,7 @@ from .._kernel.config import Config
 from .._kernel.embed import Embedder, embed_texts
 from .._kernel.model import Hit, MemoryRecord
 from .._kernel.text import content_words, date_ranges, fts_query, split_sentences, terms
-from . import aggregate, sessions, signals, topics, when
+from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
 from .evidence import offers
 from .expansion import expand
@@ -304,9 +304,6 @@ def recall(
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
         fused = expand(store, embedder, space, query, fused, rows, config, where)
-        if where is None:
-            named = [role for role in _roles(rows.values()) if evidence.names(role)]
-            aggregate.join(store, embedder, space, query, fused, rows, named, floor, config)
         memories = (
             _memory_hits(store, space, match, vector, config, now, evidence, floor, where)
             if where is None or where.memories
@@ -314,13 +311,8 @@ def recall(
         )
         windows = Windows(store, space)
         keys = _keys(memories, config)
-        covered = (
-            sessions.cover(rows.values(), evidence.idf)
-            if config.signals.enable_session_documents
-            else {}
-        )
         hits, line_of = _episode_hits(
-            store, space, fused, rows, config, query, dates, now, limit * 3, keys, windows, covered
+            store, space, fused, rows, config, query, dates, now, limit * 3, keys, windows
         )
         matched = {row.episode_id for row in rows.values() if row.id in fused}
         if where is not None:  # neighbours and activation reach episodes the filter left out
@@ -406,11 +398,6 @@ class _Evidence:
             or self.coverage(text, role) >= config.recall.item_evidence
             or (fact and not self.subjects.isdisjoint(topics.topics(topics.stems(text))))
         )
-
-
-def _roles(rows: Iterable[LineRow]) -> list[str]:
-    """The speakers of ``rows``, each once, sorted."""
-    return sorted({row.role for row in rows if row.role})
 
 
 @lru_cache(maxsize=1024)
@@ -508,12 +495,9 @@ def _episode_hits(
     keep: int,
     keys: dict[int, float],
     windows: Windows,
-    covered: dict[str | None, float],
 ) -> tuple[list[Hit], dict[str, int]]:
     """Lines to episode passages: best line wins (its relevance times ``_prior``, and what a
-    fact made from it lends, ``keys``); neighbours in the session lend a share; a session
-    that holds the query's words across its turns (``covered``, ``recall.sessions``) adds its
-    bonus.
+    fact made from it lends, ``keys``); neighbours in the session lend a share.
 
     Returns the hits and, per hit id, the line whose vector stands for it.
     """
@@ -572,7 +556,6 @@ def _episode_hits(
     speaker_bonus = config.signals.enable_speaker_bonus
     speaker_weight = config.signals.speaker_weight
     session_weight, date_weight = config.signals.session_weight, config.signals.date_weight
-    document_weight = config.signals.session_document_weight
     for episode_id, (relevance, line_id, (lex, vec)) in best.items():
         row = rows[line_id]
         breakdown = {"lexical": lex, "vector": vec}
@@ -584,8 +567,6 @@ def _episode_hits(
             breakdown["activation"] = lift[episode_id]
         if strength and row.session_id is not None:
             breakdown["session"] = session_weight * strength.get(row.session_id, 0.0)
-        if covered and row.session_id in covered:
-            breakdown["session_doc"] = document_weight * covered[row.session_id]
         stamp = row.occurred_at
         moment = moments.get(stamp) if stamp else None
         if moment is None and stamp:
