@@ -281,6 +281,20 @@ class SignalsConfig(_Section):
     """The share of the naming passage's score a mention is offered (at most 1)."""
     evidence_new: int = 4
     """Turns that were not ranked, at most, that an evidence set adds."""
+    enable_query_expansion: bool = False
+    """Query expansion (``recall.expansion``): the query's content words' nearest words in
+    the static embedder's vocabulary ("activities" → "hobby", "leisure") are searched as a
+    second BM25 query that adds ``expansion_weight`` times its min-max score to a line's
+    lexical share, so a turn sharing no word with the query can be a candidate."""
+    expansion_weight: float = 0.2
+    """The most the expansion query adds to a line's lexical share (the query's own words
+    give up to the preset's lexical weight, 0.6)."""
+    expansion_similarity: float = 0.3
+    """A vocabulary word may join the expansion at this cosine to a query word or above."""
+    expansion_words: int = 5
+    """The nearest words the space holds, at most, each query word adds."""
+    expansion_pool: int = 60
+    """The nearest vocabulary words of a query word looked up in the space."""
 
     def __post_init__(self) -> None:
         for name in ("neighbour_weights_before", "neighbour_weights_after"):
@@ -298,6 +312,9 @@ class SignalsConfig(_Section):
             self._int(name, 0, _MANY)
         self._int("evidence_max_fan", 2, _MANY)
         self._number("evidence_share", 0.0, 1.0)
+        self._int("expansion_words", 1, 100)
+        self._int("expansion_pool", 1, 1000)
+        self._number("expansion_similarity", 0.0, 1.0)
         self._number("answer_share", 0.0, 1.0)
         self._number("assistant_prior", 0.0, 1.0)
         self._number("question_prior", 0.0, 1.0)
@@ -325,6 +342,7 @@ _NON_NEGATIVE = (
     "base_level_weight",
     "fact_key_weight",
     "pinned_weight",
+    "expansion_weight",
 )
 _POSITIVE = (
     "base_level_decay",
@@ -344,6 +362,7 @@ _SWITCHES = (
     "enable_base_level",
     "enable_fact_keys",
     "enable_evidence_sets",
+    "enable_query_expansion",
 )
 
 

@@ -28,6 +28,7 @@ from .._kernel.text import content_words, date_ranges, fts_query, split_sentence
 from . import signals, topics, when
 from .candidates import CandidateSource, LineRow
 from .evidence import offers
+from .expansion import expand
 from .filters import SearchFilter
 from .presets import engine_preset
 from .spreading import activate
@@ -302,6 +303,7 @@ def recall(
     dates = _dates(store, space, query, rows.values(), config)
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
+        fused = expand(store, embedder, space, query, fused, rows, config, where)
         memories = (
             _memory_hits(store, space, match, vector, config, now, evidence, floor, where)
             if where is None or where.memories
