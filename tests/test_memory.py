@@ -119,6 +119,37 @@ def test_novelty_gate_drops_near_duplicates(tmp_path: Path, clock: FrozenClock) 
         assert [h.text for h in hits].count("The wifi password is hunter2.") == 3
 
 
+def test_novelty_gate_keeps_passages_that_only_share_a_stock_line(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """Two turns whose best line is the same "Thanks, Maria!" say different things: the
+    gate compares the passages, not only the line that stands for each."""
+    first = "Thanks, Maria! I was really excited about the new assistant manager role."
+    second = "Thanks, Maria! The trophy commemorates my journey and all the obstacles."
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.add_many([{"text": text, "role": "John"} for text in (first, second, first)])
+        texts = [h.text for h in mem.search("thanks Maria").hits]
+    assert texts.count(first) == 1  # a verbatim repeat is still dropped
+    assert second in texts
+
+
+def test_a_stock_line_gets_no_vector_credit(tmp_path: Path, clock: FrozenClock) -> None:
+    """ "Thanks, Caroline!" is close to every query that names Caroline; it says nothing, so
+    the vector channel does not rank it (its words still count for the lexical one)."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.add_many(
+            [
+                {"text": "Thanks, Caroline!", "role": "Melanie", "session_id": "s1"},
+                {"text": "I started a new job as a school counselor.", "role": "Caroline"},
+                {"text": "The pottery class was fun with the kids.", "role": "Melanie"},
+            ]
+        )
+        hits = mem.search("What is Caroline's work these days?").hits
+    stock = [hit for hit in hits if hit.text == "Thanks, Caroline!"]
+    assert all(hit.breakdown["vector"] == 0 for hit in stock)
+    assert hits[0].text == "I started a new job as a school counselor."
+
+
 def test_classic_packing_has_sections(tmp_path: Path, clock: FrozenClock) -> None:
     with Memory(
         tmp_path / "m.db", clock=clock, config=Config(pack=PackConfig(enable_sutra_packing=False))

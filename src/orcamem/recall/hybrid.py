@@ -46,6 +46,7 @@ _MONTH_WORDS = frozenset(
 
 _KIND_RE = re.compile(r"\b(?:what|which|whose)\s+([^\W\d_]+)")
 """The word after "what"/"which": the kind of answer asked for ("What car …?")."""
+_REPEAT_SHARE = 0.8  # of two passages' words shared: a near-verbatim repeat (the novelty gate)
 
 RRF_K = 60
 """Seed 003's RRF constant (``fusion="rrf"``)."""
@@ -151,6 +152,27 @@ def _fuse(lexical: dict, vector: dict, weights: dict[str, float], fusion: str) -
         }
     lex, vec = shares["lexical"], shares["vector"]
     return {key: (lex.get(key, 0.0), vec.get(key, 0.0)) for key in set(lex) | set(vec)}
+
+
+def _informative(channel: dict[int, float], rows: dict[int, LineRow]) -> dict[int, float]:
+    """A channel's hits but the stock lines: a line that says nothing but courtesy and a
+    speaker's name ("Thanks, Caroline!", "Hey Mel!") matches every query that names that
+    speaker, by its words and by its vector, and would stand in the block for whatever turn
+    it opens (docs/recall.md, "Stock lines")."""
+    roles = {row.role for row in rows.values() if row.role}
+    names = {word for role in roles for word in terms(role)}
+    return {
+        key: score
+        for key, score in channel.items()
+        if key not in rows or not _topic_words(rows[key].text) <= names
+    }
+
+
+@lru_cache(maxsize=65536)
+def _topic_words(text: str) -> frozenset[str]:
+    """``text``'s content words but courtesy (``topics.CHATTER``); asked of the same
+    candidate lines query after query."""
+    return frozenset(word for word in content_words(text) if word not in topics.CHATTER)
 
 
 def _ranked(scores: dict) -> list:
@@ -296,8 +318,16 @@ def recall(
     timings["candidates"] = (time.perf_counter() - mark) * 1000
 
     mark = time.perf_counter()
+    # a candidate's row is read before fusion: a stock line is no candidate (_informative)
+    rows = {
+        row.id: row
+        for row in store.lines(
+            [*lexical, *(k for k, v in vectors.items() if v > 0 and k not in lexical)]
+        )
+    }
+    lexical, vectors = _informative(lexical, rows), _informative(vectors, rows)
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)
-    rows = {row.id: row for row in store.lines(list(fused))}
+    rows = {key: row for key, row in rows.items() if key in fused}
     hits: list[Hit] = []
     line_of: dict[str, int] = {}
     dates = _dates(store, space, query, rows.values(), config)
@@ -930,20 +960,32 @@ def _novel(
         wanted = [line_of[h.id] for h in pool if h.id in line_of]
         vectors = store.line_vectors(space, wanted)
         stacked: np.ndarray | None = None  # the kept vectors, one row each, filled in order
+        owners: list[Hit] = []  # the kept hit of each row
         held = 0
         for hit in pool:
             if len(kept) == room:
                 break
             vector = vectors.get(line_of.get(hit.id, -1))
-            if vector is not None and held and float(np.max(stacked[:held] @ vector)) >= threshold:
-                continue
+            if vector is not None and held:
+                close = np.flatnonzero(stacked[:held] @ vector >= threshold)
+                if any(_repeats(hit, owners[i]) for i in close):
+                    continue
             kept.append(hit)
             if vector is not None:
                 if stacked is None:
                     stacked = np.empty((room, len(vector)), dtype=vector.dtype)
                 stacked[held] = vector
+                owners.append(hit)
                 held += 1
     return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
+
+
+def _repeats(hit: Hit, kept: Hit) -> bool:
+    """Whether ``hit``'s passage nearly repeats ``kept``'s: most of their words are the same.
+    Their lines' cosine alone would also drop a turn whose line standing for it is a stock
+    phrase ("Thanks, Maria!") another kept turn starts with too."""
+    mine, theirs = set(terms(hit.text)), set(terms(kept.text))
+    return len(mine & theirs) >= _REPEAT_SHARE * max(len(mine | theirs), 1)
 
 
 def _adds(line: str, memory: MemoryRecord) -> bool:
