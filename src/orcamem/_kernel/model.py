@@ -223,7 +223,17 @@ def validate_time(value: str | datetime | None, *, what: str = "occurred_at") ->
     """
     if value is None:
         return None
+    if isinstance(value, str) and _STORED_TIME.fullmatch(value):
+        try:  # already the stored form (an export's times): checked, not rebuilt
+            datetime.fromisoformat(value[:-1])
+            return value
+        except ValueError:
+            pass  # parse_time names what is wrong with it
     return format_time(parse_time(value, what=what))
+
+
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+"""What :func:`format_time` writes: such a time is its own stored form."""
 
 
 def digest(text: str) -> str:

@@ -1026,12 +1026,10 @@ class Memory:
         writes = []
         previous: dict[tuple[str, str], str] = {}  # across batches: a turn sees the one before
         for start in range(0, len(parsed.episodes), _BATCH):
-            chunk = [ep for _, ep, _ in parsed.episodes[start : start + _BATCH]]
-            writes.extend(prepare_writes(chunk, embedder, self.clock.now(), previous))
-        writes = [
-            replace(w, created_at=created_at or w.created_at)
-            for w, (_, _, created_at) in zip(writes, parsed.episodes, strict=True)
-        ]
+            chunk = parsed.episodes[start : start + _BATCH]
+            episodes = [ep for _, ep, _ in chunk]
+            created = [created_at for _, _, created_at in chunk]
+            writes.extend(prepare_writes(episodes, embedder, self.clock.now(), previous, created))
         try:
             with self.store.writing():  # one transaction: the whole file lands, or nothing
                 self._ready_for_write(target)
