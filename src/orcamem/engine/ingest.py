@@ -54,14 +54,18 @@ def prepare_writes(
     embedder: Embedder,
     now: datetime,
     previous: dict[tuple[str, str], str],
+    created_at: Sequence[str | None] = (),
 ) -> list[EpisodeWrite]:
     """Split, contextualise and embed a batch (one embedder call for all lines).
 
     Args:
         previous: the latest text per ``(space, session_id)`` before this batch; updated in
             place so each turn of the batch sees the one before it.
+        created_at: each episode's own creation time where it has one (an import keeps
+            the exported ones); ``now`` for the others.
     """
     created = format_time(now)
+    own = iter(created_at)
     split = [split_sentences(ep.text) for ep in episodes]
     flat = [line for lines in split for line in lines]
     matrix = embed_texts(embedder, flat) if flat else np.zeros((0, embedder.dim), np.float32)
@@ -85,7 +89,7 @@ def prepare_writes(
                 vectors=matrix[offset : offset + len(lines)],
                 embedder_id=embedder.id,
                 occurred_at=occurred,
-                created_at=created,
+                created_at=next(own, None) or created,
             )
         )
         offset += len(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 from ...recall.entities import entities
 from .inserts import insert_rows
@@ -58,9 +59,8 @@ def _ids(conn: sqlite3.Connection, space: str, fans: Counter[str]) -> dict[str, 
         chunk = ordered[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
         ids.update(
-            (name, entity_id)
-            for entity_id, name in conn.execute(
-                f"SELECT id, name FROM entities WHERE space = ? AND name IN ({marks})",
+            conn.execute(
+                f"SELECT name, id FROM entities WHERE space = ? AND name IN ({marks})",
                 [space, *chunk],
             )
         )
@@ -75,28 +75,37 @@ def _ids(conn: sqlite3.Connection, space: str, fans: Counter[str]) -> dict[str, 
 
 
 def _link(
-    conn: sqlite3.Connection, table: str, columns: str, space: str, named: Sequence[tuple]
+    conn: sqlite3.Connection,
+    table: str,
+    columns: str,
+    space: str,
+    named: Sequence[tuple[tuple, Sequence[str]]],
 ) -> None:
-    """Insert ``(item…, name)`` rows into a link table and add them to the fans in bulk
+    """Insert a link row for each ``(item…)`` and each of its names (distinct, as
+    :func:`entities` and :func:`memory_names` give them) and add them to the fans in bulk
     (one update per entity, not a trigger per row: ingest stays at about the speed it had)."""
-    if not named:
-        return
-    named = list(dict.fromkeys(named))
-    ids = _ids(conn, space, Counter(row[-1] for row in named))
-    rows = [(ids[row[-1]], *row[:-1]) for row in named]
-    marks = ",".join("?" * len(rows[0]))
-    conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+    ids = _ids(conn, space, Counter(chain.from_iterable(names for _, names in named)))
+    rows = [(ids[name], *item) for item, names in named for name in names]
+    if rows:
+        marks = ",".join("?" * len(rows[0]))
+        conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
 def link_lines(conn: sqlite3.Connection, space: str, lines: Iterable[tuple[int, int, str]]) -> None:
     """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
-    named = [(line, episode, name) for line, episode, text in lines for name in entities(text)]
+    named = [((line, episode), entities(text)) for line, episode, text in lines]
     _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, named)
 
 
 def link_memory(conn: sqlite3.Connection, space: str, memory_id: str, names: Sequence[str]) -> None:
     """Link one new memory of ``space`` to its entities (:func:`memory_names`)."""
-    _link(conn, "entity_memories", "entity_id, memory_id", space, [(memory_id, n) for n in names])
+    _link(
+        conn,
+        "entity_memories",
+        "entity_id, memory_id",
+        space,
+        [((memory_id,), list(dict.fromkeys(names)))],
+    )
 
 
 def _expected(conn: sqlite3.Connection, space: str) -> tuple[int, int]:

@@ -562,7 +562,9 @@ class SQLiteStore:
                         write.occurred_at,
                         write.created_at,
                         digest(ep.text),
-                        json.dumps(ep.meta, ensure_ascii=False, sort_keys=True),
+                        json.dumps(ep.meta, ensure_ascii=False, sort_keys=True)
+                        if ep.meta
+                        else "{}",
                     )
                 )
             episode_ids = insert_rows(
