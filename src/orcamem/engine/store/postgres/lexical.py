@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -94,11 +95,15 @@ class Lexicon:
         return list(dict.fromkeys(lexeme for group in found.values() for lexeme in group))
 
 
-def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") -> str:
+def bm25_sql(
+    table: str, key: str, weights: Sequence[float], where: str = "", source: str = ""
+) -> str:
     """The top-N query of ``table`` by BM25, in one statement; parameters ``lexemes``,
     ``query`` (the lexemes OR-ed), ``space`` and ``limit``. A lexeme's ``n`` (the rows
     holding it) is read from ``fts_terms``, kept by triggers (schema migration 6): counting
-    it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md)."""
+    it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md).
+    ``source``: the FROM item that yields the rows as ``d`` (default the table itself), as
+    a filtered query of lines reads them (``store.admitted_lines``)."""
     frequency = " + ".join(
         f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
         for letter, weight in zip("ABC", weights, strict=False)
@@ -121,7 +126,7 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
                 %(lexemes)s::text[])))) AS u
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
         ) AS score
-        FROM {table} d CROSS JOIN k
+        FROM {source or f"{table} d"} CROSS JOIN k
         WHERE d.space = %(space)s AND d.tsv @@ %(query)s::tsquery{where}
         ORDER BY score DESC, d.{key} LIMIT %(limit)s
     """
@@ -163,14 +168,29 @@ class LineIndex(PostingIndex):
         super().__init__()
         self._lexicon = lexicon
         self.budget = budget
+        self._reading: set[Any] = set()  # the connections loads read on
 
     def load(self, conn: Any, space: str) -> None:
         """As :meth:`PostingIndex.load`, for a space that fits (its ``line_count`` read first,
-        so one too big is never read); it stays in SQL otherwise."""
-        row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
-        if row is not None and row[0] <= self._room(space):
-            super().load(conn, space)
-            self._fit(space)
+        so one too big is never read); it stays in SQL otherwise. The connection is known
+        meanwhile, so :meth:`stop` can cancel the batch it waits for."""
+        with self._loads_lock:
+            self._reading.add(conn)
+        try:
+            row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
+            if row is not None and row[0] <= self._room(space):
+                super().load(conn, space)
+                self._fit(space)
+        finally:
+            with self._loads_lock:
+                self._reading.discard(conn)
+
+    def _interrupt(self) -> None:
+        with self._loads_lock:
+            reading = list(self._reading)
+        for conn in reading:  # the batch fails (QueryCanceled) and the load ends
+            with suppress(Exception):
+                conn.cancel_safe(timeout=2.0)
 
     def refresh(self, conn: Any, space: str) -> None:
         super().refresh(conn, space)

@@ -55,14 +55,19 @@ from ..base import (
 )
 from ..graph import memory_names
 from ..rows import BlockTable, KeyTable, NoteTable
-from ..scope import POSTGRES, Clauses, line_clauses, memory_clauses
+from ..scope import POSTGRES, Clauses, episode_clauses, memory_clauses
 from . import graph, lexical, vectors
 from .schema import LATEST, MIGRATIONS, TABLES
 
-__all__ = ["WRITE_LOCK", "PostgresStore", "safe_url"]
+__all__ = ["STATEMENT_TIMEOUT_S", "WRITE_LOCK", "PostgresStore", "admitted_lines", "safe_url"]
 
 WRITE_LOCK = 0x4F52434D
 """The advisory lock every write transaction holds (``ORCM``, as SQLite's application id)."""
+
+STATEMENT_TIMEOUT_S = 60.0
+"""How long one read statement may run before PostgreSQL cancels it (``statement_timeout``
+of every pooled connection; a write transaction lifts it for itself): a runaway plan
+becomes an orcamem error instead of a request that never returns (docs/storage.md)."""
 
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
@@ -89,6 +94,13 @@ def safe_url(url: str) -> str:
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
     """Map a driver error to the most specific orcamem error, with the next step."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, pg_errors.QueryCanceled):  # an OperationalError, but the server is up
+        return StoreError(
+            f"PostgreSQL cancelled a query on {url} ({message}): a read ran past its "
+            "statement_timeout (PostgresStore(statement_timeout_s=…), 60 s unless set) or was "
+            "cancelled by an operator; run ANALYZE on the database and retry, and report the "
+            "query if it happens again"
+        )
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
         return ReadOnlyStoreError(
             f"cannot write the memory database {url} ({message}): connect as a role that may "
@@ -117,6 +129,10 @@ class PostgresStore:
             (:class:`vectors.LineCache`); a space bigger than that is searched in SQL.
         index_lines: lines whose postings this process keeps for BM25
             (:class:`lexical.LineIndex`); a space past that is ranked in SQL.
+        statement_timeout_s: the longest one read statement may run (PostgreSQL's
+            ``statement_timeout`` on every pooled connection; write transactions are not
+            limited); past it the read fails with a ``StoreError``. ``None`` keeps the
+            server's or the URL's own setting.
 
     Raises:
         StoreError: the server cannot be reached or the schema cannot be made.
@@ -135,9 +151,11 @@ class PostgresStore:
         timeout_s: float = 30.0,
         cache_vectors: int = vectors.CACHED_VECTORS,
         index_lines: int = lexical.INDEXED_LINES,
+        statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
     ) -> None:
         refuse_bad_url(url)
         self.url = url
+        self._timeout_ms = None if statement_timeout_s is None else int(statement_timeout_s * 1000)
         self.path = safe_url(url)
         self._local = _Local()
         self._closed = False
@@ -168,9 +186,10 @@ class PostgresStore:
                 "PostgreSQL runs there and accepts this user, then retry"
             ) from None
 
-    @staticmethod
-    def _configure(conn: psycopg.Connection) -> None:
+    def _configure(self, conn: psycopg.Connection) -> None:
         register_vector(conn)
+        if self._timeout_ms is not None:
+            conn.execute(f"SET statement_timeout = {max(self._timeout_ms, 1)}")
         for setting in vectors.SETTINGS:
             with suppress(
                 pg_errors.UndefinedObject, pg_errors.InvalidName, pg_errors.InvalidParameterValue
@@ -253,7 +272,11 @@ class PostgresStore:
             self._local.conn = conn
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    conn.execute(  # one round trip, simple protocol: a write (and its
+                        # wait for the lock) has no read timeout; a bulk one may be long
+                        f"SET LOCAL statement_timeout = 0; SELECT pg_advisory_xact_lock({WRITE_LOCK})",
+                        prepare=False,
+                    )
                     yield conn
             except psycopg.Error as exc:
                 raise _translate(exc, self.path) from None
@@ -612,14 +635,14 @@ class PostgresStore:
 
     def _bm25(
         self, table: str, key: str, space: str, match: str, limit: int, weights: Sequence[float],
-        where: str = "", scope: Clauses | None = None,
+        where: str = "", scope: Clauses | None = None, source: str = "",
     ) -> list[tuple[Any, float]]:  # fmt: skip
         with self.reading() as conn:
             terms = self._lexicon.terms(conn, match)
             if not terms or limit < 1:
                 return []
             rows = conn.execute(
-                lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else "")),
+                lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else ""), source),
                 {
                     "lexemes": terms,
                     "query": lexical.tsquery(terms),
@@ -646,8 +669,10 @@ class PostgresStore:
         found = None if where else self._indexed_lexical(space, match, limit, weights)
         if found is not None:
             return found
-        scope = line_clauses(where, POSTGRES, "d", space) if where else None
-        return self._bm25("lines", "id", space, match, limit, weights, scope=scope)
+        if not where:
+            return self._bm25("lines", "id", space, match, limit, weights)
+        source, scope = admitted_lines(where, space)
+        return self._bm25("lines", "id", space, match, limit, weights, scope=scope, source=source)
 
     def _indexed_lexical(
         self, space: str, match: str, limit: int, weights: tuple[float, float]
@@ -691,13 +716,11 @@ class PostgresStore:
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[int, float]]:
         """Cosine top ``limit`` lines; with ``where``, the exact scores of the lines of the
-        episodes it admits (the planner reads them by the episode subquery, not by HNSW)."""
+        episodes it admits, read episode by episode (:func:`vectors.admitted_nearest`)."""
         with self.reading() as conn:
             if where:
-                scope = line_clauses(where, POSTGRES, "lines", space)
-                return vectors.nearest(
-                    conn, "lines", "id", space, vector, limit, scope.sql, params=scope.params
-                )
+                inner = episode_clauses(where, POSTGRES, space)
+                return vectors.admitted_nearest(conn, vector, limit, inner.sql, inner.params)
             held, seen = self._cache.refresh(conn, space)
             if seen is None:
                 self._seen.pop(space, None)
@@ -1272,9 +1295,12 @@ class PostgresStore:
             return [tuple(r) for r in lines], [tuple(r) for r in memories]
 
     def close(self) -> None:
-        """Close the pool; idempotent. Later calls raise ``ClosedError``."""
+        """Close the pool; idempotent. Later calls raise ``ClosedError``. A lexical index
+        load still running on its thread is cancelled and joined first (it held a pooled
+        connection and read on after the store closed)."""
         if not self._closed:
             self._closed = True
+            self._lexical.stop()
             with suppress(Exception):
                 self._pool.close()
 
@@ -1297,6 +1323,28 @@ class PostgresStore:
     @cached_property
     def jobs(self) -> PostgresJobStore:
         return PostgresJobStore(self)
+
+
+def admitted_lines(where: SearchFilter, space: str) -> tuple[str, Clauses]:
+    """A filtered BM25 query's lines ``d`` (a FROM item) and the clauses that admit them,
+    in a shape the planner cannot turn into a scan per episode whatever the statistics
+    (a plain ``IN`` subquery on a never-analyzed 100,000-line space was planned for 2
+    of 50,000 episodes, each AND-ing the space's whole line index: minutes). A session's
+    episodes come first, each one's lines by their ``(episode_id, seq)`` key; any other
+    filter keeps the lines the text index matches and looks each one's episode up by its
+    primary key. Both sit behind ``OFFSET 0``, so neither is flattened."""
+    inner = episode_clauses(where, POSTGRES, space)
+    if where.session is not None:
+        source = (
+            f"(SELECT e.id FROM episodes e WHERE {inner.sql} OFFSET 0) a CROSS JOIN "
+            "LATERAL (SELECT * FROM lines WHERE episode_id = a.id OFFSET 0) d"
+        )
+        return source, Clauses("", inner.params)
+    source = (
+        "lines d CROSS JOIN LATERAL (SELECT 1 FROM episodes e WHERE e.id = d.episode_id "
+        f"AND {inner.sql} OFFSET 0) a"
+    )
+    return source, Clauses("", inner.params)
 
 
 def refuse_bad_url(url: str) -> None:

@@ -26,6 +26,8 @@ __all__ = [
     "EF_SEARCH",
     "EXACT_UP_TO",
     "LineCache",
+    "admitted_nearest",
+    "admitted_sql",
     "decode",
     "encode",
     "nearest",
@@ -118,6 +120,37 @@ def nearest(
     if counted and found and seen is not None:
         seen[space] = (found[0][2], found[0][3])
     return [(row[0], float(row[1])) for row in found]
+
+
+def admitted_nearest(
+    conn: Any, query: np.ndarray, limit: int, episodes: str, params: Any
+) -> list[tuple[int, float]]:
+    """Top ``limit`` ``(line id, cosine)`` of the lines of the episodes ``e`` that
+    ``episodes`` (a WHERE naming the space) admits, the exact scores :func:`nearest` gives.
+
+    The episodes are read first and each one's lines by its ``(episode_id, seq)`` key, both
+    behind ``OFFSET 0`` so the planner can neither flatten them nor AND the space's whole
+    line index into each look-up: on a bulk-loaded space ANALYZE had not seen, the plain
+    ``IN`` subquery was planned for 2 of 50,000 episodes and read the 100,000 entries of
+    ``lines_space`` once per episode (a role-filtered search ran for minutes)."""
+    dim = int(query.shape[0])
+    if limit < 1 or dim < 1:
+        return []
+    params = {"query": Vector(np.ascontiguousarray(query, dtype=np.float32)), "limit": limit,
+              **params}  # fmt: skip
+    found = conn.execute(admitted_sql(dim, episodes), params).fetchall()
+    return [(row[0], float(row[1])) for row in found]
+
+
+def admitted_sql(dim: int, episodes: str) -> str:
+    """:func:`admitted_nearest`'s statement (parameters ``query``, ``limit`` and those of
+    ``episodes``)."""
+    return (
+        f"SELECT l.id, -(l.vector::vector({dim}) <#> %(query)s::vector({dim})) AS score "
+        f"FROM (SELECT e.id FROM episodes e WHERE {episodes} OFFSET 0) a "
+        "CROSS JOIN LATERAL (SELECT id, vector FROM lines WHERE episode_id = a.id OFFSET 0) l "
+        f"WHERE vector_dims(l.vector) = {dim} ORDER BY score DESC, l.id LIMIT %(limit)s"
+    )
 
 
 def noise_floor(conn: Any, space: str, count: int, percentile: float, sample: int = 256) -> float:
