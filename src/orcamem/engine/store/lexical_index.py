@@ -354,11 +354,13 @@ class PostingIndex:
         match: str,
         limit: int,
         weights: tuple[float, float] = (1.0, 0.4),
+        statistics: tuple[int, float, dict[str, int]] | None = None,
     ) -> list[tuple[int, float]] | None:
         """The store's BM25 (``weights`` on the two columns) top ``limit`` of ``space`` for
         ``match``, or ``None`` when the space is not held or the query is not one this index
         answers exactly (the store's own query answers it). ``conn`` must see what
-        :meth:`refresh` saw."""
+        :meth:`refresh` saw; ``statistics``: the table's figures for the query's terms when
+        the caller read them with its check that the space is current (not read again)."""
         state = self._spaces.get(space)
         if state is None:
             return None
@@ -367,7 +369,7 @@ class PostingIndex:
             return None
         if limit < 1 or not phrases:
             return []
-        rows, avgdl, counts = self._statistics(conn, list(dict.fromkeys(phrases)))
+        rows, avgdl, counts = statistics or self._statistics(conn, list(dict.fromkeys(phrases)))
         if rows == 0:
             return []
         docs_parts: list[np.ndarray] = []

@@ -132,10 +132,17 @@ def bm25_sql(
     """
 
 
-def term_counts_sql(*, lines: bool) -> str:
+def term_counts_sql(*, lines: bool, check: bool = False) -> str:
     """In one row: the space's lines and active, unprohibited memories, and per word (a
     ``tsquery`` on the first column, weight A) the memories holding it, plus the lines holding
-    it when ``lines`` (else :meth:`LineIndex.counts` has them), each counted up to ``cap``."""
+    it when ``lines`` (else :meth:`LineIndex.counts` has them), each counted up to ``cap``;
+    with ``check``, then the space's vector epoch and its first line above ``last``."""
+    current = (
+        ", (SELECT vector_epoch FROM spaces WHERE name = %(space)s), (SELECT l.id FROM lines l "
+        "WHERE l.space = %(space)s AND l.id > %(last)s ORDER BY l.id LIMIT 1)"
+        if check
+        else ""
+    )
     held = (
         "(SELECT count(*) FROM (SELECT 1 FROM lines WHERE space = %(space)s "
         "AND tsv @@ w.q LIMIT %(cap)s) a) + "
@@ -149,7 +156,7 @@ def term_counts_sql(*, lines: bool) -> str:
             array(SELECT {held}(SELECT count(*) FROM (SELECT 1 FROM memories
                 WHERE space = %(space)s AND active AND NOT prohibited AND tsv @@ w.q
                 LIMIT %(cap)s) b)
-            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i)
+            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i){current}
     """
 
 
@@ -192,7 +199,64 @@ class LineIndex(PostingIndex):
             with suppress(Exception):
                 conn.cancel_safe(timeout=2.0)
 
+    def search_current(
+        self, conn: Any, space: str, match: str, limit: int, weights: tuple[float, float]
+    ) -> list[tuple[int, float]] | None:
+        """:meth:`search` in one autocommit statement when the space held is current: that
+        statement checks the epoch and that no line is above the highest id held, and reads
+        ``N``, ``avgdl`` and the terms' ``n`` in its one snapshot (a refresh and the figures
+        in a repeatable-read transaction were four round trips: BEGIN, two reads, COMMIT).
+        ``None`` when something changed (or the space is not held): refresh, then search."""
+        state = self._spaces.get(space)
+        if state is None or state.epoch is None:
+            return None
+        terms = self._terms(conn, match)
+        row = conn.execute(
+            "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
+            "AND l.id > %s ORDER BY l.id LIMIT 1), f.docs, f.tokens, (SELECT "
+            "json_object_agg(t.lexeme, t.docs) FROM fts_terms t WHERE t.name = 'lines' "
+            "AND t.lexeme = ANY(%s)) FROM spaces s CROSS JOIN fts_stats f "
+            "WHERE s.name = %s AND f.name = 'lines'",
+            (state.last, list(dict.fromkeys(terms)), space),
+        ).fetchone()
+        if row is None or row[0] != state.epoch or row[1] is not None:
+            return None
+        statistics = (row[2], max(row[3] / max(row[2], 1), 1e-9), dict(row[4] or {}))
+        return self.search(conn, space, match, limit, weights, statistics)
+
+    def current_counts(
+        self, conn: Any, space: str, groups: Sequence[Sequence[str]], queries: list[str], cap: int
+    ) -> tuple[int, list[int], list[int]] | None:
+        """``term_counts``' answer in one autocommit statement when the space held is current
+        (checked in that statement, as :meth:`search_current` does): the space's lines and
+        active memories, per word the memories (SQL) and the lines (this index) holding it."""
+        state = self._spaces.get(space)
+        if state is None or state.epoch is None:
+            return None
+        row = conn.execute(
+            term_counts_sql(lines=False, check=True),
+            {"space": space, "cap": cap, "queries": queries, "last": state.last},
+        ).fetchone()
+        if row is None or row[2] != state.epoch or row[3] is not None:
+            return None
+        lines = self.counts(space, groups, cap)
+        if lines is None:
+            return None
+        return int(row[0]), list(row[1]), lines
+
     def refresh(self, conn: Any, space: str) -> None:
+        """As :meth:`PostingIndex.refresh`, in one statement when nothing changed (the
+        space's epoch is the one held and no line is above the highest id held): the epoch
+        and the check for new lines were two statements a refresh, two refreshes a search."""
+        state = self._spaces.get(space)
+        if state is not None and state.epoch is not None:
+            row = conn.execute(
+                "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
+                "AND l.id > %s ORDER BY l.id LIMIT 1) FROM spaces s WHERE s.name = %s",
+                (state.last, space),
+            ).fetchone()
+            if row is not None and row[0] == state.epoch and row[1] is None:
+                return
         super().refresh(conn, space)
         self._fit(space)
 

@@ -54,6 +54,7 @@ from ..base import (
     same_embedder,
 )
 from ..graph import memory_names
+from ..line_rows import LineRows
 from ..rows import BlockTable, KeyTable, NoteTable
 from ..scope import POSTGRES, Clauses, episode_clauses, memory_clauses
 from . import graph, lexical, vectors
@@ -164,6 +165,7 @@ class PostgresStore:
         self._floors: dict[str, tuple[int, int, float, float]] = {}
         self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
         self._cache = vectors.LineCache(cache_vectors)
+        self._rows = LineRows()
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 self._migrate(conn)
@@ -562,15 +564,41 @@ class PostgresStore:
         self._seen.pop(space, None)
 
     def lines(self, ids: Sequence[int]) -> list[LineRow]:
+        """The rows of those lines that exist, by id; each read once a process while its
+        space keeps the vector epoch of the last search (:meth:`_epochs`)."""
         if not ids:
             return []
         with self.reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
-                "WHERE l.id = ANY(%s)",
-                (list(ids),),
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            epochs = self._epochs(conn)
+            rows, missing = (
+                self._rows.lines(ids, epochs.get) if epochs else ([], list(dict.fromkeys(ids)))
+            )
+            if missing:
+                read = conn.execute(  # each by its primary key: left to the planner, a
+                    # space ANALYZE had not seen was hash-joined with all its episodes
+                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    "LATERAL (SELECT * FROM lines WHERE id = k.id OFFSET 0) l CROSS JOIN "
+                    "LATERAL (SELECT * FROM episodes WHERE id = l.episode_id OFFSET 0) e",
+                    (missing,),
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        return sorted(rows)  # by id
+
+    def _epochs(self, conn: psycopg.Connection) -> dict[str, int] | None:
+        """The vector epoch of each space as this process last read it: a search's first
+        statement (the line cache's refresh in :meth:`vector_lines`) reads it, and a delete
+        or re-embedding on any replica moves it, so rows held under it are current for the
+        search. ``None`` inside ``writing()``: its rows may roll back and its deletes are
+        not committed, so nothing is kept or answered from the held rows (as on SQLite)."""
+        if conn is self._local.conn:
+            return None
+        return {space: epoch for space, (_, epoch) in list(self._seen.items())}
+
+    def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
+        rows = [LineRow(*row) for row in read]
+        if epochs:
+            self._rows.keep(rows, epochs.get)
+        return rows
 
     def episode_lines(
         self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
@@ -579,15 +607,24 @@ class PostgresStore:
             return []
         first = " AND seq = 1" if first_only else ""
         with self.reading() as conn:
-            rows = conn.execute(  # per episode by its (episode_id, seq) key: left to the
-                # planner, a fresh space's lines are AND-ed with its whole space index (6 ms)
-                f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN LATERAL "
-                f"(SELECT * FROM lines WHERE episode_id = k.id{first} OFFSET 0) l "
-                "JOIN episodes e ON e.id = l.episode_id WHERE l.space = %s "
-                "ORDER BY l.episode_id, l.seq",
-                (list(episode_ids), space),
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            epochs = self._epochs(conn) if first_only else None
+            rows, missing = (
+                self._rows.firsts(episode_ids, epochs.get)
+                if epochs
+                else ([], list(dict.fromkeys(episode_ids)))
+            )
+            if missing:
+                read = conn.execute(  # per episode by its (episode_id, seq) key: left to the
+                    # planner, a fresh space's lines are AND-ed with its whole space index
+                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    f"LATERAL (SELECT * FROM lines WHERE episode_id = k.id{first} OFFSET 0) l "
+                    "JOIN episodes e ON e.id = l.episode_id WHERE l.space = %s "
+                    "ORDER BY l.episode_id, l.seq",
+                    (missing, space),
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        rows = [row for row in rows if row.space == space]
+        return sorted(rows, key=lambda row: (row.episode_id, row.seq))
 
     def session_window(
         self, space: str, episode_ids: Sequence[int], radius: int
@@ -685,6 +722,11 @@ class PostgresStore:
         if not self._lexical.loaded(space):
             self._lexical.load_later(self.reading, space, (OrcamemError, psycopg.Error))
             return None
+        with self.reading() as conn:
+            if conn is not self._local.conn:
+                found = self._lexical.search_current(conn, space, match, limit, weights)
+                if found is not None:
+                    return found
         with self._snapshot() as conn:
             self._lexical.refresh(conn, space)
             return self._lexical.search(conn, space, match, limit, weights)
@@ -808,6 +850,21 @@ class PostgresStore:
         the lines by the in-process index when it holds the space (the same counts; in SQL
         each word's weight-A match re-read up to ``cap`` rows, 40 ms a search at 100,000
         lines, docs/storage.md), the rest in one statement, one snapshot."""
+        if self._lexical.loaded(space):
+            with self.reading() as conn:
+                if conn is not self._local.conn:
+                    found = self._lexicon.lexemes(conn, words)
+                    asked = [word for word in words if found[word]]
+                    queries = [lexical.tsquery(found[w], joiner=" & ", weight="A") for w in asked]
+                    current = self._lexical.current_counts(
+                        conn, space, [found[w] for w in asked], queries, cap
+                    )
+                    if current is not None:
+                        total, memories, lines = current
+                        counts = dict.fromkeys(words, 0)
+                        for i, word in enumerate(asked):
+                            counts[word] = int(memories[i]) + lines[i]
+                        return total, counts
         with self._snapshot() as conn:
             found = self._lexicon.lexemes(conn, words)
             asked = [word for word in words if found[word]]
