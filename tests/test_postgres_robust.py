@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import suppress
 
+import numpy as np
 import pytest
 
 from orcamem import Memory, OrcamemError, StoreError
@@ -159,3 +160,33 @@ def test_close_stops_the_lexical_loader_it_started(pg_url: str) -> None:
         other.rollback()
         other.close()
         asked.join()
+
+
+def test_a_filtered_vector_search_from_the_held_rows_is_the_sql_answer(pg_url: str) -> None:
+    """A role, session or time filter is answered from the process's line cache, its rows
+    masked by their episodes' fields (the SQLite index's rule): the same lines, in the same
+    order, as the SQL that reads the admitted episodes' lines (a store without the cache)."""
+    from orcamem.engine.store.postgres import PostgresStore
+    from orcamem.recall.filters import SearchFilter
+
+    with Memory(pg_url, space="f") as mem:
+        mem.add_many(
+            [{**turn, "occurred_at": f"2026-0{1 + i // 100}-01T10:00:00Z"}
+             for i, turn in enumerate(_turns(400))]
+        )  # fmt: skip
+        query = mem.embedder.embed(["dentist trip sister"])[0]
+    filters = [
+        SearchFilter(role="user"),
+        SearchFilter(session="s3"),
+        SearchFilter(role="assistant", since="2026-02-01T00:00:00Z"),
+        SearchFilter(until="2026-01-31T00:00:00Z"),
+        SearchFilter(session="nowhere"),
+    ]
+    with PostgresStore(pg_url) as held, PostgresStore(pg_url, cache_vectors=0) as sql:
+        for where in filters:
+            fast = held.vector_lines("f", query, 30, where=where)
+            slow = sql.vector_lines("f", query, 30, where=where)
+            assert [k for k, _ in fast] == [k for k, _ in slow], where
+            assert np.allclose([s for _, s in fast], [s for _, s in slow], rtol=0, atol=1e-6)
+        assert held._cache.held("f") is not None and sql._cache.held("f") is None
+        assert len(held.vector_lines("f", query, 30, where=SearchFilter(session="s3"))) == 20

@@ -56,7 +56,7 @@ from ..base import (
 from ..graph import memory_names
 from ..line_rows import LineRows
 from ..rows import BlockTable, KeyTable, NoteTable
-from ..scope import POSTGRES, Clauses, episode_clauses, memory_clauses
+from ..scope import POSTGRES, Clauses, episode_clauses, line_mask, memory_clauses
 from . import graph, lexical, vectors
 from .schema import LATEST, MIGRATIONS, TABLES
 
@@ -757,19 +757,23 @@ class PostgresStore:
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[int, float]]:
-        """Cosine top ``limit`` lines; with ``where``, the exact scores of the lines of the
-        episodes it admits, read episode by episode (:func:`vectors.admitted_nearest`)."""
+        """Cosine top ``limit`` lines; with ``where``, of the lines of the episodes it admits:
+        the held rows masked by their episodes' role, session and time (``scope.line_mask``,
+        the SQLite index's rule), or, for a metadata filter or a space the cache does not
+        hold, the exact scores read episode by episode (:func:`vectors.admitted_nearest`)."""
+        mask = line_mask(where) if where else None
         with self.reading() as conn:
+            if not where or mask is not None:  # the held rows answer it, masked as on SQLite
+                held, seen = self._cache.refresh(conn, space)
+                if seen is None:
+                    self._seen.pop(space, None)
+                    return []
+                self._seen[space] = seen
+                if held is not None:
+                    return vectors.top(held, vector, limit, mask(held.fields()) if mask else None)
             if where:
                 inner = episode_clauses(where, POSTGRES, space)
                 return vectors.admitted_nearest(conn, vector, limit, inner.sql, inner.params)
-            held, seen = self._cache.refresh(conn, space)
-            if seen is None:
-                self._seen.pop(space, None)
-                return []
-            self._seen[space] = seen
-            if held is not None:
-                return vectors.top(held, vector, limit)
             return vectors.nearest(
                 conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
             )

@@ -20,6 +20,8 @@ import numpy as np
 from pgvector import HalfVector, Vector
 from threadpoolctl import ThreadpoolController
 
+from ..vector_index import Columns
+
 __all__ = [
     "CACHED_VECTORS",
     "CANDIDATES",
@@ -183,6 +185,14 @@ def _one_thread() -> Any:
     return _BLAS[0].limit(limits=1, user_api="blas")
 
 
+class _Column(NamedTuple):
+    """One episode field beside each held row (what ``scope.Columns`` reads)."""
+
+    values: np.ndarray  # int32 codes, or UTF-8 bytes when ordered
+    codes: dict[str | None, int]  # grows only, shared by the snapshots of a space
+    ordered: bool
+
+
 class _Rows(NamedTuple):
     epoch: int
     last: int  # the highest line id held (ids grow in commit order: writes hold WRITE_LOCK)
@@ -190,6 +200,35 @@ class _Rows(NamedTuple):
     dim: int
     keys: np.ndarray  # int64 line ids, ascending
     rows: np.ndarray  # float32, one unit vector a line
+    columns: dict[str, _Column] | None = None  # the episode's role, session, occurred_at
+
+    def fields(self) -> Columns:
+        """The held rows' episode fields, as the SQLite index's filtered search masks them."""
+        return Columns(self.count, self.columns or {})
+
+
+_FIELDS = (("role", False), ("session", False), ("occurred_at", True))
+"""The episode fields kept beside each row, as ``scope.LINE_COLUMNS`` names them: a filtered
+search masks the held rows (``scope.line_mask``) as the SQLite store does, no SQL."""
+
+
+def _columns(held: _Rows | None, fresh: list[tuple]) -> dict[str, _Column]:
+    """The held columns with ``fresh``'s values (row[5:8]) appended, in new arrays."""
+    made = {}
+    for at, (name, ordered) in enumerate(_FIELDS, start=5):
+        old = held.columns[name] if held is not None and held.columns else None
+        codes = old.codes if old is not None else {}
+        items = [row[at] for row in fresh]
+        if ordered:
+            values = np.array([(item or "").encode() for item in items], dtype=np.bytes_)
+        else:
+            for item in dict.fromkeys(items):
+                codes.setdefault(item, len(codes))
+            values = np.fromiter(map(codes.__getitem__, items), np.int32, len(items))
+        if old is not None:
+            values = np.concatenate([old.values, values])
+        made[name] = _Column(values, codes, ordered)
+    return made
 
 
 def _unpack(blobs: list[bytes], dim: int) -> np.ndarray:
@@ -233,10 +272,13 @@ class LineCache:
             room = self.budget - sum(r.count for n, r in self._spaces.items() if n != space)
         after = held.last if held is not None else 0
         found = conn.execute(
-            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector) "
+            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector), "
+            "e.role, e.session_id, e.occurred_at "
             "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND l.id > %(after)s "
             "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
             "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
+            "LEFT JOIN LATERAL (SELECT role, session_id, occurred_at FROM episodes "
+            "WHERE id = l.episode_id OFFSET 0) e ON true "  # by its key, whatever the statistics
             "WHERE s.name = %(space)s ORDER BY l.id",
             {
                 "after": after,
@@ -262,9 +304,13 @@ class LineCache:
             return held, seen
         keys = np.fromiter((row[3] for row in fresh), dtype=np.int64, count=len(fresh))
         rows = _unpack([row[4] for row in fresh], dim)
-        if held is not None and held.dim == dim:
+        if held is not None and held.dim != dim:
+            held = None
+        columns = _columns(held, fresh)
+        if held is not None:
             keys, rows = np.concatenate([held.keys, keys]), np.concatenate([held.rows, rows])
-        made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows)
+        made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows,
+                     columns)  # fmt: skip
         with self._lock:
             self._spaces[space] = made
         return made, seen
@@ -275,15 +321,23 @@ _TIE = 6
 so identical vectors (a line said twice) differ in the 8th decimal, not in the 6th."""
 
 
-def top(rows: _Rows, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """Top ``limit`` ``(line id, cosine)`` of the held rows, exact, ties (to :data:`_TIE`
-    decimals) by id, as the SQL scan orders them."""
+def top(
+    rows: _Rows, query: np.ndarray, limit: int, marked: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """Top ``limit`` ``(line id, cosine)`` of the held rows (only those ``marked``, a mask
+    over them, when given), exact, ties (to :data:`_TIE` decimals) by id, as the SQL scan
+    orders them."""
     if limit < 1 or rows.count == 0 or query.shape[0] != rows.dim:
         return []
     with _one_thread():
         scores = rows.rows @ np.ascontiguousarray(query, dtype=np.float32)
-    limit = min(limit, rows.count)
     rank = -np.round(scores, _TIE)  # one line said twice is one tie, broken by id
+    if marked is not None:
+        limit = min(limit, int(marked.sum()))
+        if limit < 1:
+            return []
+        rank[~marked] = np.inf
+    limit = min(limit, rows.count)
     best = np.argpartition(rank, limit - 1)[:limit]
     cut = rank[best].max()
     best = np.union1d(best, np.flatnonzero(rank == cut))  # every row tied at the cut
