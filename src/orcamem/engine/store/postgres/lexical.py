@@ -66,6 +66,12 @@ def tsquery(lexemes: Sequence[str], *, joiner: str = " | ", weight: str = "") ->
     return joiner.join(_literal(lexeme, weight) for lexeme in lexemes)
 
 
+_STEMS = (
+    f"array(SELECT u.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', p)) u ORDER BY u.positions[1])"
+)
+"""A word's lexemes in order, as the index holds them (over a word ``p``)."""
+
+
 class Lexicon:
     """Words to the lexemes the index holds for them, stemmed by the database once."""
 
@@ -78,16 +84,27 @@ class Lexicon:
             missing = [word for word in dict.fromkeys(words) if word not in self._known]
         if missing:
             rows = conn.execute(
-                f"SELECT p, array(SELECT u.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', p)) u "
-                "ORDER BY u.positions[1]) FROM unnest(%s::text[]) AS p",
-                (missing,),
+                f"SELECT p, {_STEMS} FROM unnest(%s::text[]) AS p", (missing,)
             ).fetchall()
-            with self._lock:
-                if len(self._known) > _CACHE:
-                    self._known.clear()
-                self._known.update((word, tuple(found)) for word, found in rows)
+            self.learn(rows)
         with self._lock:
             return {word: self._known.get(word, ()) for word in words}
+
+    def held(self, words: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The lexemes of the words known already, and the words not known yet."""
+        with self._lock:
+            known = [self._known.get(word) for word in dict.fromkeys(words)]
+            return [x for group in known if group for x in group], [
+                word for word, group in zip(dict.fromkeys(words), known, strict=True)
+                if group is None
+            ]  # fmt: skip
+
+    def learn(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Remember ``(word, lexemes)`` pairs the database stemmed."""
+        with self._lock:
+            if len(self._known) > _CACHE:
+                self._known.clear()
+            self._known.update((word, tuple(found)) for word, found in rows)
 
     def terms(self, conn: Any, match: str) -> list[str]:
         """The distinct lexemes of an FTS5 expression, in order."""
@@ -210,15 +227,19 @@ class LineIndex(PostingIndex):
         state = self._spaces.get(space)
         if state is None or state.epoch is None:
             return None
-        terms = self._terms(conn, match)
-        row = conn.execute(
+        known, missing = self._lexicon.held(phrases(match))
+        row = conn.execute(  # the words not stemmed yet are stemmed here too
+            f"WITH w AS (SELECT p, {_STEMS} AS lx FROM unnest(%(missing)s::text[]) AS p) "
             "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
-            "AND l.id > %s ORDER BY l.id LIMIT 1), f.docs, f.tokens, (SELECT "
-            "json_object_agg(t.lexeme, t.docs) FROM fts_terms t WHERE t.name = 'lines' "
-            "AND t.lexeme = ANY(%s)) FROM spaces s CROSS JOIN fts_stats f "
-            "WHERE s.name = %s AND f.name = 'lines'",
-            (state.last, list(dict.fromkeys(terms)), space),
+            "AND l.id > %(last)s ORDER BY l.id LIMIT 1), f.docs, f.tokens, (SELECT "
+            "json_object_agg(t.lexeme, t.docs) FROM fts_terms t WHERE t.name = 'lines' AND "
+            "t.lexeme = ANY(%(known)s::text[] || array(SELECT unnest(w.lx) FROM w))), "
+            "(SELECT json_agg(json_build_array(w.p, w.lx)) FROM w) "
+            "FROM spaces s CROSS JOIN fts_stats f WHERE s.name = %(space)s AND f.name = 'lines'",
+            {"missing": missing, "last": state.last, "known": known, "space": space},
         ).fetchone()
+        if row is not None and row[5]:
+            self._lexicon.learn(row[5])
         if row is None or row[0] != state.epoch or row[1] is not None:
             return None
         statistics = (row[2], max(row[3] / max(row[2], 1), 1e-9), dict(row[4] or {}))
