@@ -321,6 +321,11 @@ _TIE = 6
 so identical vectors (a line said twice) differ in the 8th decimal, not in the 6th."""
 
 
+_WIDE = 4
+"""A mask of fewer than 1/_WIDE of the held rows scores only those (a gather, as the SQLite
+index does); a wider one scores the whole matrix and drops the rest."""
+
+
 def top(
     rows: _Rows, query: np.ndarray, limit: int, marked: np.ndarray | None = None
 ) -> list[tuple[int, float]]:
@@ -329,20 +334,26 @@ def top(
     orders them."""
     if limit < 1 or rows.count == 0 or query.shape[0] != rows.dim:
         return []
+    vector = np.ascontiguousarray(query, dtype=np.float32)
+    keys, matrix = rows.keys, rows.rows
+    if marked is not None:
+        positions = np.flatnonzero(marked)
+        if positions.size == 0:
+            return []
+        if positions.size * _WIDE < rows.count:  # a session: score its few rows only
+            keys, matrix, marked = keys[positions], matrix[positions], None
     with _one_thread():
-        scores = rows.rows @ np.ascontiguousarray(query, dtype=np.float32)
+        scores = matrix @ vector
     rank = -np.round(scores, _TIE)  # one line said twice is one tie, broken by id
     if marked is not None:
         limit = min(limit, int(marked.sum()))
-        if limit < 1:
-            return []
         rank[~marked] = np.inf
-    limit = min(limit, rows.count)
+    limit = min(limit, keys.size)
     best = np.argpartition(rank, limit - 1)[:limit]
     cut = rank[best].max()
     best = np.union1d(best, np.flatnonzero(rank == cut))  # every row tied at the cut
-    best = best[np.lexsort((rows.keys[best], rank[best]))][:limit]
-    return [(int(rows.keys[i]), float(scores[i])) for i in best]
+    best = best[np.lexsort((keys[best], rank[best]))][:limit]
+    return [(int(keys[i]), float(scores[i])) for i in best]
 
 
 def cached_floor(rows: _Rows, percentile: float, sample: int = 256) -> float:
