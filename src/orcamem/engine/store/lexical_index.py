@@ -233,6 +233,7 @@ class PostingIndex:
         self._lock = threading.Lock()  # one refresh at a time
         self._loads: dict[str, threading.Thread] = {}  # spaces loading or loaded
         self._loads_lock = threading.Lock()
+        self._stopping = threading.Event()  # the store is closing: loads end, none start
 
     def loaded(self, space: str) -> bool:
         return space in self._spaces
@@ -258,11 +259,25 @@ class PostingIndex:
                     self._loads.pop(space, None)
 
         with self._loads_lock:
-            if space in self._loads:
+            if space in self._loads or self._stopping.is_set():
                 return
             thread = threading.Thread(target=run, name="orcamem-lexical", daemon=True)
             self._loads[space] = thread
         thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the loads on their threads and start no more (the store is closing): each
+        stops after its current batch (a subclass may cancel that batch's query first,
+        :meth:`_interrupt`), keeps nothing, and is joined, for up to ``timeout`` seconds."""
+        self._stopping.set()
+        self._interrupt()
+        with self._loads_lock:
+            threads = [t for t in self._loads.values() if t is not threading.current_thread()]
+        for thread in threads:
+            thread.join(timeout)
+
+    def _interrupt(self) -> None:
+        """Cancel what the running loads wait for (nothing here: a batch ends by itself)."""
 
     def _epoch(self, conn: Any, space: str) -> int | None:
         row = conn.execute(
@@ -287,6 +302,8 @@ class PostingIndex:
         query until it is in; it reads in batches, so no long transaction: a delete meanwhile
         moves the epoch read first, and the next refresh re-checks)."""
         state = self._read(conn, space, _Space(epoch=self._epoch(conn, space)))
+        if self._stopping.is_set():  # cut short by stop(): a part of the space is not kept
+            return
         with self._lock:
             self._spaces.setdefault(space, state)
 
@@ -296,7 +313,7 @@ class PostingIndex:
             ids, names, table = self._batch(conn, space, state.last)
             if ids:
                 state = _append(state, ids, names, table)
-            if len(ids) < BATCH:
+            if len(ids) < BATCH or self._stopping.is_set():
                 return state
 
     def _batch(self, conn: Any, space: str, after: int) -> tuple[list[int], list[str], np.ndarray]:
@@ -337,11 +354,13 @@ class PostingIndex:
         match: str,
         limit: int,
         weights: tuple[float, float] = (1.0, 0.4),
+        statistics: tuple[int, float, dict[str, int]] | None = None,
     ) -> list[tuple[int, float]] | None:
         """The store's BM25 (``weights`` on the two columns) top ``limit`` of ``space`` for
         ``match``, or ``None`` when the space is not held or the query is not one this index
         answers exactly (the store's own query answers it). ``conn`` must see what
-        :meth:`refresh` saw."""
+        :meth:`refresh` saw; ``statistics``: the table's figures for the query's terms when
+        the caller read them with its check that the space is current (not read again)."""
         state = self._spaces.get(space)
         if state is None:
             return None
@@ -350,7 +369,7 @@ class PostingIndex:
             return None
         if limit < 1 or not phrases:
             return []
-        rows, avgdl, counts = self._statistics(conn, list(dict.fromkeys(phrases)))
+        rows, avgdl, counts = statistics or self._statistics(conn, list(dict.fromkeys(phrases)))
         if rows == 0:
             return []
         docs_parts: list[np.ndarray] = []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,12 @@ def tsquery(lexemes: Sequence[str], *, joiner: str = " | ", weight: str = "") ->
     return joiner.join(_literal(lexeme, weight) for lexeme in lexemes)
 
 
+_STEMS = (
+    f"array(SELECT u.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', p)) u ORDER BY u.positions[1])"
+)
+"""A word's lexemes in order, as the index holds them (over a word ``p``)."""
+
+
 class Lexicon:
     """Words to the lexemes the index holds for them, stemmed by the database once."""
 
@@ -77,16 +84,27 @@ class Lexicon:
             missing = [word for word in dict.fromkeys(words) if word not in self._known]
         if missing:
             rows = conn.execute(
-                f"SELECT p, array(SELECT u.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', p)) u "
-                "ORDER BY u.positions[1]) FROM unnest(%s::text[]) AS p",
-                (missing,),
+                f"SELECT p, {_STEMS} FROM unnest(%s::text[]) AS p", (missing,)
             ).fetchall()
-            with self._lock:
-                if len(self._known) > _CACHE:
-                    self._known.clear()
-                self._known.update((word, tuple(found)) for word, found in rows)
+            self.learn(rows)
         with self._lock:
             return {word: self._known.get(word, ()) for word in words}
+
+    def held(self, words: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The lexemes of the words known already, and the words not known yet."""
+        with self._lock:
+            known = [self._known.get(word) for word in dict.fromkeys(words)]
+            return [x for group in known if group for x in group], [
+                word for word, group in zip(dict.fromkeys(words), known, strict=True)
+                if group is None
+            ]  # fmt: skip
+
+    def learn(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Remember ``(word, lexemes)`` pairs the database stemmed."""
+        with self._lock:
+            if len(self._known) > _CACHE:
+                self._known.clear()
+            self._known.update((word, tuple(found)) for word, found in rows)
 
     def terms(self, conn: Any, match: str) -> list[str]:
         """The distinct lexemes of an FTS5 expression, in order."""
@@ -94,11 +112,15 @@ class Lexicon:
         return list(dict.fromkeys(lexeme for group in found.values() for lexeme in group))
 
 
-def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") -> str:
+def bm25_sql(
+    table: str, key: str, weights: Sequence[float], where: str = "", source: str = ""
+) -> str:
     """The top-N query of ``table`` by BM25, in one statement; parameters ``lexemes``,
     ``query`` (the lexemes OR-ed), ``space`` and ``limit``. A lexeme's ``n`` (the rows
     holding it) is read from ``fts_terms``, kept by triggers (schema migration 6): counting
-    it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md)."""
+    it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md).
+    ``source``: the FROM item that yields the rows as ``d`` (default the table itself), as
+    a filtered query of lines reads them (``store.admitted_lines``)."""
     frequency = " + ".join(
         f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
         for letter, weight in zip("ABC", weights, strict=False)
@@ -121,16 +143,23 @@ def bm25_sql(table: str, key: str, weights: Sequence[float], where: str = "") ->
                 %(lexemes)s::text[])))) AS u
             CROSS JOIN LATERAL (SELECT {frequency} AS v) AS f
         ) AS score
-        FROM {table} d CROSS JOIN k
+        FROM {source or f"{table} d"} CROSS JOIN k
         WHERE d.space = %(space)s AND d.tsv @@ %(query)s::tsquery{where}
         ORDER BY score DESC, d.{key} LIMIT %(limit)s
     """
 
 
-def term_counts_sql(*, lines: bool) -> str:
+def term_counts_sql(*, lines: bool, check: bool = False) -> str:
     """In one row: the space's lines and active, unprohibited memories, and per word (a
     ``tsquery`` on the first column, weight A) the memories holding it, plus the lines holding
-    it when ``lines`` (else :meth:`LineIndex.counts` has them), each counted up to ``cap``."""
+    it when ``lines`` (else :meth:`LineIndex.counts` has them), each counted up to ``cap``;
+    with ``check``, then the space's vector epoch and its first line above ``last``."""
+    current = (
+        ", (SELECT vector_epoch FROM spaces WHERE name = %(space)s), (SELECT l.id FROM lines l "
+        "WHERE l.space = %(space)s AND l.id > %(last)s ORDER BY l.id LIMIT 1)"
+        if check
+        else ""
+    )
     held = (
         "(SELECT count(*) FROM (SELECT 1 FROM lines WHERE space = %(space)s "
         "AND tsv @@ w.q LIMIT %(cap)s) a) + "
@@ -144,7 +173,7 @@ def term_counts_sql(*, lines: bool) -> str:
             array(SELECT {held}(SELECT count(*) FROM (SELECT 1 FROM memories
                 WHERE space = %(space)s AND active AND NOT prohibited AND tsv @@ w.q
                 LIMIT %(cap)s) b)
-            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i)
+            FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS w(q, i) ORDER BY w.i){current}
     """
 
 
@@ -163,16 +192,92 @@ class LineIndex(PostingIndex):
         super().__init__()
         self._lexicon = lexicon
         self.budget = budget
+        self._reading: set[Any] = set()  # the connections loads read on
 
     def load(self, conn: Any, space: str) -> None:
         """As :meth:`PostingIndex.load`, for a space that fits (its ``line_count`` read first,
-        so one too big is never read); it stays in SQL otherwise."""
-        row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
-        if row is not None and row[0] <= self._room(space):
-            super().load(conn, space)
-            self._fit(space)
+        so one too big is never read); it stays in SQL otherwise. The connection is known
+        meanwhile, so :meth:`stop` can cancel the batch it waits for."""
+        with self._loads_lock:
+            self._reading.add(conn)
+        try:
+            row = conn.execute("SELECT line_count FROM spaces WHERE name = %s", (space,)).fetchone()
+            if row is not None and row[0] <= self._room(space):
+                super().load(conn, space)
+                self._fit(space)
+        finally:
+            with self._loads_lock:
+                self._reading.discard(conn)
+
+    def _interrupt(self) -> None:
+        with self._loads_lock:
+            reading = list(self._reading)
+        for conn in reading:  # the batch fails (QueryCanceled) and the load ends
+            with suppress(Exception):
+                conn.cancel_safe(timeout=2.0)
+
+    def search_current(
+        self, conn: Any, space: str, match: str, limit: int, weights: tuple[float, float]
+    ) -> list[tuple[int, float]] | None:
+        """:meth:`search` in one autocommit statement when the space held is current: that
+        statement checks the epoch and that no line is above the highest id held, and reads
+        ``N``, ``avgdl`` and the terms' ``n`` in its one snapshot (a refresh and the figures
+        in a repeatable-read transaction were four round trips: BEGIN, two reads, COMMIT).
+        ``None`` when something changed (or the space is not held): refresh, then search."""
+        state = self._spaces.get(space)
+        if state is None or state.epoch is None:
+            return None
+        known, missing = self._lexicon.held(phrases(match))
+        row = conn.execute(  # the words not stemmed yet are stemmed here too
+            f"WITH w AS (SELECT p, {_STEMS} AS lx FROM unnest(%(missing)s::text[]) AS p) "
+            "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
+            "AND l.id > %(last)s ORDER BY l.id LIMIT 1), f.docs, f.tokens, (SELECT "
+            "json_object_agg(t.lexeme, t.docs) FROM fts_terms t WHERE t.name = 'lines' AND "
+            "t.lexeme = ANY(%(known)s::text[] || array(SELECT unnest(w.lx) FROM w))), "
+            "(SELECT json_agg(json_build_array(w.p, w.lx)) FROM w) "
+            "FROM spaces s CROSS JOIN fts_stats f WHERE s.name = %(space)s AND f.name = 'lines'",
+            {"missing": missing, "last": state.last, "known": known, "space": space},
+        ).fetchone()
+        if row is not None and row[5]:
+            self._lexicon.learn(row[5])
+        if row is None or row[0] != state.epoch or row[1] is not None:
+            return None
+        statistics = (row[2], max(row[3] / max(row[2], 1), 1e-9), dict(row[4] or {}))
+        return self.search(conn, space, match, limit, weights, statistics)
+
+    def current_counts(
+        self, conn: Any, space: str, groups: Sequence[Sequence[str]], queries: list[str], cap: int
+    ) -> tuple[int, list[int], list[int]] | None:
+        """``term_counts``' answer in one autocommit statement when the space held is current
+        (checked in that statement, as :meth:`search_current` does): the space's lines and
+        active memories, per word the memories (SQL) and the lines (this index) holding it."""
+        state = self._spaces.get(space)
+        if state is None or state.epoch is None:
+            return None
+        row = conn.execute(
+            term_counts_sql(lines=False, check=True),
+            {"space": space, "cap": cap, "queries": queries, "last": state.last},
+        ).fetchone()
+        if row is None or row[2] != state.epoch or row[3] is not None:
+            return None
+        lines = self.counts(space, groups, cap)
+        if lines is None:
+            return None
+        return int(row[0]), list(row[1]), lines
 
     def refresh(self, conn: Any, space: str) -> None:
+        """As :meth:`PostingIndex.refresh`, in one statement when nothing changed (the
+        space's epoch is the one held and no line is above the highest id held): the epoch
+        and the check for new lines were two statements a refresh, two refreshes a search."""
+        state = self._spaces.get(space)
+        if state is not None and state.epoch is not None:
+            row = conn.execute(
+                "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
+                "AND l.id > %s ORDER BY l.id LIMIT 1) FROM spaces s WHERE s.name = %s",
+                (state.last, space),
+            ).fetchone()
+            if row is not None and row[0] == state.epoch and row[1] is None:
+                return
         super().refresh(conn, space)
         self._fit(space)
 

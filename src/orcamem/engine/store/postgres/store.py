@@ -54,15 +54,21 @@ from ..base import (
     same_embedder,
 )
 from ..graph import memory_names
+from ..line_rows import LineRows
 from ..rows import BlockTable, KeyTable, NoteTable
-from ..scope import POSTGRES, Clauses, line_clauses, memory_clauses
+from ..scope import POSTGRES, Clauses, episode_clauses, line_mask, memory_clauses
 from . import graph, lexical, vectors
 from .schema import LATEST, MIGRATIONS, TABLES
 
-__all__ = ["WRITE_LOCK", "PostgresStore", "safe_url"]
+__all__ = ["STATEMENT_TIMEOUT_S", "WRITE_LOCK", "PostgresStore", "admitted_lines", "safe_url"]
 
 WRITE_LOCK = 0x4F52434D
 """The advisory lock every write transaction holds (``ORCM``, as SQLite's application id)."""
+
+STATEMENT_TIMEOUT_S = 60.0
+"""How long one read statement may run before PostgreSQL cancels it (``statement_timeout``
+of every pooled connection; a write transaction lifts it for itself): a runaway plan
+becomes an orcamem error instead of a request that never returns (docs/storage.md)."""
 
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
@@ -89,6 +95,13 @@ def safe_url(url: str) -> str:
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
     """Map a driver error to the most specific orcamem error, with the next step."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, pg_errors.QueryCanceled):  # an OperationalError, but the server is up
+        return StoreError(
+            f"PostgreSQL cancelled a query on {url} ({message}): a read ran past its "
+            "statement_timeout (PostgresStore(statement_timeout_s=…), 60 s unless set) or was "
+            "cancelled by an operator; run ANALYZE on the database and retry, and report the "
+            "query if it happens again"
+        )
     if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
         return ReadOnlyStoreError(
             f"cannot write the memory database {url} ({message}): connect as a role that may "
@@ -117,6 +130,10 @@ class PostgresStore:
             (:class:`vectors.LineCache`); a space bigger than that is searched in SQL.
         index_lines: lines whose postings this process keeps for BM25
             (:class:`lexical.LineIndex`); a space past that is ranked in SQL.
+        statement_timeout_s: the longest one read statement may run (PostgreSQL's
+            ``statement_timeout`` on every pooled connection; write transactions are not
+            limited); past it the read fails with a ``StoreError``. ``None`` keeps the
+            server's or the URL's own setting.
 
     Raises:
         StoreError: the server cannot be reached or the schema cannot be made.
@@ -135,9 +152,11 @@ class PostgresStore:
         timeout_s: float = 30.0,
         cache_vectors: int = vectors.CACHED_VECTORS,
         index_lines: int = lexical.INDEXED_LINES,
+        statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
     ) -> None:
         refuse_bad_url(url)
         self.url = url
+        self._timeout_ms = None if statement_timeout_s is None else int(statement_timeout_s * 1000)
         self.path = safe_url(url)
         self._local = _Local()
         self._closed = False
@@ -146,6 +165,7 @@ class PostgresStore:
         self._floors: dict[str, tuple[int, int, float, float]] = {}
         self._seen: dict[str, tuple[int, int]] = {}  # space -> (lines, epoch) at the last query
         self._cache = vectors.LineCache(cache_vectors)
+        self._rows = LineRows()
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as conn:
                 self._migrate(conn)
@@ -168,9 +188,10 @@ class PostgresStore:
                 "PostgreSQL runs there and accepts this user, then retry"
             ) from None
 
-    @staticmethod
-    def _configure(conn: psycopg.Connection) -> None:
+    def _configure(self, conn: psycopg.Connection) -> None:
         register_vector(conn)
+        if self._timeout_ms is not None:
+            conn.execute(f"SET statement_timeout = {max(self._timeout_ms, 1)}")
         for setting in vectors.SETTINGS:
             with suppress(
                 pg_errors.UndefinedObject, pg_errors.InvalidName, pg_errors.InvalidParameterValue
@@ -253,7 +274,11 @@ class PostgresStore:
             self._local.conn = conn
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    conn.execute(  # one round trip, simple protocol: a write (and its
+                        # wait for the lock) has no read timeout; a bulk one may be long
+                        f"SET LOCAL statement_timeout = 0; SELECT pg_advisory_xact_lock({WRITE_LOCK})",
+                        prepare=False,
+                    )
                     yield conn
             except psycopg.Error as exc:
                 raise _translate(exc, self.path) from None
@@ -539,15 +564,41 @@ class PostgresStore:
         self._seen.pop(space, None)
 
     def lines(self, ids: Sequence[int]) -> list[LineRow]:
+        """The rows of those lines that exist, by id; each read once a process while its
+        space keeps the vector epoch of the last search (:meth:`_epochs`)."""
         if not ids:
             return []
         with self.reading() as conn:
-            rows = conn.execute(
-                f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
-                "WHERE l.id = ANY(%s)",
-                (list(ids),),
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            epochs = self._epochs(conn)
+            rows, missing = (
+                self._rows.lines(ids, epochs.get) if epochs else ([], list(dict.fromkeys(ids)))
+            )
+            if missing:
+                read = conn.execute(  # each by its primary key: left to the planner, a
+                    # space ANALYZE had not seen was hash-joined with all its episodes
+                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    "LATERAL (SELECT * FROM lines WHERE id = k.id OFFSET 0) l CROSS JOIN "
+                    "LATERAL (SELECT * FROM episodes WHERE id = l.episode_id OFFSET 0) e",
+                    (missing,),
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        return sorted(rows)  # by id
+
+    def _epochs(self, conn: psycopg.Connection) -> dict[str, int] | None:
+        """The vector epoch of each space as this process last read it: a search's first
+        statement (the line cache's refresh in :meth:`vector_lines`) reads it, and a delete
+        or re-embedding on any replica moves it, so rows held under it are current for the
+        search. ``None`` inside ``writing()``: its rows may roll back and its deletes are
+        not committed, so nothing is kept or answered from the held rows (as on SQLite)."""
+        if conn is self._local.conn:
+            return None
+        return {space: epoch for space, (_, epoch) in list(self._seen.items())}
+
+    def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
+        rows = [LineRow(*row) for row in read]
+        if epochs:
+            self._rows.keep(rows, epochs.get)
+        return rows
 
     def episode_lines(
         self, space: str, episode_ids: Sequence[int], *, first_only: bool = False
@@ -556,15 +607,24 @@ class PostgresStore:
             return []
         first = " AND seq = 1" if first_only else ""
         with self.reading() as conn:
-            rows = conn.execute(  # per episode by its (episode_id, seq) key: left to the
-                # planner, a fresh space's lines are AND-ed with its whole space index (6 ms)
-                f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN LATERAL "
-                f"(SELECT * FROM lines WHERE episode_id = k.id{first} OFFSET 0) l "
-                "JOIN episodes e ON e.id = l.episode_id WHERE l.space = %s "
-                "ORDER BY l.episode_id, l.seq",
-                (list(episode_ids), space),
-            ).fetchall()
-        return [LineRow(*row) for row in rows]
+            epochs = self._epochs(conn) if first_only else None
+            rows, missing = (
+                self._rows.firsts(episode_ids, epochs.get)
+                if epochs
+                else ([], list(dict.fromkeys(episode_ids)))
+            )
+            if missing:
+                read = conn.execute(  # per episode by its (episode_id, seq) key: left to the
+                    # planner, a fresh space's lines are AND-ed with its whole space index
+                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    f"LATERAL (SELECT * FROM lines WHERE episode_id = k.id{first} OFFSET 0) l "
+                    "JOIN episodes e ON e.id = l.episode_id WHERE l.space = %s "
+                    "ORDER BY l.episode_id, l.seq",
+                    (missing, space),
+                ).fetchall()
+                rows += self._kept(read, epochs)
+        rows = [row for row in rows if row.space == space]
+        return sorted(rows, key=lambda row: (row.episode_id, row.seq))
 
     def session_window(
         self, space: str, episode_ids: Sequence[int], radius: int
@@ -612,14 +672,14 @@ class PostgresStore:
 
     def _bm25(
         self, table: str, key: str, space: str, match: str, limit: int, weights: Sequence[float],
-        where: str = "", scope: Clauses | None = None,
+        where: str = "", scope: Clauses | None = None, source: str = "",
     ) -> list[tuple[Any, float]]:  # fmt: skip
         with self.reading() as conn:
             terms = self._lexicon.terms(conn, match)
             if not terms or limit < 1:
                 return []
             rows = conn.execute(
-                lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else "")),
+                lexical.bm25_sql(table, key, weights, where + (scope.sql if scope else ""), source),
                 {
                     "lexemes": terms,
                     "query": lexical.tsquery(terms),
@@ -646,8 +706,10 @@ class PostgresStore:
         found = None if where else self._indexed_lexical(space, match, limit, weights)
         if found is not None:
             return found
-        scope = line_clauses(where, POSTGRES, "d", space) if where else None
-        return self._bm25("lines", "id", space, match, limit, weights, scope=scope)
+        if not where:
+            return self._bm25("lines", "id", space, match, limit, weights)
+        source, scope = admitted_lines(where, space)
+        return self._bm25("lines", "id", space, match, limit, weights, scope=scope, source=source)
 
     def _indexed_lexical(
         self, space: str, match: str, limit: int, weights: tuple[float, float]
@@ -660,6 +722,11 @@ class PostgresStore:
         if not self._lexical.loaded(space):
             self._lexical.load_later(self.reading, space, (OrcamemError, psycopg.Error))
             return None
+        with self.reading() as conn:
+            if conn is not self._local.conn:
+                found = self._lexical.search_current(conn, space, match, limit, weights)
+                if found is not None:
+                    return found
         with self._snapshot() as conn:
             self._lexical.refresh(conn, space)
             return self._lexical.search(conn, space, match, limit, weights)
@@ -690,21 +757,23 @@ class PostgresStore:
     def vector_lines(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[int, float]]:
-        """Cosine top ``limit`` lines; with ``where``, the exact scores of the lines of the
-        episodes it admits (the planner reads them by the episode subquery, not by HNSW)."""
+        """Cosine top ``limit`` lines; with ``where``, of the lines of the episodes it admits:
+        the held rows masked by their episodes' role, session and time (``scope.line_mask``,
+        the SQLite index's rule), or, for a metadata filter or a space the cache does not
+        hold, the exact scores read episode by episode (:func:`vectors.admitted_nearest`)."""
+        mask = line_mask(where) if where else None
         with self.reading() as conn:
+            if not where or mask is not None:  # the held rows answer it, masked as on SQLite
+                held, seen = self._cache.refresh(conn, space)
+                if seen is None:
+                    self._seen.pop(space, None)
+                    return []
+                self._seen[space] = seen
+                if held is not None:
+                    return vectors.top(held, vector, limit, mask(held.fields()) if mask else None)
             if where:
-                scope = line_clauses(where, POSTGRES, "lines", space)
-                return vectors.nearest(
-                    conn, "lines", "id", space, vector, limit, scope.sql, params=scope.params
-                )
-            held, seen = self._cache.refresh(conn, space)
-            if seen is None:
-                self._seen.pop(space, None)
-                return []
-            self._seen[space] = seen
-            if held is not None:
-                return vectors.top(held, vector, limit)
+                inner = episode_clauses(where, POSTGRES, space)
+                return vectors.admitted_nearest(conn, vector, limit, inner.sql, inner.params)
             return vectors.nearest(
                 conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
             )
@@ -785,6 +854,21 @@ class PostgresStore:
         the lines by the in-process index when it holds the space (the same counts; in SQL
         each word's weight-A match re-read up to ``cap`` rows, 40 ms a search at 100,000
         lines, docs/storage.md), the rest in one statement, one snapshot."""
+        if self._lexical.loaded(space):
+            with self.reading() as conn:
+                if conn is not self._local.conn:
+                    found = self._lexicon.lexemes(conn, words)
+                    asked = [word for word in words if found[word]]
+                    queries = [lexical.tsquery(found[w], joiner=" & ", weight="A") for w in asked]
+                    current = self._lexical.current_counts(
+                        conn, space, [found[w] for w in asked], queries, cap
+                    )
+                    if current is not None:
+                        total, memories, lines = current
+                        counts = dict.fromkeys(words, 0)
+                        for i, word in enumerate(asked):
+                            counts[word] = int(memories[i]) + lines[i]
+                        return total, counts
         with self._snapshot() as conn:
             found = self._lexicon.lexemes(conn, words)
             asked = [word for word in words if found[word]]
@@ -1272,9 +1356,12 @@ class PostgresStore:
             return [tuple(r) for r in lines], [tuple(r) for r in memories]
 
     def close(self) -> None:
-        """Close the pool; idempotent. Later calls raise ``ClosedError``."""
+        """Close the pool; idempotent. Later calls raise ``ClosedError``. A lexical index
+        load still running on its thread is cancelled and joined first (it held a pooled
+        connection and read on after the store closed)."""
         if not self._closed:
             self._closed = True
+            self._lexical.stop()
             with suppress(Exception):
                 self._pool.close()
 
@@ -1297,6 +1384,28 @@ class PostgresStore:
     @cached_property
     def jobs(self) -> PostgresJobStore:
         return PostgresJobStore(self)
+
+
+def admitted_lines(where: SearchFilter, space: str) -> tuple[str, Clauses]:
+    """A filtered BM25 query's lines ``d`` (a FROM item) and the clauses that admit them,
+    in a shape the planner cannot turn into a scan per episode whatever the statistics
+    (a plain ``IN`` subquery on a never-analyzed 100,000-line space was planned for 2
+    of 50,000 episodes, each AND-ing the space's whole line index: minutes). A session's
+    episodes come first, each one's lines by their ``(episode_id, seq)`` key; any other
+    filter keeps the lines the text index matches and looks each one's episode up by its
+    primary key. Both sit behind ``OFFSET 0``, so neither is flattened."""
+    inner = episode_clauses(where, POSTGRES, space)
+    if where.session is not None:
+        source = (
+            f"(SELECT e.id FROM episodes e WHERE {inner.sql} OFFSET 0) a CROSS JOIN "
+            "LATERAL (SELECT * FROM lines WHERE episode_id = a.id OFFSET 0) d"
+        )
+        return source, Clauses("", inner.params)
+    source = (
+        "lines d CROSS JOIN LATERAL (SELECT 1 FROM episodes e WHERE e.id = d.episode_id "
+        f"AND {inner.sql} OFFSET 0) a"
+    )
+    return source, Clauses("", inner.params)
 
 
 def refuse_bad_url(url: str) -> None:

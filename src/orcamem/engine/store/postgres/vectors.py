@@ -20,12 +20,16 @@ import numpy as np
 from pgvector import HalfVector, Vector
 from threadpoolctl import ThreadpoolController
 
+from ..vector_index import Columns
+
 __all__ = [
     "CACHED_VECTORS",
     "CANDIDATES",
     "EF_SEARCH",
     "EXACT_UP_TO",
     "LineCache",
+    "admitted_nearest",
+    "admitted_sql",
     "decode",
     "encode",
     "nearest",
@@ -120,6 +124,37 @@ def nearest(
     return [(row[0], float(row[1])) for row in found]
 
 
+def admitted_nearest(
+    conn: Any, query: np.ndarray, limit: int, episodes: str, params: Any
+) -> list[tuple[int, float]]:
+    """Top ``limit`` ``(line id, cosine)`` of the lines of the episodes ``e`` that
+    ``episodes`` (a WHERE naming the space) admits, the exact scores :func:`nearest` gives.
+
+    The episodes are read first and each one's lines by its ``(episode_id, seq)`` key, both
+    behind ``OFFSET 0`` so the planner can neither flatten them nor AND the space's whole
+    line index into each look-up: on a bulk-loaded space ANALYZE had not seen, the plain
+    ``IN`` subquery was planned for 2 of 50,000 episodes and read the 100,000 entries of
+    ``lines_space`` once per episode (a role-filtered search ran for minutes)."""
+    dim = int(query.shape[0])
+    if limit < 1 or dim < 1:
+        return []
+    params = {"query": Vector(np.ascontiguousarray(query, dtype=np.float32)), "limit": limit,
+              **params}  # fmt: skip
+    found = conn.execute(admitted_sql(dim, episodes), params).fetchall()
+    return [(row[0], float(row[1])) for row in found]
+
+
+def admitted_sql(dim: int, episodes: str) -> str:
+    """:func:`admitted_nearest`'s statement (parameters ``query``, ``limit`` and those of
+    ``episodes``)."""
+    return (
+        f"SELECT l.id, -(l.vector::vector({dim}) <#> %(query)s::vector({dim})) AS score "
+        f"FROM (SELECT e.id FROM episodes e WHERE {episodes} OFFSET 0) a "
+        "CROSS JOIN LATERAL (SELECT id, vector FROM lines WHERE episode_id = a.id OFFSET 0) l "
+        f"WHERE vector_dims(l.vector) = {dim} ORDER BY score DESC, l.id LIMIT %(limit)s"
+    )
+
+
 def noise_floor(conn: Any, space: str, count: int, percentile: float, sample: int = 256) -> float:
     """The ``percentile`` of cosine between random pairs of the space's line vectors: the same
     seeded sample of positions (lines in id order) as the SQLite index takes."""
@@ -150,6 +185,14 @@ def _one_thread() -> Any:
     return _BLAS[0].limit(limits=1, user_api="blas")
 
 
+class _Column(NamedTuple):
+    """One episode field beside each held row (what ``scope.Columns`` reads)."""
+
+    values: np.ndarray  # int32 codes, or UTF-8 bytes when ordered
+    codes: dict[str | None, int]  # grows only, shared by the snapshots of a space
+    ordered: bool
+
+
 class _Rows(NamedTuple):
     epoch: int
     last: int  # the highest line id held (ids grow in commit order: writes hold WRITE_LOCK)
@@ -157,6 +200,35 @@ class _Rows(NamedTuple):
     dim: int
     keys: np.ndarray  # int64 line ids, ascending
     rows: np.ndarray  # float32, one unit vector a line
+    columns: dict[str, _Column] | None = None  # the episode's role, session, occurred_at
+
+    def fields(self) -> Columns:
+        """The held rows' episode fields, as the SQLite index's filtered search masks them."""
+        return Columns(self.count, self.columns or {})
+
+
+_FIELDS = (("role", False), ("session", False), ("occurred_at", True))
+"""The episode fields kept beside each row, as ``scope.LINE_COLUMNS`` names them: a filtered
+search masks the held rows (``scope.line_mask``) as the SQLite store does, no SQL."""
+
+
+def _columns(held: _Rows | None, fresh: list[tuple]) -> dict[str, _Column]:
+    """The held columns with ``fresh``'s values (row[5:8]) appended, in new arrays."""
+    made = {}
+    for at, (name, ordered) in enumerate(_FIELDS, start=5):
+        old = held.columns[name] if held is not None and held.columns else None
+        codes = old.codes if old is not None else {}
+        items = [row[at] for row in fresh]
+        if ordered:
+            values = np.array([(item or "").encode() for item in items], dtype=np.bytes_)
+        else:
+            for item in dict.fromkeys(items):
+                codes.setdefault(item, len(codes))
+            values = np.fromiter(map(codes.__getitem__, items), np.int32, len(items))
+        if old is not None:
+            values = np.concatenate([old.values, values])
+        made[name] = _Column(values, codes, ordered)
+    return made
 
 
 def _unpack(blobs: list[bytes], dim: int) -> np.ndarray:
@@ -200,10 +272,13 @@ class LineCache:
             room = self.budget - sum(r.count for n, r in self._spaces.items() if n != space)
         after = held.last if held is not None else 0
         found = conn.execute(
-            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector) "
+            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector), "
+            "e.role, e.session_id, e.occurred_at "
             "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND l.id > %(after)s "
             "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
             "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
+            "LEFT JOIN LATERAL (SELECT role, session_id, occurred_at FROM episodes "
+            "WHERE id = l.episode_id OFFSET 0) e ON true "  # by its key, whatever the statistics
             "WHERE s.name = %(space)s ORDER BY l.id",
             {
                 "after": after,
@@ -229,9 +304,13 @@ class LineCache:
             return held, seen
         keys = np.fromiter((row[3] for row in fresh), dtype=np.int64, count=len(fresh))
         rows = _unpack([row[4] for row in fresh], dim)
-        if held is not None and held.dim == dim:
+        if held is not None and held.dim != dim:
+            held = None
+        columns = _columns(held, fresh)
+        if held is not None:
             keys, rows = np.concatenate([held.keys, keys]), np.concatenate([held.rows, rows])
-        made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows)
+        made = _Rows(epoch, int(keys[-1]) if len(keys) else 0, len(keys), dim, keys, rows,
+                     columns)  # fmt: skip
         with self._lock:
             self._spaces[space] = made
         return made, seen
@@ -242,20 +321,39 @@ _TIE = 6
 so identical vectors (a line said twice) differ in the 8th decimal, not in the 6th."""
 
 
-def top(rows: _Rows, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """Top ``limit`` ``(line id, cosine)`` of the held rows, exact, ties (to :data:`_TIE`
-    decimals) by id, as the SQL scan orders them."""
+_WIDE = 4
+"""A mask of fewer than 1/_WIDE of the held rows scores only those (a gather, as the SQLite
+index does); a wider one scores the whole matrix and drops the rest."""
+
+
+def top(
+    rows: _Rows, query: np.ndarray, limit: int, marked: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """Top ``limit`` ``(line id, cosine)`` of the held rows (only those ``marked``, a mask
+    over them, when given), exact, ties (to :data:`_TIE` decimals) by id, as the SQL scan
+    orders them."""
     if limit < 1 or rows.count == 0 or query.shape[0] != rows.dim:
         return []
+    vector = np.ascontiguousarray(query, dtype=np.float32)
+    keys, matrix = rows.keys, rows.rows
+    if marked is not None:
+        positions = np.flatnonzero(marked)
+        if positions.size == 0:
+            return []
+        if positions.size * _WIDE < rows.count:  # a session: score its few rows only
+            keys, matrix, marked = keys[positions], matrix[positions], None
     with _one_thread():
-        scores = rows.rows @ np.ascontiguousarray(query, dtype=np.float32)
-    limit = min(limit, rows.count)
+        scores = matrix @ vector
     rank = -np.round(scores, _TIE)  # one line said twice is one tie, broken by id
+    if marked is not None:
+        limit = min(limit, int(marked.sum()))
+        rank[~marked] = np.inf
+    limit = min(limit, keys.size)
     best = np.argpartition(rank, limit - 1)[:limit]
     cut = rank[best].max()
     best = np.union1d(best, np.flatnonzero(rank == cut))  # every row tied at the cut
-    best = best[np.lexsort((rows.keys[best], rank[best]))][:limit]
-    return [(int(rows.keys[i]), float(scores[i])) for i in best]
+    best = best[np.lexsort((keys[best], rank[best]))][:limit]
+    return [(int(keys[i]), float(scores[i])) for i in best]
 
 
 def cached_floor(rows: _Rows, percentile: float, sample: int = 256) -> float:

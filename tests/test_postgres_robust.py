@@ -1,0 +1,192 @@
+"""The PostgreSQL store does not hang: a filtered search's plan stays linear on a space the
+planner has no statistics for, a read that runs away is cancelled into a clear error, and
+``close()`` stops the lexical index's loader instead of leaving it reading.
+
+Real PostgreSQL 18 + pgvector (``tests/pg_server.py``); nothing here waits on the clock: a
+lock held by another connection makes a read wait for as long as it takes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import suppress
+
+import numpy as np
+import pytest
+
+from orcamem import Memory, OrcamemError, StoreError
+
+psycopg = pytest.importorskip("psycopg")
+
+
+def _turns(count: int) -> list[dict]:
+    return [
+        {
+            "text": f"turn {i}: the dentist said the trip to Pune is on, and the sister agreed",
+            "role": "user" if i % 2 else "assistant",
+            "session_id": f"s{i // 20}",
+        }
+        for i in range(count)
+    ]
+
+
+def _nodes(plan: dict) -> Iterator[dict]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url: str) -> None:
+    """A freshly bulk-loaded space (autovacuum off for it: no statistics at all). The
+    filtered vector and BM25 queries, as the store builds them, never scan the space's line
+    index once per episode: the plain ``IN (SELECT … FROM episodes …)`` of before was planned
+    for ~2 of the 1,000 episodes a role admits and AND-ed ``lines_space`` (every line of
+    the space) into each episode's look-up, 1,000 times (at 100,000 lines: minutes)."""
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+
+    from orcamem.engine.store.postgres import lexical, vectors
+    from orcamem.engine.store.postgres.store import admitted_lines
+    from orcamem.engine.store.scope import POSTGRES, episode_clauses
+    from orcamem.recall.filters import SearchFilter
+
+    with Memory(pg_url, space="big") as mem:
+        mem.add("opening the schema")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            for table in ("episodes", "lines"):
+                conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        mem.add_many(_turns(2000))
+        query = mem.embedder.embed(["dentist trip"])[0]
+        hits = mem.store.vector_lines("big", query, 50, where=SearchFilter(role="user"))
+        assert len(hits) == 50  # what the store answers through these statements
+    terms = ["dentist", "trip", "sister"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        register_vector(conn)
+        analyzed = conn.execute(
+            "SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('episodes', 'lines') "
+            "AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)"
+        ).fetchone()[0]
+        assert analyzed == 0  # the planner sees no statistics
+        for where in (SearchFilter(role="user"), SearchFilter(session="s7")):
+            inner = episode_clauses(where, POSTGRES, "big")
+            source, scope = admitted_lines(where, "big")
+            statements = [
+                (
+                    vectors.admitted_sql(len(query), inner.sql),
+                    {"query": Vector(query), "limit": 50, **inner.params},
+                ),
+                (
+                    lexical.bm25_sql("lines", "id", (1.0, 0.4), scope.sql, source),
+                    {
+                        "lexemes": terms,
+                        "query": lexical.tsquery(terms),
+                        "space": "big",
+                        "limit": 50,
+                        **scope.params,
+                    },
+                ),
+            ]
+            for sql, params in statements:
+                [[plan]] = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchone()
+                looped = [
+                    node
+                    for node in _nodes(plan["Plan"])
+                    if node.get("Index Name") == "lines_space" and node["Actual Loops"] > 1
+                ]
+                assert looped == [], (where, sql)
+                assert plan["Plan"]["Actual Rows"] > 0
+
+
+def test_a_runaway_read_is_a_clear_error_and_writes_have_no_read_timeout(pg_url: str) -> None:
+    """A read past ``statement_timeout_s`` is cancelled by the server and raised as a
+    ``StoreError`` that says so (it was "cannot reach the memory database" before, and
+    without the timeout the read waited as long as the lock was held); a write transaction
+    lifts the read timeout for itself."""
+    from orcamem.engine.store.postgres import PostgresStore
+
+    with PostgresStore(pg_url, pool_size=1, statement_timeout_s=0.2) as store:
+        store.ensure_space("x", "e", 4, "2026-11-01T10:00:00Z")
+        with store.reading() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "200ms"
+        with store.writing() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
+        with store.reading() as conn:  # and back on for reads after the write
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "200ms"
+        with psycopg.connect(pg_url) as other:  # a transaction that holds the table
+            other.execute("LOCK TABLE spaces IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreError, match="statement_timeout") as raised:
+                store.space_row("x")
+            assert "cannot reach" not in str(raised.value)
+            other.rollback()
+        assert store.space_row("x") is not None
+
+
+def test_close_stops_the_lexical_loader_it_started(pg_url: str) -> None:
+    """A space's first unfiltered lexical query starts loading its postings on a thread;
+    ``close()`` cancels that load and joins the thread. Here the load waits on a lock
+    another connection holds on ``lines``, so it cannot have finished by itself: before,
+    the thread (and its pooled connection) lived on after ``close()`` returned."""
+    from orcamem.engine.store.postgres import PostgresStore
+
+    with Memory(pg_url, space="x") as mem:
+        mem.add_many(_turns(40))
+    store = PostgresStore(pg_url, pool_size=4)
+    other = psycopg.connect(pg_url)
+    other.execute("LOCK TABLE lines IN ACCESS EXCLUSIVE MODE")
+
+    def search() -> None:  # its own query (SQL, until the index is in) waits on the lock too
+        with suppress(OrcamemError):
+            store.lexical_lines("x", '"dentist"', 5)
+
+    asked = threading.Thread(target=search, daemon=True)
+    asked.start()
+    waiting = 0
+    for _ in range(10_000):  # until the loader and the search both wait on the lock
+        with psycopg.connect(pg_url, autocommit=True) as watch:
+            waiting = watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'lines'::regclass"
+            ).fetchone()[0]
+        if waiting >= 2:
+            break
+    assert waiting >= 2
+    loader = store._lexical.loading("x")
+    assert loader is not None and loader.is_alive()
+    try:
+        store.close()
+        assert not loader.is_alive()
+        assert not store._lexical.loaded("x")  # a load cut short keeps nothing
+    finally:
+        other.rollback()
+        other.close()
+        asked.join()
+
+
+def test_a_filtered_vector_search_from_the_held_rows_is_the_sql_answer(pg_url: str) -> None:
+    """A role, session or time filter is answered from the process's line cache, its rows
+    masked by their episodes' fields (the SQLite index's rule): the same lines, in the same
+    order, as the SQL that reads the admitted episodes' lines (a store without the cache)."""
+    from orcamem.engine.store.postgres import PostgresStore
+    from orcamem.recall.filters import SearchFilter
+
+    with Memory(pg_url, space="f") as mem:
+        mem.add_many(
+            [{**turn, "occurred_at": f"2026-0{1 + i // 100}-01T10:00:00Z"}
+             for i, turn in enumerate(_turns(400))]
+        )  # fmt: skip
+        query = mem.embedder.embed(["dentist trip sister"])[0]
+    filters = [
+        SearchFilter(role="user"),
+        SearchFilter(session="s3"),
+        SearchFilter(role="assistant", since="2026-02-01T00:00:00Z"),
+        SearchFilter(until="2026-01-31T00:00:00Z"),
+        SearchFilter(session="nowhere"),
+    ]
+    with PostgresStore(pg_url) as held, PostgresStore(pg_url, cache_vectors=0) as sql:
+        for where in filters:
+            fast = held.vector_lines("f", query, 30, where=where)
+            slow = sql.vector_lines("f", query, 30, where=where)
+            assert [k for k, _ in fast] == [k for k, _ in slow], where
+            assert np.allclose([s for _, s in fast], [s for _, s in slow], rtol=0, atol=1e-6)
+        assert held._cache.held("f") is not None and sql._cache.held("f") is None
+        assert len(held.vector_lines("f", query, 30, where=SearchFilter(session="s3"))) == 20
