@@ -163,3 +163,30 @@ def test_the_threshold_is_checked() -> None:
     assert StorageConfig().lexical_index_threshold == 200_000
     with pytest.raises(InvalidInputError, match="lexical_index_threshold"):
         StorageConfig(lexical_index_threshold=-1)
+
+
+def test_close_stops_the_lexical_loader(tmp_path: Path) -> None:
+    """A big space's first query loads its postings on a thread; ``close()`` ends that load
+    and joins the thread, which keeps nothing. The load's batch here waits until the store
+    is stopping, so it cannot end by itself first: before, ``close()`` returned with the
+    thread still reading."""
+    path = tmp_path / "m.db"
+    with Memory(path) as mem:
+        mem.add("the dog at the harbour", space="s", kind="turn", role="user")
+    match = fts_query("harbour dog")
+    assert match is not None
+    mem = Memory(path, config=INDEXED)
+    index = mem.store._lexical
+    read_batch = index._batch
+
+    def batch(conn, space, after):  # the index's own signature
+        index._stopping.wait(60)  # bounded only so that a failing run does not hang
+        return read_batch(conn, space, after)
+
+    index._batch = batch
+    mem.store.lexical_lines("s", match, 10)  # FTS5 answers; the load starts
+    loader = index.loading("s")
+    assert loader is not None and loader.is_alive()
+    mem.close()
+    assert not loader.is_alive()
+    assert not index.loaded("s")

@@ -200,6 +200,7 @@ class SQLiteStore:
         self._owner: int | None = None  # the thread inside writing()
         self._closed = False
         self._readers: ReaderPool | None = None
+        self._lexical = LexicalIndex()  # before the connections: closing stops its loads
         if self.path != ":memory:":
             self._check_file(Path(self.path))
         try:
@@ -245,7 +246,6 @@ class SQLiteStore:
             "memories", "id", blas_threads=blas_threads, prune_above=prune_above
         )
         self._lexical_above = lexical_above
-        self._lexical = LexicalIndex()
         self._rows = LineRows()
 
     # -- opening ---------------------------------------------------------------------------
@@ -1410,6 +1410,7 @@ class SQLiteStore:
                 self._close_quietly()
 
     def _close_quietly(self) -> None:
+        self._lexical.stop()  # a space's postings still loading on their thread: cut short
         if self._readers is not None:
             self._readers.close()
         with suppress(AttributeError, sqlite3.Error):
