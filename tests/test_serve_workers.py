@@ -234,3 +234,37 @@ def test_metrics_of_two_workers_count_the_whole_server_whichever_answers(
     assert len(answered) == 2, answered  # and both answered scrapes
     # each scrape is itself in flight (in the process that answers it), nothing else is
     assert set(scraped) == {(sent, sent, 1.0)}, scraped[:5]
+
+
+def test_the_workers_listening_socket_gives_connections_tcp_nodelay() -> None:
+    """The socket ``--workers`` listens on is uvicorn's, stated as TCP: asyncio then turns
+    Nagle off on every connection it accepts, as it does for the one-process server (with it
+    on, each keep-alive request after a connection's first waited for a delayed ACK)."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    from orcamem.interfaces.http.server import tcp_socket
+
+    seen: list[int] = []
+
+    class Accepted(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            sock = transport.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    async def accept_one() -> None:
+        listening = tcp_socket(uvicorn.Config(app=None, host="127.0.0.1", port=0).bind_socket())
+        server = await asyncio.get_running_loop().create_server(Accepted, sock=listening)
+        port = listening.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        while not seen:
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(accept_one())
+    assert seen == [1]
