@@ -34,6 +34,7 @@ from ...errors import CorruptStoreError
 __all__ = [
     "BYTES_PER_VALUE",
     "PRUNED_DIMS",
+    "WIDE",
     "Column",
     "Columns",
     "VectorIndex",
@@ -76,8 +77,8 @@ _SAMPLE = 10_000
 _CHUNK = 20_000
 """Rows a load reads and decodes at a time."""
 
-_WIDE = 4
-"""A mask of at least 1/_WIDE of a space's rows scores the whole matrix and drops the rest:
+WIDE = 4
+"""A mask of at least 1/WIDE of a space's rows scores the whole matrix and drops the rest:
 reading every row once costs less than copying a quarter of them out first."""
 
 
@@ -485,7 +486,7 @@ class VectorIndex:
             return []
         limit = min(limit, len(positions))
         with _blas_limit(self._threads):
-            if len(positions) * _WIDE >= count:  # one pass over the matrix beats a gather
+            if len(positions) * WIDE >= count:  # one pass over the matrix beats a gather
                 exact = rows[:count] @ query
                 exact[~marked] = -np.inf
                 positions = None

@@ -20,7 +20,7 @@ import numpy as np
 from pgvector import HalfVector, Vector
 from threadpoolctl import ThreadpoolController
 
-from ..vector_index import Columns
+from ..vector_index import WIDE, Columns
 
 __all__ = [
     "CACHED_VECTORS",
@@ -321,11 +321,6 @@ _TIE = 6
 so identical vectors (a line said twice) differ in the 8th decimal, not in the 6th."""
 
 
-_WIDE = 4
-"""A mask of fewer than 1/_WIDE of the held rows scores only those (a gather, as the SQLite
-index does); a wider one scores the whole matrix and drops the rest."""
-
-
 def top(
     rows: _Rows, query: np.ndarray, limit: int, marked: np.ndarray | None = None
 ) -> list[tuple[int, float]]:
@@ -340,7 +335,7 @@ def top(
         positions = np.flatnonzero(marked)
         if positions.size == 0:
             return []
-        if positions.size * _WIDE < rows.count:  # a session: score its few rows only
+        if positions.size * WIDE < rows.count:  # a session: score its few rows only
             keys, matrix, marked = keys[positions], matrix[positions], None
     with _one_thread():
         scores = matrix @ vector
