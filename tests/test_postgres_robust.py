@@ -190,3 +190,14 @@ def test_a_filtered_vector_search_from_the_held_rows_is_the_sql_answer(pg_url: s
             assert np.allclose([s for _, s in fast], [s for _, s in slow], rtol=0, atol=1e-6)
         assert held._cache.held("f") is not None and sql._cache.held("f") is None
         assert len(held.vector_lines("f", query, 30, where=SearchFilter(session="s3"))) == 20
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.0001, float("nan"), float("inf"), "60", True])
+def test_a_bad_statement_timeout_is_refused_before_connecting(bad: object) -> None:
+    """A timeout that is no positive number of seconds is said, not clamped to 1 ms (every
+    read would fail) nor left to a late type error."""
+    from orcamem import InvalidInputError
+    from orcamem.engine.store.postgres import PostgresStore
+
+    with pytest.raises(InvalidInputError, match="statement_timeout_s"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", statement_timeout_s=bad)  # type: ignore[arg-type]

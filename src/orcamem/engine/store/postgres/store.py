@@ -155,6 +155,15 @@ class PostgresStore:
         statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
     ) -> None:
         refuse_bad_url(url)
+        if statement_timeout_s is not None and not (
+            isinstance(statement_timeout_s, (int, float))
+            and not isinstance(statement_timeout_s, bool)
+            and 0.001 <= statement_timeout_s < float("inf")
+        ):
+            raise InvalidInputError(
+                f"statement_timeout_s={statement_timeout_s!r}: use a number of seconds of at "
+                "least 0.001, or None to keep the server's statement_timeout"
+            )
         self.url = url
         self._timeout_ms = None if statement_timeout_s is None else int(statement_timeout_s * 1000)
         self.path = safe_url(url)
@@ -191,7 +200,7 @@ class PostgresStore:
     def _configure(self, conn: psycopg.Connection) -> None:
         register_vector(conn)
         if self._timeout_ms is not None:
-            conn.execute(f"SET statement_timeout = {max(self._timeout_ms, 1)}")
+            conn.execute(f"SET statement_timeout = {self._timeout_ms}")
         for setting in vectors.SETTINGS:
             with suppress(
                 pg_errors.UndefinedObject, pg_errors.InvalidName, pg_errors.InvalidParameterValue
