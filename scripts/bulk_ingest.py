@@ -1,10 +1,13 @@
 """Bulk ingest at scale: ``add_many`` of N synthetic turns, then ``orcamem import`` of their export.
 
     PYTHONPATH=src python scripts/bulk_ingest.py 100000 [addmany|both] [workdir]
-        [--db postgresql://…]
+        [--db postgresql://…] [--one-call]
 
 ``add_many`` goes through the ``bench latency`` loader (``bench.runs.load_turns``: the bench's
-synthetic turns, 20 to a session, in calls of 5,000); the import runs the real CLI in a child
+synthetic turns, 20 to a session, in calls of 50,000, each of ten 5,000-turn batches, the next
+prepared in a child process while the caller writes one; with ``--one-call`` the same turns in
+a single call);
+the import runs the real CLI in a child
 process on the export of that space. Both go to fresh SQLite files in a temporary directory,
 or with ``--db`` to that database, which must hold neither space ``bench`` (``add_many``) nor
 ``bench-import`` (the import). Prints one JSON line: wall seconds, turns/s and CPU seconds of
@@ -36,6 +39,7 @@ def main() -> None:
     parser.add_argument("what", nargs="?", choices=["addmany", "both"], default="both")
     parser.add_argument("workdir", nargs="?")
     parser.add_argument("--db", help="a database URL instead of fresh SQLite files")
+    parser.add_argument("--one-call", action="store_true", help="add_many all turns at once")
     args = parser.parse_args()
     n = args.n
     work = Path(tempfile.mkdtemp(dir=args.workdir))
@@ -51,7 +55,19 @@ def main() -> None:
         with Memory(source, space="bench") as mem:
             mem.embedder.embed(["warm up"])
             cpu = time.process_time()
-            seconds = load_turns(mem, _Texts(_vocabulary()), n, None)
+            if args.one_call:
+                texts = _Texts(_vocabulary()).sentences(n)
+                items = [
+                    {"text": t, "kind": "turn", "role": "user" if i % 2 else "assistant",
+                     "session_id": f"s{i // 20}"}
+                    for i, t in enumerate(texts)
+                ]  # fmt: skip
+                cpu = time.process_time()
+                began = time.perf_counter()
+                mem.add_many(items)
+                seconds = time.perf_counter() - began
+            else:
+                seconds = load_turns(mem, _Texts(_vocabulary()), n, None)
             result["add_many_s"] = round(seconds, 2)
             result["add_many_tps"] = round(n / seconds)
             result["add_many_cpu_s"] = round(time.process_time() - cpu, 2)

@@ -6,12 +6,16 @@ written once per batch); nothing of that may change a row, a vector, an indexed 
 
 from __future__ import annotations
 
+import io
 import sqlite3
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +24,8 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem._kernel.embed import StaticEmbedder, make_embedder
 from orcamem._kernel.model import InvalidInputError, validate_text
 from orcamem._kernel.text import _split_sentences, split_sentences
+from orcamem.engine import ahead as ahead_module
+from orcamem.engine import memory as memory_module
 from orcamem.recall.entities import _entities_plainly, entities
 
 _TURNS: list[dict[str, Any]] = [
@@ -199,3 +205,124 @@ def test_the_fast_entities_and_sentences_are_the_rules_as_written(text: str, phr
     assert split_sentences(text) == _split_sentences(text)
     assert entities(text, phrase=phrase) == _entities_plainly(text, phrase=phrase)
     assert entities(text, phrase=phrase) == _entities_plainly(text, phrase=phrase)
+
+
+# Bulk ingest prepared one batch ahead (engine/ahead.py): batches of 10 here, so the 24 items
+# make three, and the child takes part whatever the machine's cores.
+
+
+@pytest.fixture
+def ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Small batches, a second core, and the count of answers the child gave."""
+    monkeypatch.setattr(memory_module, "_ADD_BATCH", 10)
+    monkeypatch.setattr(ahead_module, "_cores", lambda: 2)
+    answered: list[int] = []
+    receive = ahead_module._Child.receive
+
+    def counted(self: Any, batch: Any) -> Any:
+        writes = receive(self, batch)
+        if writes is not None:
+            answered.append(len(writes))
+        return writes
+
+    monkeypatch.setattr(ahead_module._Child, "receive", counted)
+    return answered
+
+
+def _one_by_one(path: Path, items: list[dict[str, Any]]) -> dict[str, list[tuple]]:
+    with Memory(path, clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        for item in items:
+            mem.add(**item)
+    return _state(path)
+
+
+def test_add_many_prepared_by_the_child_stores_what_adds_one_by_one_store(
+    tmp_path: Path, ahead: list[int]
+) -> None:
+    items = _items()
+    with Memory(tmp_path / "bulk.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        assert len(mem.add_many(items)) == len(items)
+    assert ahead == [10, 10, 4]  # every batch came from the child
+    assert _state(tmp_path / "bulk.db") == _one_by_one(tmp_path / "one.db", items)
+
+
+def test_a_child_that_fails_leaves_the_work_to_this_process(
+    tmp_path: Path, ahead: list[int], monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    """No Python at all, or one killed after its first answer: the same rows, and a warning."""
+    items = _items()
+    expected = _one_by_one(tmp_path / "one.db", items)
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    with Memory(tmp_path / "none.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many(items)
+    assert ahead == [] and _state(tmp_path / "none.db") == expected
+    assert "the child failed" in caplog.text
+    caplog.clear()
+
+    monkeypatch.undo()  # a real child again, killed once it has answered
+    monkeypatch.setattr(memory_module, "_ADD_BATCH", 5)
+    monkeypatch.setattr(ahead_module, "_cores", lambda: 2)
+    children: list[subprocess.Popen] = []
+    receive = ahead_module._Child.receive
+
+    def receive_then_die(self: Any, batch: Any) -> Any:
+        writes = receive(self, batch)
+        children.append(self.process)
+        self.process.kill()
+        self.process.wait()
+        return writes
+
+    monkeypatch.setattr(ahead_module._Child, "receive", receive_then_die)
+    with Memory(tmp_path / "killed.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many(items)
+    assert len(children) == 1 and "the child failed" in caplog.text
+    assert _state(tmp_path / "killed.db") == expected
+
+
+def test_a_bad_item_in_a_later_batch_keeps_the_batches_before_it(
+    tmp_path: Path, ahead: list[int]
+) -> None:
+    items: list[Any] = list(_items())
+    items[23] = {"text": "a turn", "colour": "blue"}
+    started = ahead_module._Child.start
+    children: list[Any] = []
+
+    def start() -> Any:
+        children.append(started())
+        return children[-1]
+
+    with Memory(tmp_path / "m.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ahead_module._Child, "start", start)
+            with pytest.raises(InvalidInputError, match=r"item 23 is invalid .*colour.*the 20 "):
+                mem.add_many(items)
+    stored = _state(tmp_path / "m.db")
+    assert len(stored["episodes"]) == 20
+    assert stored == _one_by_one(tmp_path / "one.db", items[:20])
+    assert len(children) == 1 and children[0].process.poll() is not None  # nothing left running
+
+
+def test_a_pipelined_import_equals_one_in_this_process(
+    tmp_path: Path, ahead: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three batches of 5 (and 3) turns, the same rows; a second import skips them all."""
+    monkeypatch.setattr(memory_module, "_ADD_BATCH", 5)
+    with Memory(tmp_path / "source.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        turns = [item for item in _items() if "space" not in item]
+        mem.add_many(turns)
+        mem.remember("The user's dentist is Dr. Rao.")
+        out = io.StringIO()
+        mem.export(out)
+    states = []
+    ahead.clear()
+    for name, cores in (("here.db", 1), ("child.db", 2)):
+        monkeypatch.setattr(ahead_module, "_cores", lambda cores=cores: cores)
+        with Memory(tmp_path / name, clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+            lines = out.getvalue().splitlines()
+            first = mem.import_jsonl(lines, space="copy")
+            assert first == {"episodes": len(turns), "memories": 1, "skipped": 0}
+            again = mem.import_jsonl(lines, space="copy")
+            assert again == {"episodes": 0, "memories": 0, "skipped": sum(first.values())}
+        states.append(_state(tmp_path / name))
+        assert len(ahead) == (0 if cores == 1 else 2 * 4)  # 18 turns: 4 batches, imported twice
+    assert states[0] == states[1]

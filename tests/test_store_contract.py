@@ -82,7 +82,7 @@ def test_append_and_read_episodes(ready: Store) -> None:
     assert ready.get_episode("a", first.id).text == "One. Two."
     assert [row.seq for row in ready.episode_lines("a", [first.id])] == [1, 2]
     assert [e.id for e in ready.iter_episodes("a")] == [first.id, second.id]
-    assert ready.last_episode("a", "s1").id == second.id
+    assert ready.last_texts("a", ["s1", "s2"]) == {"s1": "Three."}
     assert ready.session_window("a", [first.id, second.id], 2) == {
         first.id: [(second.id, 1)],
         second.id: [(first.id, -1)],

@@ -77,6 +77,9 @@ class StaticEmbedder:
         from tokenizers import Tokenizer
 
         folder = Path(folder)
+        self.folder = folder
+        """The model's folder (a bulk ingest's child process loads the same one)."""
+        self.max_tokens = max_tokens
         weights = folder / "model.safetensors"
         if not weights.is_file() or not (folder / "tokenizer.json").is_file():
             raise EmbedderError(
@@ -98,7 +101,6 @@ class StaticEmbedder:
         self._normalize_tokens = bool(config.get("normalize", True))
         unk = self._tokenizer.token_to_id("[UNK]")
         self._unk = -1 if unk is None else unk
-        self._max_tokens = max_tokens
         self._pieces: dict[str, list[int]] = {}  # word -> its token ids (see _token_ids)
         checksum = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
         self._id = f"static:{folder.name}@{checksum}"
@@ -167,7 +169,7 @@ class StaticEmbedder:
                 ids = list(chain.from_iterable(map(pieces.__getitem__, words)))
             else:
                 ids = next(others).ids
-            ids = ids[: self._max_tokens]
+            ids = ids[: self.max_tokens]
             found.append([i for i in ids if i != self._unk] if self._unk in ids else ids)
         return found
 

@@ -138,13 +138,18 @@ class _Texts:
         raise AssertionError("unreachable: pick < made")
 
 
+_LOAD_CALL = 50_000
+
+
 def load_turns(mem: Memory, texts: _Texts, records: int, progress: Progress | None) -> float:
     """``records`` synthetic turns (user and assistant alternating, 20 to a session) added in
-    bulk batches of 5,000, as an importer would: the corpus every latency bench starts from.
-    Returns the seconds spent in ``add_many`` alone (making up the texts is not ingest)."""
+    ``add_many`` calls of 50,000, as an importer would: the corpus every latency bench starts
+    from (a call of several batches prepares the next in a child process, ``engine.ahead``;
+    calls of one batch would not). Returns the seconds spent in ``add_many`` alone (making up
+    the texts is not ingest)."""
     seconds = 0.0
-    for start in range(0, records, 5000):
-        batch = texts.sentences(min(5000, records - start))
+    for start in range(0, records, _LOAD_CALL):
+        batch = texts.sentences(min(_LOAD_CALL, records - start))
         items = [
             {
                 "text": text,
@@ -155,11 +160,14 @@ def load_turns(mem: Memory, texts: _Texts, records: int, progress: Progress | No
             for i, text in enumerate(batch, start=start)
         ]
         began = time.perf_counter()
-        mem.add_many(items)
+        mem.add_many(items, progress=progress and _loading(progress, start, records))
         seconds += time.perf_counter() - began
-        if progress:
-            progress(f"{records:,} records: loading", start + len(batch), records)
     return seconds
+
+
+def _loading(progress: Progress, start: int, records: int) -> Callable[[int, int], None]:
+    """``add_many``'s progress within a call as the loader's over all ``records``."""
+    return lambda done, _: progress(f"{records:,} records: loading", start + done, records)
 
 
 @contextmanager

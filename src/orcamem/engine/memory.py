@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -52,12 +53,12 @@ from ..errors import ClosedError, InvalidInputError, NotFoundError
 from ..recall import ALWAYS, Packed, RecallResult, engine_preset, explain_pack, pack_context, recall
 from ..recall.filters import SearchFilter
 from . import health
+from .ahead import Batch, prepared
 from .automations import AutomationNotes
 from .blocklog import check_surface, log_block
 from .consolidate.gate import held_rule
 from .consolidate.sleep import SleepReport
 from .health import CheckReport, RepairReport
-from .ingest import prepare_writes
 from .keys import ApiKeys
 from .sleeper import Sleeper
 from .store import open_store
@@ -322,25 +323,31 @@ class Memory:
 
     @traced("ingest")
     def _append(self, episodes: Sequence[NewEpisode]) -> list[Episode]:
-        for space in {ep.space for ep in episodes}:
-            self._ready_for_write(space)
-        previous: dict[tuple[str, str], str] = {}
-        asked: set[tuple[str, str]] = set()  # once a session, found or not
-        for ep in episodes:
-            key = (ep.space, ep.session_id or "")
-            if ep.session_id and key not in asked:
-                asked.add(key)
-                last = self.store.last_episode(ep.space, ep.session_id)
-                if last is not None:
-                    previous[key] = last.text
-        now = self.clock.now()
-        writes: list[Any] = [None] * len(episodes)
-        for space in {ep.space for ep in episodes}:  # each space's lines by its own embedder
-            at = [i for i, ep in enumerate(episodes) if ep.space == space]
-            made = prepare_writes([episodes[i] for i in at], self.embedder_of(space), now, previous)
-            for i, write in zip(at, made, strict=True):
-                writes[i] = write
-        return self.store.append_episodes(writes)
+        (stored,) = self._append_batches([episodes], ahead=False)
+        return stored
+
+    def _append_batches(
+        self, batches: Iterable[Sequence[NewEpisode]], *, ahead: bool
+    ) -> Iterator[list[Episode]]:
+        """Store each batch in a transaction of its own, in order (``ahead``: the next one
+        prepared in a child process meanwhile, ``engine.ahead``)."""
+        seen: dict[tuple[str, str], str | None] = {}  # a session's latest text, asked once
+
+        def plans() -> Iterator[Batch]:
+            for episodes in batches:
+                spaces = {ep.space for ep in episodes}
+                for space in spaces:
+                    self._ready_for_write(space)
+                yield Batch(
+                    episodes,
+                    {space: self.embedder_of(space) for space in spaces},
+                    self.clock.now(),
+                    _previous(episodes, seen, self.store.last_texts),
+                )
+
+        with closing(prepared(plans(), ahead=ahead)) as writes:
+            for batch in writes:
+                yield self.store.append_episodes(batch)
 
     def add(
         self,
@@ -423,44 +430,51 @@ class Memory:
         default_space = self._space(space)
         items = validate_items(items, what="items", of="texts or dicts of add() arguments")
         done: list[Episode] = []
-        for start in range(0, len(items), _ADD_BATCH):
-            batch = []
-            for offset, item in enumerate(items[start : start + _ADD_BATCH]):
-                try:
-                    if isinstance(item, (str, bytes, bytearray)):
-                        fields = {"text": item}
-                    elif isinstance(item, dict):
-                        fields = dict(item)
-                    else:
-                        raise InvalidInputError(
-                            f"an item must be a text or a dict of add() arguments, got "
-                            f"{type(item).__name__} {shown(item)}"
-                        )
-                    text = fields.pop("text")
-                    item_space = self._space(fields.pop("space", default_space))
-                    batch.append(
-                        self._episode(
-                            text,
-                            space=item_space,
-                            kind=fields.pop("kind", "note"),
-                            role=fields.pop("role", None),
-                            session_id=fields.pop("session_id", None),
-                            turn_id=fields.pop("turn_id", None),
-                            occurred_at=fields.pop("occurred_at", None),
-                            meta=fields.pop("meta", None),
-                        )
-                    )
-                    if fields:
-                        raise InvalidInputError(f"unknown field(s) {sorted(fields)}")
-                except (InvalidInputError, KeyError) as exc:
-                    raise InvalidInputError(
-                        f"item {start + offset} is invalid ({exc}); the {len(done)} items before "
-                        "its batch are stored"
-                    ) from None
-            done.extend(self._append(batch))
+
+        def batches() -> Iterator[list[NewEpisode]]:
+            for start in range(0, len(items), _ADD_BATCH):
+                yield [
+                    self._item(item, start + offset, default_space, stored=start)
+                    for offset, item in enumerate(items[start : start + _ADD_BATCH])
+                ]
+
+        for stored in self._append_batches(batches(), ahead=len(items) > _ADD_BATCH):
+            done.extend(stored)
             if progress:
                 progress(len(done), len(items))
         return done
+
+    def _item(self, item: Any, position: int, default_space: str, *, stored: int) -> NewEpisode:
+        """One ``add_many`` item as an episode, or the error that names it."""
+        try:
+            if isinstance(item, (str, bytes, bytearray)):
+                fields = {"text": item}
+            elif isinstance(item, dict):
+                fields = dict(item)
+            else:
+                raise InvalidInputError(
+                    f"an item must be a text or a dict of add() arguments, got "
+                    f"{type(item).__name__} {shown(item)}"
+                )
+            text = fields.pop("text")
+            episode = self._episode(
+                text,
+                space=self._space(fields.pop("space", default_space)),
+                kind=fields.pop("kind", "note"),
+                role=fields.pop("role", None),
+                session_id=fields.pop("session_id", None),
+                turn_id=fields.pop("turn_id", None),
+                occurred_at=fields.pop("occurred_at", None),
+                meta=fields.pop("meta", None),
+            )
+            if fields:
+                raise InvalidInputError(f"unknown field(s) {sorted(fields)}")
+        except (InvalidInputError, KeyError) as exc:
+            raise InvalidInputError(
+                f"item {position} is invalid ({exc}); the {stored} items before "
+                "its batch are stored"
+            ) from None
+        return episode
 
     def add_file(self, path: str | Path, *, space: str | None = None) -> list[Episode]:
         """Store a text/Markdown document as passages (one episode each, kind ``document``)."""
@@ -1017,23 +1031,16 @@ class Memory:
         self._check_lineage(target, records, parsed.memory_lines)
         total = len(parsed.episodes) + len(records)
         embedder = self.embedder_of(target)
-        # the embedding happens before the transaction, so the write lock is held briefly
+        # the memories are embedded before the transaction; the turns a batch ahead inside it
         vectors = []
         for start in range(0, len(records), _BATCH):
             vectors.extend(
                 embed_texts(embedder, [r.content for r in records[start : start + _BATCH]])
             )
-        writes = []
-        previous: dict[tuple[str, str], str] = {}  # across batches: a turn sees the one before
-        for start in range(0, len(parsed.episodes), _BATCH):
-            chunk = parsed.episodes[start : start + _BATCH]
-            episodes = [ep for _, ep, _ in chunk]
-            created = [created_at for _, _, created_at in chunk]
-            writes.extend(prepare_writes(episodes, embedder, self.clock.now(), previous, created))
         try:
             with self.store.writing():  # one transaction: the whole file lands, or nothing
                 self._ready_for_write(target)
-                counts = self._write_import(target, parsed, writes, vectors, progress, total)
+                counts = self._write_import(target, parsed, vectors, progress, total)
         except BaseException:
             self._checked.discard(target)  # the space may have been rolled back with the rest
             raise
@@ -1065,36 +1072,49 @@ class Memory:
         self,
         target: str,
         parsed: _ParsedExport,
-        writes: Sequence[Any],
         vectors: Sequence[Any],
         progress: Progress | None,
         total: int,
     ) -> dict[str, int]:
         id_map: dict[int, int] = {}
+        held: dict[Any, int] = {}
+        keys = [
+            (digest(ep.text), ep.occurred_at or "", ep.session_id, ep.turn_id)
+            for _, ep, _ in parsed.episodes
+        ]
+        for start in range(0, len(keys), _ADD_BATCH):  # what the space holds: a query a batch
+            held.update(self.store.find_episodes(target, keys[start : start + _ADD_BATCH]))
+        embedders = {target: self.embedder_of(target)}
+        seen: dict[tuple[str, str], str | None] = {}  # a session's turns run across batches
+
+        def plans() -> Iterator[Batch]:  # every turn, held or not: each is the next's context
+            for start in range(0, len(parsed.episodes), _ADD_BATCH):
+                episodes = [ep for _, ep, _ in parsed.episodes[start : start + _ADD_BATCH]]
+                yield Batch(
+                    episodes,
+                    embedders,
+                    self.clock.now(),
+                    _previous(episodes, seen, lambda space, sessions: {}),
+                    [created for _, _, created in parsed.episodes[start : start + _ADD_BATCH]],
+                )
+
         added = skipped = 0
-        fresh = []
-        for start in range(0, len(writes), _ADD_BATCH):  # what the space holds: a query a batch
-            end = start + _ADD_BATCH
-            chunk = list(zip(parsed.episodes[start:end], writes[start:end], strict=True))
-            keys = [
-                (digest(ep.text), ep.occurred_at or "", ep.session_id, ep.turn_id)
-                for (_, ep, _), _ in chunk
-            ]
-            held = self.store.find_episodes(target, keys)
-            for ((old_id, _, _), write), key in zip(chunk, keys, strict=True):
-                if key in held:
-                    id_map[old_id] = held[key]
-                    skipped += 1
-                else:
-                    fresh.append((old_id, write))
-        for start in range(0, len(fresh), _ADD_BATCH):  # add_many's batch: fewer statements
-            chunk = fresh[start : start + _ADD_BATCH]
-            stored = self.store.append_episodes([write for _, write in chunk])
-            for (old_id, _), episode in zip(chunk, stored, strict=True):
-                id_map[old_id] = episode.id
-            added += len(chunk)
-            if progress:
-                progress(added + skipped, total)
+        start = 0
+        with closing(prepared(plans(), ahead=len(parsed.episodes) > _ADD_BATCH)) as batches:
+            for writes in batches:
+                chunk = range(start, start + len(writes))
+                start += len(writes)
+                fresh = [(i, w) for i, w in zip(chunk, writes, strict=True) if keys[i] not in held]
+                for i in chunk:
+                    if keys[i] in held:
+                        id_map[parsed.episodes[i][0]] = held[keys[i]]
+                stored = self.store.append_episodes([write for _, write in fresh])
+                for (i, _), episode in zip(fresh, stored, strict=True):
+                    id_map[parsed.episodes[i][0]] = episode.id
+                added += len(fresh)
+                skipped += len(writes) - len(fresh)
+                if progress:
+                    progress(added + skipped, total)
         restored = 0
         renamed: dict[str, str] = {}
         pointing: list[tuple[str, str]] = []
@@ -1288,6 +1308,27 @@ _EPISODE_FIELDS = {
 _EPISODE_REQUIRED = ("id", "kind", "text", "occurred_at")
 _MEMORY_FIELDS = {f.name for f in fields(MemoryRecord)}
 _MEMORY_OPTIONAL = {"space", "tags", "cited_lines", "pinned"}
+
+
+def _previous(
+    episodes: Sequence[NewEpisode],
+    seen: dict[tuple[str, str], str | None],
+    last_texts: Callable[[str, Sequence[str]], Mapping[str, str]],
+) -> dict[tuple[str, str], str]:
+    """The latest text of each session of ``episodes`` before them: ``seen`` (what came
+    earlier in this call, updated here) or else ``last_texts`` (what the store holds), so a
+    batch's turns see the one before it even when the batch before is not written yet."""
+    keys = {(ep.space, ep.session_id) for ep in episodes if ep.session_id}
+    for space in {space for space, _ in keys}:
+        asked = sorted(session for sp, session in keys - seen.keys() if sp == space)
+        if asked:
+            held = last_texts(space, asked)
+            seen.update(((space, session), held.get(session)) for session in asked)
+    previous = {key: text for key in keys if (text := seen[key]) is not None}
+    for ep in episodes:
+        if ep.session_id:
+            seen[(ep.space, ep.session_id)] = ep.text
+    return previous
 
 
 def _memory_id(memory_id: object) -> str:

@@ -23,6 +23,7 @@ from ..._kernel.jobs import JobStore
 from ..._kernel.model import Episode, MemoryRecord, NewEpisode, NewMemory
 from ...errors import EmbedderMismatchError
 from ...recall.candidates import CandidateSource, LineRow
+from ...recall.entities import entities
 
 __all__ = [
     "CAPABILITIES",
@@ -68,6 +69,13 @@ class EpisodeWrite:
     embedder_id: str
     occurred_at: str
     created_at: str
+    names: Sequence[Sequence[str]] = ()
+    """Each line's entities (``recall.entities``), found with the line (a bulk ingest's child
+    process finds them); left empty, they are found here."""
+
+    def __post_init__(self) -> None:
+        if not self.names and self.lines:
+            object.__setattr__(self, "names", [entities(line) for line in self.lines])
 
 
 @dataclass(frozen=True)
@@ -190,7 +198,10 @@ class EpisodeLog(Protocol):
         idempotent import skips, asked once a batch."""
         ...
 
-    def last_episode(self, space: str, session_id: str) -> Episode | None: ...
+    def last_texts(self, space: str, session_ids: Sequence[str]) -> dict[str, str]:
+        """The newest episode's text of each of these sessions that holds one."""
+        ...
+
     def find_turn(
         self, space: str, session_id: str | None, turn_id: str, role: str | None
     ) -> Episode | None:

@@ -91,9 +91,12 @@ def _link(
         conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
-def link_lines(conn: sqlite3.Connection, space: str, lines: Iterable[tuple[int, int, str]]) -> None:
-    """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
-    named = [((line, episode), entities(text)) for line, episode, text in lines]
+def link_lines(
+    conn: sqlite3.Connection, space: str, lines: Iterable[tuple[int, int, Sequence[str]]]
+) -> None:
+    """Link each new ``(line id, episode id, names)`` of ``space`` to the entities it names
+    (``names``: :func:`entities` of the line's text)."""
+    named = [((line, episode), names) for line, episode, names in lines]
     _link(conn, "entity_lines", "entity_id, line_id, episode_id", space, named)
 
 
@@ -158,7 +161,7 @@ def rebuild(conn: sqlite3.Connection, space: str) -> None:
         "SELECT id, episode_id, text FROM lines WHERE space = ? AND id > ? ORDER BY id LIMIT ?",
         (space, last, _CHUNK * 10),
     ).fetchall():
-        link_lines(conn, space, rows)
+        link_lines(conn, space, [(line, episode, entities(text)) for line, episode, text in rows])
         last = rows[-1][0]
     for memory_id, content, entity, value in conn.execute(
         "SELECT id, content, entity, value FROM memories WHERE space = ? ORDER BY seq", (space,)

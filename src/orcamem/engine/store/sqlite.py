@@ -538,18 +538,25 @@ class SQLiteStore:
             for write in {w.episode.space: w for w in writes}.values():
                 dim = int(write.vectors.shape[-1])
                 _create_space(conn, write.episode.space, write.embedder_id, dim, write.created_at)
+            sessions = {(w.episode.space, w.episode.session_id) for w in writes}
+            for space in {space for space, _ in sessions}:  # a query per 500 sessions
+                ids = sorted(s for sp, s in sessions if sp == space and s is not None)
+                for chunk in (ids[i : i + 500] for i in range(0, len(ids), 500)):
+                    positions.update(
+                        ((space, session), last)
+                        for session, last in conn.execute(
+                            "SELECT session_id, max(session_seq) FROM episodes WHERE space = ? "
+                            f"AND session_id IN ({','.join('?' * len(chunk))}) "
+                            "GROUP BY session_id",
+                            [space, *chunk],
+                        )
+                    )
             for write in writes:
                 ep = write.episode
                 session_seq = None
                 if ep.session_id is not None:
-                    last = positions.get((ep.space, ep.session_id))
-                    if last is None:
-                        last = conn.execute(
-                            "SELECT coalesce(max(session_seq), 0) FROM episodes "
-                            "WHERE space = ? AND session_id = ?",
-                            (ep.space, ep.session_id),
-                        ).fetchone()[0]
-                    session_seq = positions[(ep.space, ep.session_id)] = last + 1
+                    key = (ep.space, ep.session_id)
+                    session_seq = positions[key] = positions.get(key, 0) + 1
                 rows.append(
                     (
                         ep.space,
@@ -583,9 +590,12 @@ class SQLiteStore:
             line_ids = insert_rows(
                 conn, "lines (episode_id, space, seq, text, context, vector)", lines
             )
-            named: dict[str, list[tuple[int, int, str]]] = {}
-            for line_id, (episode_id, space, _, text, _, _) in zip(line_ids, lines, strict=True):
-                named.setdefault(space, []).append((line_id, episode_id, text))
+            names = (names for write in writes for names in write.names)
+            named: dict[str, list[tuple[int, int, Sequence[str]]]] = {}
+            for line_id, (episode_id, space, *_), line_names in zip(
+                line_ids, lines, names, strict=True
+            ):
+                named.setdefault(space, []).append((line_id, episode_id, line_names))
             for space, batch in named.items():
                 graph.link_lines(conn, space, batch)
         return [
@@ -623,15 +633,23 @@ class SQLiteStore:
                 yield self._episode(row)
             last = rows[-1][0]
 
-    def last_episode(self, space: str, session_id: str) -> Episode | None:
+    def last_texts(self, space: str, session_ids: Sequence[str]) -> dict[str, str]:
+        """Each session's newest text (a query per 500 sessions: a bulk ingest asks for
+        thousands). SQLite gives a bare column of a ``max()`` group from the row that won."""
+        found: dict[str, str] = {}
         with self.reading() as conn:
-            row = conn.execute(
-                f"SELECT {_EPISODE_COLUMNS} "
-                "FROM episodes WHERE space = ? AND session_id = ? "
-                "ORDER BY id DESC LIMIT 1",
-                (space, session_id),
-            ).fetchone()
-        return self._episode(row) if row else None
+            for start in range(0, len(session_ids), 500):
+                chunk = session_ids[start : start + 500]
+                found.update(
+                    (session, text)
+                    for session, text, _ in conn.execute(
+                        "SELECT session_id, text, max(session_seq) FROM episodes "
+                        f"WHERE space = ? AND session_id IN ({','.join('?' * len(chunk))}) "
+                        "GROUP BY session_id",
+                        [space, *chunk],
+                    )
+                )
+        return found
 
     def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
         """The stored episodes ``keys`` name (for idempotent imports): one query a batch,

@@ -51,9 +51,10 @@ def _link(conn: Any, table: str, space: str, named: Sequence[tuple]) -> None:
     )
 
 
-def link_lines(conn: Any, space: str, lines: Iterable[tuple[int, int, str]]) -> None:
-    """Link each new ``(line id, episode id, text)`` of ``space`` to the entities it names."""
-    named = [(line, episode, name) for line, episode, text in lines for name in entities(text)]
+def link_lines(conn: Any, space: str, lines: Iterable[tuple[int, int, Sequence[str]]]) -> None:
+    """Link each new ``(line id, episode id, names)`` of ``space`` to the entities it names
+    (``names``: ``entities`` of the line's text)."""
+    named = [(line, episode, name) for line, episode, names in lines for name in names]
     _link(conn, "entity_lines", space, named)
 
 
@@ -105,7 +106,7 @@ def rebuild(conn: Any, space: str) -> None:
         "SELECT id, episode_id, text FROM lines WHERE space = %s AND id > %s ORDER BY id LIMIT %s",
         (space, last, _CHUNK),
     ).fetchall():
-        link_lines(conn, space, rows)
+        link_lines(conn, space, [(line, episode, entities(text)) for line, episode, text in rows])
         last = rows[-1][0]
     for memory_id, content, entity, value in conn.execute(
         "SELECT id, content, entity, value FROM memories WHERE space = %s ORDER BY seq", (space,)
