@@ -242,7 +242,7 @@ def test_add_many_prepared_by_the_child_stores_what_adds_one_by_one_store(
     items = _items()
     with Memory(tmp_path / "bulk.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
         assert len(mem.add_many(items)) == len(items)
-    assert ahead == [10, 10, 4]  # every batch came from the child
+    assert ahead == [10, 4]  # the first is prepared here while the child starts
     assert _state(tmp_path / "bulk.db") == _one_by_one(tmp_path / "one.db", items)
 
 
@@ -280,7 +280,7 @@ def test_a_child_that_fails_leaves_the_work_to_this_process(
 
 
 def test_a_bad_item_in_a_later_batch_keeps_the_batches_before_it(
-    tmp_path: Path, ahead: list[int]
+    tmp_path: Path, ahead: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     items: list[Any] = list(_items())
     items[23] = {"text": "a turn", "colour": "blue"}
@@ -291,11 +291,13 @@ def test_a_bad_item_in_a_later_batch_keeps_the_batches_before_it(
         children.append(started())
         return children[-1]
 
-    with Memory(tmp_path / "m.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(ahead_module._Child, "start", start)
-            with pytest.raises(InvalidInputError, match=r"item 23 is invalid .*colour.*the 20 "):
-                mem.add_many(items)
+    monkeypatch.setattr(ahead_module._Child, "start", start)
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with (
+        Memory(tmp_path / "m.db", clock=clock) as mem,
+        pytest.raises(InvalidInputError, match=r"item 23 is invalid .*colour.*the 20 "),
+    ):
+        mem.add_many(items)
     stored = _state(tmp_path / "m.db")
     assert len(stored["episodes"]) == 20
     assert stored == _one_by_one(tmp_path / "one.db", items[:20])
@@ -324,5 +326,5 @@ def test_a_pipelined_import_equals_one_in_this_process(
             again = mem.import_jsonl(lines, space="copy")
             assert again == {"episodes": 0, "memories": 0, "skipped": sum(first.values())}
         states.append(_state(tmp_path / name))
-        assert len(ahead) == (0 if cores == 1 else 2 * 4)  # 18 turns: 4 batches, imported twice
+        assert len(ahead) == (0 if cores == 1 else 2 * 3)  # 4 batches a run, the first here
     assert states[0] == states[1]

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,32 +75,32 @@ def prepare(batch: Batch) -> list[EpisodeWrite]:
 def prepared(batches: Iterable[Batch], *, ahead: bool) -> Iterator[list[EpisodeWrite]]:
     """Each batch's writes in order; with ``ahead``, batch k+1 is prepared in a child process
     while the caller writes batch k (when the machine has a second core and every embedder is
-    a static one a child can load). Close it (``contextlib.closing``) if you stop early.
+    a static one a child can load; the first batch is prepared here while the child starts).
+    Close it (``contextlib.closing``) if you stop early.
 
     An error raised by ``batches`` itself (a bad item) comes after the writes prepared before
     it, so the caller stores what came before the bad batch, as without the child."""
     batches = iter(batches)
     child = _Child.start() if ahead and _cores() > 1 else None
     try:
-        current = next(batches, None)
-        if current is None:
-            return
-        if child is not None:
-            child = child.send(current)
-        while True:
+        current, with_child = next(batches, None), False  # the first is prepared here, while
+        while current is not None:  # the child starts
             try:
                 following = next(batches, None)
             except Exception:
-                yield _receive(child, current)
+                yield _receive(child if with_child else None, current)
                 raise
-            writes = _receive(child, current)
-            if following is None:
-                yield writes
-                return
+            if with_child:  # one request in flight: its answer before the next request
+                writes = _receive(child, current)
+            if child is not None and (child.failed or following is None):
+                child.stop()
+                child = None
             if child is not None:
-                child = None if child.failed else child.send(following)
+                child = child.send(following)
+            if not with_child:
+                writes = prepare(current)
             yield writes
-            current = following
+            current, with_child = following, child is not None
     finally:
         if child is not None:
             child.stop()
@@ -119,6 +120,14 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _env() -> dict[str, str]:
+    """This environment, with the folder this orcamem was imported from first on the path
+    (a caller may have put it on ``sys.path`` itself)."""
+    found = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": found + (os.pathsep + path if path else "")}
 
 
 def _spec(embedder: Embedder) -> tuple[str, int, str] | None:
@@ -142,6 +151,7 @@ class _Child:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "orcamem.engine.ahead"],
+                env=_env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
