@@ -203,3 +203,12 @@ def test_a_developers_variables_do_not_reach_a_test(
     assert os.environ["PYTHONPATH"] == "kept"  # what the tests' own subprocesses import by
     for name in ("S3_BUCKET", "INTERNAL_S3_BUCKET", "AWS_ACCESS_KEY_ID", "ANTHROPIC_API_KEY"):
         assert name in env.NAMES
+
+
+def test_a_child_environment_imports_this_orcamem_first() -> None:
+    import orcamem
+
+    here = str(Path(orcamem.__file__).resolve().parents[1])
+    child = env.child_environ_importing({"PYTHONPATH": "/other", "ORCA_HOME": "/h"})
+    assert child == {"PYTHONPATH": f"{here}{os.pathsep}/other", "ORCA_HOME": "/h"}
+    assert env.child_environ_importing({})["PYTHONPATH"] == here

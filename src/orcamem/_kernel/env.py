@@ -51,6 +51,7 @@ __all__ = [
     "anthropic_memory_model",
     "anthropic_model",
     "child_environ",
+    "child_environ_importing",
     "config_file",
     "default_db_path",
     "exported",
@@ -254,6 +255,17 @@ def child_environ(environ: Environ | None = None) -> dict[str, str]:
     minimal environment (so it imports the same orcamem as this process)."""
     env = _env(environ)
     return {name: env[name] for name in PASSTHROUGH if name in env}
+
+
+def child_environ_importing(environ: Environ | None = None) -> dict[str, str]:
+    """This whole environment with the folder this orcamem is imported from first on
+    ``PYTHONPATH``: a child started with it imports the same orcamem as this process, even
+    one a caller put on ``sys.path`` itself."""
+    env = dict(_env(environ))
+    path = env.get(PASSTHROUGH[0])
+    folder = str(Path(__file__).resolve().parents[2])
+    env[PASSTHROUGH[0]] = folder + (os.pathsep + path if path else "")
+    return env
 
 
 def otlp_endpoint(environ: Environ | None = None) -> str | None:

@@ -24,12 +24,12 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._kernel.embed import Embedder, StaticEmbedder
+from .._kernel.env import child_environ_importing
 from .._kernel.model import NewEpisode
 from .ingest import prepare_writes
 from .store.base import EpisodeWrite
@@ -122,14 +122,6 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _env() -> dict[str, str]:
-    """This environment, with the folder this orcamem was imported from first on the path
-    (a caller may have put it on ``sys.path`` itself)."""
-    found = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": found + (os.pathsep + path if path else "")}
-
-
 def _spec(embedder: Embedder) -> tuple[str, int, str] | None:
     """What a child rebuilds ``embedder`` from (its folder, token cap and id), if it can."""
     if type(embedder) is not StaticEmbedder:
@@ -151,7 +143,7 @@ class _Child:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "orcamem.engine.ahead"],
-                env=_env(),
+                env=child_environ_importing(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
