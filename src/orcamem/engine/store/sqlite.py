@@ -541,16 +541,10 @@ class SQLiteStore:
             sessions = {(w.episode.space, w.episode.session_id) for w in writes}
             for space in {space for space, _ in sessions}:  # a query per 500 sessions
                 ids = sorted(s for sp, s in sessions if sp == space and s is not None)
-                for chunk in (ids[i : i + 500] for i in range(0, len(ids), 500)):
-                    positions.update(
-                        ((space, session), last)
-                        for session, last in conn.execute(
-                            "SELECT session_id, max(session_seq) FROM episodes WHERE space = ? "
-                            f"AND session_id IN ({','.join('?' * len(chunk))}) "
-                            "GROUP BY session_id",
-                            [space, *chunk],
-                        )
-                    )
+                positions.update(
+                    ((space, session), last)
+                    for session, last in _per_session(conn, "max(session_seq)", space, ids)
+                )
             for write in writes:
                 ep = write.episode
                 session_seq = None
@@ -636,20 +630,13 @@ class SQLiteStore:
     def last_texts(self, space: str, session_ids: Sequence[str]) -> dict[str, str]:
         """Each session's newest text (a query per 500 sessions: a bulk ingest asks for
         thousands). SQLite gives a bare column of a ``max()`` group from the row that won."""
-        found: dict[str, str] = {}
         with self.reading() as conn:
-            for start in range(0, len(session_ids), 500):
-                chunk = session_ids[start : start + 500]
-                found.update(
-                    (session, text)
-                    for session, text, _ in conn.execute(
-                        "SELECT session_id, text, max(session_seq) FROM episodes "
-                        f"WHERE space = ? AND session_id IN ({','.join('?' * len(chunk))}) "
-                        "GROUP BY session_id",
-                        [space, *chunk],
-                    )
+            return {
+                session: text
+                for session, text, _ in _per_session(
+                    conn, "text, max(session_seq)", space, session_ids
                 )
-        return found
+            }
 
     def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
         """The stored episodes ``keys`` name (for idempotent imports): one query a batch,
@@ -1474,3 +1461,17 @@ class SQLiteStore:
                 [*params, limit],
             ).fetchall()
         return [self._episode(row) for row in rows]
+
+
+def _per_session(
+    conn: sqlite3.Connection, columns: str, space: str, session_ids: Sequence[str]
+) -> Iterator[tuple]:
+    """``session_id, {columns}`` of each of ``space``'s sessions in ``session_ids``, grouped by
+    session: a query per 500 sessions (a bulk ingest asks about thousands)."""
+    for start in range(0, len(session_ids), 500):
+        chunk = session_ids[start : start + 500]
+        yield from conn.execute(
+            f"SELECT session_id, {columns} FROM episodes WHERE space = ? "
+            f"AND session_id IN ({','.join('?' * len(chunk))}) GROUP BY session_id",
+            [space, *chunk],
+        )
