@@ -11,7 +11,7 @@ import pytest
 
 from orcamem._kernel.model import NewEpisode, NewMemory
 from orcamem.engine.store.base import EpisodeWrite
-from orcamem.engine.store.migrations import LATEST
+from orcamem.engine.store.migrations import LATEST, MIGRATIONS
 from orcamem.engine.store.sqlite import SQLiteStore
 from orcamem.recall.activation import association, spread
 from orcamem.recall.entities import entities
@@ -115,9 +115,8 @@ def test_forgetting_removes_links_and_names_no_longer_said(store: SQLiteStore) -
     assert store.entity_fans("a", ["rao", "dentist"]) == {}
 
 
-def test_a_state_links_its_value_and_goes_with_the_memory(store: SQLiteStore) -> None:
-    store.append_episodes([_write("a", "My dentist is Dr. Rao.")])
-    state = NewMemory(
+def _dentist() -> NewMemory:
+    return NewMemory(
         space="a",
         category="state",
         content="user · dentist: Dr. Rao",
@@ -125,7 +124,11 @@ def test_a_state_links_its_value_and_goes_with_the_memory(store: SQLiteStore) ->
         attribute="dentist",
         value="Dr. Rao",
     )
-    memory = store.put_memory(state, np.eye(DIM, dtype=np.float32)[0], "test", NOW)
+
+
+def test_a_state_links_its_value_and_goes_with_the_memory(store: SQLiteStore) -> None:
+    store.append_episodes([_write("a", "My dentist is Dr. Rao.")])
+    memory = store.put_memory(_dentist(), np.eye(DIM, dtype=np.float32)[0], "test", NOW)
     assert _fan(store, "a", "rao") == 2
     assert {entity for _, entity, _ in store.entities_of("a", [], [memory.id])} >= {
         store.entity_fans("a", ["rao"])["rao"][0]
@@ -170,7 +173,7 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
         old.ensure_space("a", "test", DIM, NOW)
         old.append_episodes([_write("a", "Dr. Rao's clinic is on MG Road.")])
     with sqlite3.connect(path) as conn:  # what migration 5 left: no graph tables
-        for trigger in ("entity_lines_ad", "entity_memories_ad"):
+        for trigger in ("lines_unlink", "memories_unlink"):  # migration 11's
             conn.execute(f"DROP TRIGGER {trigger}")
         for table in ("entity_lines", "entity_memories", "entities"):
             conn.execute(f"DROP TABLE {table}")
@@ -183,3 +186,55 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
     with SQLiteStore(path) as reopened:
         assert reopened.schema_version() == LATEST
         assert _fan(reopened, "a", "rao") == 1 and reopened.problems() == []
+
+
+def _schema(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE name LIKE 'entity_%'"))
+
+
+def test_a_file_from_migration_10_keeps_its_links_without_foreign_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v10.db"
+    monkeypatch.setattr("orcamem.engine.store.sqlite.MIGRATIONS", MIGRATIONS[:10])
+    monkeypatch.setattr("orcamem.engine.store.sqlite.LATEST", 10)
+    with SQLiteStore(path) as old:  # links written with migration 6's foreign keys
+        old.ensure_space("a", "test", DIM, NOW)
+        first, second = old.append_episodes(
+            [_write("a", "My dentist is Dr. Rao."), _write("a", "Dr. Rao's clinic is on MG Road.")]
+        )
+        old.put_memory(_dentist(), np.eye(DIM, dtype=np.float32)[0], "test", NOW)
+        before = old.entity_fans("a", ["rao", "mg road", "dentist"])
+        with old.reading() as conn:
+            assert "REFERENCES lines" in _schema(conn)["entity_lines"]
+    monkeypatch.undo()
+    with SQLiteStore(path) as reopened:
+        assert reopened.schema_version() == LATEST
+        with reopened.reading() as conn:
+            keys = _schema(conn)
+        assert "REFERENCES" not in keys["entity_lines"] + keys["entity_memories"]
+        assert {"entity_lines_line", "entity_lines_episode", "entity_memories_memory"} <= set(keys)
+        assert reopened.entity_fans("a", list(before)) == before and reopened.problems() == []
+        reopened.delete_episode("a", second.id)  # the triggers stand where the cascades were
+        assert _fan(reopened, "a", "rao") == 2 and _fan(reopened, "a", "mg road") is None
+        reopened.delete_episode("a", first.id)
+        assert _fan(reopened, "a", "rao") == 1 and reopened.problems() == []
+
+
+def test_a_link_to_a_missing_line_or_entity_is_found_and_removed(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    (episode,) = store.append_episodes([_write("a", "Dr. Rao's clinic is on MG Road.")])
+    with sqlite3.connect(tmp_path / "graph.db") as other:  # no foreign key refuses either
+        other.execute("INSERT INTO entity_lines VALUES (999999, 1, ?)", (episode.id,))
+        other.execute("INSERT INTO entity_memories VALUES (1, 'mem-99999999')")
+    found = [problem for problem in store.problems() if problem.kind == "orphans"]
+    assert [problem.message.split(" point at")[0] for problem in found] == [
+        "1 row(s) of entity_lines",
+        "1 row(s) of entity_memories",
+    ]
+    assert "orcamem repair" in found[0].message and all(p.repairable for p in found)
+    actions = store.repair_derived()
+    assert "removed 1 entity link row(s) from entity_lines" in actions
+    assert "removed 1 entity link row(s) from entity_memories" in actions
+    assert store.problems() == [] and _fan(store, "a", "rao") == 1

@@ -31,6 +31,12 @@ _DERIVED = {
     "entity_lines": "entity link row(s)",
     "entity_memories": "entity link row(s)",
 }
+_LINKS = (  # (links, column, parent): the graph's links, kept by triggers, not foreign keys
+    ("entity_lines", "entity_id", "entities"),
+    ("entity_lines", "line_id", "lines"),
+    ("entity_memories", "entity_id", "entities"),
+    ("entity_memories", "memory_id", "memories"),
+)
 _BATCH = 500
 _warned: set[str] = set()
 
@@ -73,6 +79,12 @@ def repair_derived(conn: sqlite3.Connection) -> list[str]:
                 )
             conn.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", rowids)
             done.append(f"removed {len(rowids)} {what} from {table}")
+    for links, column, parent in _LINKS:
+        removed = conn.execute(
+            f"DELETE FROM {links} WHERE {_dangling(links, column, parent)}"
+        ).rowcount
+        if removed:
+            done.append(f"removed {removed} {_DERIVED[links]} from {links}")
     dangling = [
         row[0]
         for row in conn.execute(
@@ -173,10 +185,19 @@ def _fts(conn: sqlite3.Connection) -> list[Problem]:
     return found
 
 
+def _dangling(links: str, column: str, parent: str) -> str:
+    """The condition of a row of ``links`` whose ``column`` names no row of ``parent``."""
+    return f"NOT EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {links}.{column})"
+
+
 def _orphans(conn: sqlite3.Connection) -> list[Problem]:
     counts: dict[tuple[str, str], int] = {}
     for table, _, parent, _ in conn.execute("PRAGMA foreign_key_check"):
         counts[table, parent] = counts.get((table, parent), 0) + 1
+    for links, column, parent in _LINKS:
+        query = f"SELECT count(*) FROM {links} WHERE {_dangling(links, column, parent)}"
+        if count := conn.execute(query).fetchone()[0]:
+            counts[links, parent] = counts.get((links, parent), 0) + count
     return [
         Problem(
             "orphans",
