@@ -47,19 +47,26 @@ def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url
     from pgvector.psycopg import register_vector
 
     from orcamem.engine.store.postgres import lexical, vectors
-    from orcamem.engine.store.postgres.store import admitted_lines
+    from orcamem.engine.store.postgres.store import MENTIONS_SQL, admitted_lines
     from orcamem.engine.store.scope import POSTGRES, episode_clauses
     from orcamem.recall.filters import SearchFilter
 
     with Memory(pg_url, space="big") as mem:
         mem.add("opening the schema")
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            for table in ("episodes", "lines"):
+            for table in ("episodes", "lines", "entities", "entity_lines"):
                 conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
         mem.add_many(_turns(2000))
+        mem.add_many(  # a space of many names: the planner guesses how few are "big"'s
+            [{"text": f"Ana met Rahul{i} and Meera{i} in Kochi{i}."} for i in range(2000)],
+            space="names",
+        )
         query = mem.embedder.embed(["dentist trip"])[0]
         hits = mem.store.vector_lines("big", query, 50, where=SearchFilter(role="user"))
         assert len(hits) == 50  # what the store answers through these statements
+        named = mem.store.entity_fans("big", ["dentist", "pune", "sister"])
+        entity_ids = [entity_id for entity_id, _ in named.values()]
+        assert len(mem.store.entity_mentions("big", entity_ids, 10)) == 30
     terms = ["dentist", "trip", "sister"]
     with psycopg.connect(pg_url, autocommit=True) as conn:
         register_vector(conn)
@@ -88,14 +95,39 @@ def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url
                 ),
             ]
             for sql, params in statements:
-                [[plan]] = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchone()
-                looped = [
-                    node
-                    for node in _nodes(plan["Plan"])
-                    if node.get("Index Name") == "lines_space" and node["Actual Loops"] > 1
-                ]
-                assert looped == [], (where, sql)
-                assert plan["Plan"]["Actual Rows"] > 0
+                assert _looped_lookups(conn, sql, params) == [], (where, sql)
+        mentions = _plan(conn, MENTIONS_SQL, {"ids": entity_ids, "limit": 10, "space": "big"})
+        assert {node.get("Index Name") for node in mentions} == {
+            None,  # each entity by its key, not AND-ed with every entity of the space
+            "entities_pkey",
+            "entity_lines_pkey",
+        }
+
+
+def _plan(conn: psycopg.Connection, sql: str, params: dict) -> list[dict]:
+    """The nodes of ``sql``'s plan as it ran; it found rows."""
+    [[plan]] = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchone()
+    assert plan["Plan"]["Actual Rows"] > 0
+    return list(_nodes(plan["Plan"]))
+
+
+def _looped_lookups(conn: psycopg.Connection, sql: str, params: dict) -> list[str]:
+    """The index scans ``sql`` repeats (a loop per row) on anything but a key, or on the
+    space's whole line index: each row's episode must be read by its primary key (a
+    role-filtered BM25 once read each line's episode from the ``(space, role, …)`` index,
+    5,000 entries a line)."""
+    return [
+        node.get("Index Name") or node["Node Type"]
+        for node in _plan(conn, sql, params)
+        if node["Actual Loops"] > 1
+        and (
+            node.get("Index Name") == "lines_space"
+            or (
+                node.get("Relation Name") == "episodes"
+                and node.get("Index Name") != "episodes_pkey"
+            )
+        )
+    ]
 
 
 def test_a_runaway_read_is_a_clear_error_and_writes_have_no_read_timeout(pg_url: str) -> None:
