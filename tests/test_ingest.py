@@ -6,6 +6,7 @@ written once per batch); nothing of that may change a row, a vector, an indexed 
 
 from __future__ import annotations
 
+import gc
 import io
 import sqlite3
 import subprocess
@@ -328,3 +329,38 @@ def test_a_pipelined_import_equals_one_in_this_process(
         states.append(_state(tmp_path / name))
         assert len(ahead) == (0 if cores == 1 else 2 * 3)  # 4 batches a run, the first here
     assert states[0] == states[1]
+
+
+def test_a_bulk_ingest_pauses_the_cycle_collector_and_gives_it_back(
+    tmp_path: Path, ahead: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off while a call of several batches prepares and writes, on again after it (also when
+    it raises), and left off when it was off before; a one-batch call does not touch it."""
+    seen: list[bool] = []
+    prepare = ahead_module.prepare
+
+    def watched(batch: Any) -> Any:
+        seen.append(gc.isenabled())
+        return prepare(batch)
+
+    monkeypatch.setattr(ahead_module, "prepare", watched)
+    items = _items()
+    export = io.StringIO()
+    with Memory(tmp_path / "m.db", clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
+        mem.add_many(items[:5])
+        assert seen == [True] and gc.isenabled()
+        mem.add_many(items)
+        assert seen[1:] == [False] and gc.isenabled()
+        mem.export(export)
+        mem.import_jsonl(export.getvalue().split("\n"), space="copy")
+        assert seen[2:] == [False] and gc.isenabled()
+        bad: list[Any] = [*items, 42]
+        with pytest.raises(InvalidInputError, match="item 24"):
+            mem.add_many(bad, space="bad")
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            mem.add_many(items, space="off")
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

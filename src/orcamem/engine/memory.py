@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -59,6 +59,7 @@ from .blocklog import check_surface, log_block
 from .consolidate.gate import held_rule
 from .consolidate.sleep import SleepReport
 from .health import CheckReport, RepairReport
+from .ingest import deferred_collection
 from .keys import ApiKeys
 from .sleeper import Sleeper
 from .store import open_store
@@ -438,10 +439,12 @@ class Memory:
                     for offset, item in enumerate(items[start : start + _ADD_BATCH])
                 ]
 
-        for stored in self._append_batches(batches(), ahead=len(items) > _ADD_BATCH):
-            done.extend(stored)
-            if progress:
-                progress(len(done), len(items))
+        bulk = len(items) > _ADD_BATCH
+        with deferred_collection() if bulk else nullcontext():
+            for stored in self._append_batches(batches(), ahead=bulk):
+                done.extend(stored)
+                if progress:
+                    progress(len(done), len(items))
         return done
 
     def _item(self, item: Any, position: int, default_space: str, *, stored: int) -> NewEpisode:
@@ -1026,6 +1029,12 @@ class Memory:
         """
         target = self._space(space)
         lines = validate_items(lines, what="lines", of="export lines (strings)")
+        with deferred_collection() if len(lines) > _ADD_BATCH else nullcontext():
+            return self._import(target, lines, progress)
+
+    def _import(
+        self, target: str, lines: Sequence[Any], progress: Progress | None
+    ) -> dict[str, int]:
         parsed = _parse_export(lines, target)
         records = parsed.memories
         self._check_lineage(target, records, parsed.memory_lines)
