@@ -24,8 +24,8 @@ def corpus(rows: int = ROWS, seed: int = 3) -> np.ndarray:
     return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
 
 
-@pytest.fixture
-def conn() -> sqlite3.Connection:
+def _space_of(rows: np.ndarray) -> sqlite3.Connection:
+    """A database whose space ``s`` holds ``rows`` as lines 1, 2, …"""
     conn = sqlite3.connect(":memory:")
     conn.executescript(
         "CREATE TABLE spaces (name TEXT, vector_epoch INTEGER, dim INTEGER);"
@@ -34,9 +34,14 @@ def conn() -> sqlite3.Connection:
     conn.execute("INSERT INTO spaces VALUES ('s', 0, ?)", (DIM,))
     conn.executemany(
         "INSERT INTO lines (id, space, vector) VALUES (?, 's', ?)",
-        [(i + 1, encode_vector(v)) for i, v in enumerate(corpus())],
+        [(i + 1, encode_vector(v)) for i, v in enumerate(rows)],
     )
     return conn
+
+
+@pytest.fixture
+def conn() -> sqlite3.Connection:
+    return _space_of(corpus())
 
 
 def test_a_pruned_search_keeps_the_exact_hits_and_their_exact_scores(conn) -> None:
@@ -123,3 +128,35 @@ def test_pruning_is_a_config_switch_with_a_threshold(tmp_path) -> None:
         with Memory(path, space="s", config=Config(storage=storage)) as mem:
             results[name] = [hit.id for hit in mem.search("the sales report for week 7").hits]
     assert results["pruned"] and results["pruned"] == results["exact"]
+
+
+@pytest.mark.parametrize("every", [2, 5])  # half the rows (one masked pass), a fifth (a gather)
+def test_a_filtered_search_of_a_pruned_space_prunes_among_the_rows_it_admits(every: int) -> None:
+    """The same two steps among the admitted rows only: nothing outside the mask, each hit
+    with its exact cosine, and the exact filtered top 10 all but kept."""
+    rows = corpus(12_000, seed=8)
+    conn = _space_of(rows)
+    exact, pruned = VectorIndex("lines", "id"), VectorIndex("lines", "id", prune_above=1000)
+    for index in (exact, pruned):
+        index.refresh(conn)
+    admitted = 12_000 // every
+    assert candidates(10) < admitted and (admitted * vector_index.WIDE >= 12_000) == (every == 2)
+
+    def mask(columns: vector_index.Columns) -> np.ndarray:
+        return np.arange(len(columns.all())) % every == 0  # ids 1, 1 + every, …
+
+    shared = []
+    for query in corpus(30, seed=12):
+        want = dict(exact.search("s", query, 10, mask=mask))
+        got = pruned.search("s", query, 10, mask=mask)
+        assert len(got) == 10 and all((key - 1) % every == 0 for key, _ in got)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        for key, score in got:
+            assert score == pytest.approx(float(rows[key - 1] @ query), abs=1e-3)
+        shared.append(len(want.keys() & {key for key, _ in got}) / 10)
+    assert np.mean(shared) >= 0.95
+    query = corpus(1, seed=13)[0]  # the short step decides: a best hit whose short row says
+    best = exact.search("s", query, 1, mask=mask)[0][0]  # "far" is not re-scored at all
+    matrix = pruned._spaces["s"]
+    matrix.projected[matrix.position[best]] = -(matrix.basis.T @ query)
+    assert best not in {key for key, _ in pruned.search("s", query, 10, mask=mask)}

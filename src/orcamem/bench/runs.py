@@ -269,37 +269,38 @@ def _filters(i: int, size: int) -> dict[str, dict[str, str]]:
 def _pruning(
     path: Path | str, space: str, model: Embedder, questions: Sequence[str], config: Config
 ) -> dict[str, float]:
-    """The same searches with vector pruning forced on and off, on the same file: the p50 and
-    p95 of each and ``pruned_recall``, the share of the exact search's hits the pruned one returns
-    (the default config prunes only above ``storage.pruning_threshold``)."""
+    """The same searches with vector pruning forced on and off, on the same file, unfiltered
+    and with the role filter of :func:`_filters` (half the space): the p50 and p95 of each
+    and ``pruned_recall`` (``pruned_role_recall``), the share of the exact search's hits the
+    pruned one returns (the default config prunes only above ``storage.pruning_threshold``)."""
     found: dict[str, list[list[str]]] = {}
-    p50: dict[str, float] = {}
-    p95: dict[str, float] = {}
+    timed: dict[str, list[float]] = {}
     for name, storage in (
         ("exact", config.storage.with_(vector_pruning=False)),
         ("pruned", config.storage.with_(vector_pruning=True, pruning_threshold=0)),
     ):
         with Memory(path, space=space, config=config.with_(storage=storage), embedder=model) as mem:
             mem.search(questions[0])  # load the index (and fit the projection) once
-            timings, hits = [], []
-            for question in questions:
-                begin = time.perf_counter()
-                result = mem.search(question)
-                timings.append((time.perf_counter() - begin) * 1000)
-                hits.append([hit.id for hit in result.hits])
-        found[name], p50[name], p95[name] = hits, _percentile(timings, 50), _percentile(timings, 95)
-    shared = [
-        len(set(exact) & set(pruned)) / len(exact)
-        for exact, pruned in zip(found["exact"], found["pruned"], strict=True)
-        if exact
-    ]
-    return {
-        "search_exact_p50_ms": round(p50["exact"], 3),
-        "search_exact_p95_ms": round(p95["exact"], 3),
-        "search_pruned_p50_ms": round(p50["pruned"], 3),
-        "search_pruned_p95_ms": round(p95["pruned"], 3),
-        "pruned_recall": round(statistics.fmean(shared), 4) if shared else 1.0,
-    }
+            for kind, where in (("", None), ("role_", {"role": "user"})):
+                timings, hits = [], []
+                for question in questions:
+                    begin = time.perf_counter()
+                    result = mem.search(question, filters=where)
+                    timings.append((time.perf_counter() - begin) * 1000)
+                    hits.append([hit.id for hit in result.hits])
+                found[kind + name], timed[kind + name] = hits, timings
+    out: dict[str, float] = {}
+    for kind in ("", "role_"):
+        for name in ("exact", "pruned"):
+            out[f"search_{kind}{name}_p50_ms"] = round(_percentile(timed[kind + name], 50), 3)
+            out[f"search_{kind}{name}_p95_ms"] = round(_percentile(timed[kind + name], 95), 3)
+        shared = [
+            len(set(exact) & set(pruned)) / len(exact)
+            for exact, pruned in zip(found[kind + "exact"], found[kind + "pruned"], strict=True)
+            if exact
+        ]
+        out[f"pruned_{kind}recall"] = round(statistics.fmean(shared), 4) if shared else 1.0
+    return out
 
 
 # -- LoCoMo -------------------------------------------------------------------------------
