@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def _unfan(table: str) -> str:
+    """The trigger that takes a deleted link of ``table`` off its entity's fan, and drops an
+    entity no link names any more (migrations 6 and 11)."""
+    return f"""CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN
+        UPDATE entities SET fan = fan - 1 WHERE id = old.entity_id;
+        DELETE FROM entities WHERE id = old.entity_id AND fan <= 0;
+    END"""
+
+
 def _unlinked_graph() -> list[str]:
     """Migration 11: the link tables again, without foreign keys and ``WITHOUT ROWID``.
 
@@ -32,10 +41,7 @@ def _unlinked_graph() -> list[str]:
             f"DROP TABLE {table}",  # its indexes and trigger with it; no trigger fires
             f"ALTER TABLE {table}_new RENAME TO {table}",
             *(f"CREATE INDEX {name} ON {table}({on})" for name, on in indexes.items()),
-            f"""CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN
-                UPDATE entities SET fan = fan - 1 WHERE id = old.entity_id;
-                DELETE FROM entities WHERE id = old.entity_id AND fan <= 0;
-            END""",
+            _unfan(table),
         ]
     return [
         *statements,
@@ -278,13 +284,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             # fan = links of an entity (added by the writer, engine.store.graph, in bulk); an
             # entity nothing names any more is gone (forgetting the last line that named
             # "Dr. Rao" forgets the name too)
-            *(
-                f"""CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN
-                    UPDATE entities SET fan = fan - 1 WHERE id = old.entity_id;
-                    DELETE FROM entities WHERE id = old.entity_id AND fan <= 0;
-                END"""
-                for table in ("entity_lines", "entity_memories")
-            ),
+            *(_unfan(table) for table in ("entity_lines", "entity_memories")),
         ],
     ),
     (

@@ -428,7 +428,8 @@ class VectorIndex:
         ``allowed``: only those keys are scored (a filtered search's rows, from one indexed
         query), exactly, whatever the space's size; the rest of the matrix is never read.
         ``mask``: only the rows it marks (a boolean array over the space's :class:`Columns`)
-        are scored, exactly, as ``allowed`` would with their keys.
+        are scored, exactly, as ``allowed`` would with their keys; in a pruned space, in the
+        two steps of the module docs among them.
         """
         if allowed is not None:
             return self._search_among(space, query, limit, allowed)
