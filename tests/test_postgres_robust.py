@@ -47,7 +47,7 @@ def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url
     from pgvector.psycopg import register_vector
 
     from orcamem.engine.store.postgres import lexical, vectors
-    from orcamem.engine.store.postgres.store import MENTIONS_SQL, admitted_lines
+    from orcamem.engine.store.postgres.store import MENTIONS_SQL, WINDOW_SQL, admitted_lines
     from orcamem.engine.store.scope import POSTGRES, episode_clauses
     from orcamem.recall.filters import SearchFilter
 
@@ -67,6 +67,8 @@ def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url
         named = mem.store.entity_fans("big", ["dentist", "pune", "sister"])
         entity_ids = [entity_id for entity_id, _ in named.values()]
         assert len(mem.store.entity_mentions("big", entity_ids, 10)) == 30
+        asked = sorted({row.episode_id for row in mem.store.lines([i for i, _ in hits[:20]])})
+        assert mem.store.session_window("big", asked, 2)
     terms = ["dentist", "trip", "sister"]
     with psycopg.connect(pg_url, autocommit=True) as conn:
         register_vector(conn)
@@ -101,6 +103,15 @@ def test_filtered_queries_read_lines_by_episode_on_a_space_never_analyzed(pg_url
             None,  # each entity by its key, not AND-ed with every entity of the space
             "entities_pkey",
             "entity_lines_pkey",
+        }
+        window = _plan(conn, WINDOW_SQL, {"ids": asked, "radius": 2, "space": "big"})
+        assert {  # each asked episode by its key, its neighbours by the session index
+            (node.get("Relation Name"), node.get("Index Name"), node["Node Type"])
+            for node in window
+            if node.get("Relation Name")
+        } == {
+            ("episodes", "episodes_pkey", "Index Scan"),
+            ("episodes", "episodes_space_session", "Index Scan"),
         }
 
 
@@ -233,3 +244,53 @@ def test_a_bad_statement_timeout_is_refused_before_connecting(bad: object) -> No
 
     with pytest.raises(InvalidInputError, match="statement_timeout_s"):
         PostgresStore("postgresql://nobody@127.0.0.1:1/none", statement_timeout_s=bad)  # type: ignore[arg-type]
+
+
+def test_a_space_written_before_a_bigger_one_reads_only_its_own_new_lines(pg_url: str) -> None:
+    """The statements that read a space's rows past an id (the vector cache's refresh, the
+    lexical index's check, the graph's rebuild, the episode pages) go by the ``(space, id)``
+    index. The planner's statistics taken before a bigger space was loaded estimate "ids
+    above the small space's last" at a row or two, and the refresh walked the primary key
+    from there, reading every line of the bigger space at each search."""
+    from orcamem.engine.store.postgres.schema import above
+    from orcamem.engine.store.postgres.vectors import REFRESH_SQL
+
+    with Memory(pg_url, space="early") as mem:
+        mem.add_many(_turns(200))
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE lines")
+            conn.execute("ANALYZE episodes")
+            for table in ("episodes", "lines"):
+                conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        mem.add_many(_turns(3000), space="later")
+        assert len(mem.search("dentist trip").hits) > 0  # the refresh, as a search runs it
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        last = conn.execute("SELECT max(id) FROM lines WHERE space = 'early'").fetchone()[0]
+        statements = [
+            (REFRESH_SQL, {"space": "early", "after": last, "room": 10**6, "epoch": None}),
+            (
+                f"SELECT id FROM lines WHERE {above('%(space)s', '%(after)s')} "
+                "ORDER BY space, id LIMIT 1",
+                {"space": "early", "after": last},
+            ),
+            (
+                f"SELECT id FROM episodes WHERE {above('%(space)s', '%(after)s')} "
+                "ORDER BY space, id LIMIT 100",
+                {"space": "early", "after": 0},
+            ),
+        ]
+        for sql, params in statements:
+            [[plan]] = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params).fetchone()
+            read = [
+                (node.get("Index Name") or node["Node Type"], node["Actual Rows"])
+                for node in _nodes(plan["Plan"])
+                if node.get("Relation Name") in ("lines", "episodes")
+            ]
+            assert read and all(
+                name in ("lines_space", "episodes_space_id", "episodes_pkey") for name, _ in read
+            ), (
+                sql,
+                read,
+            )
+            removed = sum(node.get("Rows Removed by Filter", 0) for node in _nodes(plan["Plan"]))
+            assert removed == 0, (sql, read)

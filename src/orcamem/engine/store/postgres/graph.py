@@ -13,6 +13,7 @@ from typing import Any
 
 from ....recall.entities import entities
 from ..graph import memory_names
+from .schema import above
 
 __all__ = ["drift", "link_lines", "link_memory", "rebuild"]
 
@@ -103,8 +104,9 @@ def rebuild(conn: Any, space: str) -> None:
     conn.execute("DELETE FROM entities WHERE space = %s", (space,))
     last = 0
     while rows := conn.execute(
-        "SELECT id, episode_id, text FROM lines WHERE space = %s AND id > %s ORDER BY id LIMIT %s",
-        (space, last, _CHUNK),
+        f"SELECT id, episode_id, text FROM lines WHERE {above('%(space)s', '%(last)s')} "
+        "ORDER BY space, id LIMIT %(limit)s",
+        {"space": space, "last": last, "limit": _CHUNK},
     ).fetchall():
         link_lines(conn, space, [(line, episode, entities(text)) for line, episode, text in rows])
         last = rows[-1][0]

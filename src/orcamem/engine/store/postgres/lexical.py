@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..lexical_index import BATCH, K1, PHRASE, B, PostingIndex
-from .schema import TEXT_CONFIG
+from .schema import TEXT_CONFIG, above
 
 __all__ = [
     "INDEXED_LINES",
@@ -156,7 +156,7 @@ def term_counts_sql(*, lines: bool, check: bool = False) -> str:
     with ``check``, then the space's vector epoch and its first line above ``last``."""
     current = (
         ", (SELECT vector_epoch FROM spaces WHERE name = %(space)s), (SELECT l.id FROM lines l "
-        "WHERE l.space = %(space)s AND l.id > %(last)s ORDER BY l.id LIMIT 1)"
+        f"WHERE {above('%(space)s', '%(last)s', 'l')} ORDER BY l.space, l.id LIMIT 1)"
         if check
         else ""
     )
@@ -230,8 +230,8 @@ class LineIndex(PostingIndex):
         known, missing = self._lexicon.held(phrases(match))
         row = conn.execute(  # the words not stemmed yet are stemmed here too
             f"WITH w AS (SELECT p, {_STEMS} AS lx FROM unnest(%(missing)s::text[]) AS p) "
-            "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
-            "AND l.id > %(last)s ORDER BY l.id LIMIT 1), f.docs, f.tokens, (SELECT "
+            "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE "
+            f"{above('s.name', '%(last)s', 'l')} ORDER BY l.space, l.id LIMIT 1), f.docs, f.tokens, (SELECT "
             "json_object_agg(t.lexeme, t.docs) FROM fts_terms t WHERE t.name = 'lines' AND "
             "t.lexeme = ANY(%(known)s::text[] || array(SELECT unnest(w.lx) FROM w))), "
             "(SELECT json_agg(json_build_array(w.p, w.lx)) FROM w) "
@@ -272,9 +272,10 @@ class LineIndex(PostingIndex):
         state = self._spaces.get(space)
         if state is not None and state.epoch is not None:
             row = conn.execute(
-                "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE l.space = s.name "
-                "AND l.id > %s ORDER BY l.id LIMIT 1) FROM spaces s WHERE s.name = %s",
-                (state.last, space),
+                "SELECT s.vector_epoch, (SELECT l.id FROM lines l WHERE "
+                f"{above('s.name', '%(last)s', 'l')} ORDER BY l.space, l.id LIMIT 1) FROM spaces s "
+                "WHERE s.name = %(space)s",
+                {"last": state.last, "space": space},
             ).fetchone()
             if row is not None and row[0] == state.epoch and row[1] is None:
                 return
@@ -325,8 +326,9 @@ class LineIndex(PostingIndex):
         ids = [
             r[0]
             for r in conn.execute(
-                "SELECT id FROM lines WHERE space = %s AND id > %s ORDER BY id LIMIT %s",
-                (space, after, BATCH),
+                f"SELECT id FROM lines WHERE {above('%(space)s', '%(after)s')} "
+                "ORDER BY space, id LIMIT %(limit)s",
+                {"space": space, "after": after, "limit": BATCH},
             )
         ]
         if not ids:
@@ -334,9 +336,9 @@ class LineIndex(PostingIndex):
         rows = conn.execute(
             "SELECT u.lexeme, array_agg(l.id), array_agg(cardinality(array_positions("
             "u.weights, 'A'))), array_agg(cardinality(array_positions(u.weights, 'B'))) "
-            "FROM lines l, unnest(l.tsv) u WHERE l.space = %s AND l.id > %s AND l.id <= %s "
-            "GROUP BY u.lexeme",
-            (space, after, ids[-1]),
+            "FROM lines l, unnest(l.tsv) u WHERE l.space = %(space)s AND l.id > %(after)s "
+            "AND l.id <= %(last)s GROUP BY u.lexeme",
+            {"space": space, "after": after, "last": ids[-1]},
         ).fetchall()
         sizes = np.array([len(r[1]) for r in rows], dtype=np.int64)
         flat = np.array([i for r in rows for i in r[1]], dtype=np.int64)

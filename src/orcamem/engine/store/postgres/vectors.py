@@ -21,6 +21,7 @@ from pgvector import HalfVector, Vector
 from threadpoolctl import ThreadpoolController
 
 from ..vector_index import WIDE, Columns
+from .schema import above
 
 __all__ = [
     "CACHED_VECTORS",
@@ -240,6 +241,20 @@ def _unpack(blobs: list[bytes], dim: int) -> np.ndarray:
     return raw[:, 4:].copy().view(">f2").astype(np.float32)
 
 
+REFRESH_SQL = (
+    "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector), "
+    "e.role, e.session_id, e.occurred_at "
+    f"FROM spaces s LEFT JOIN lines l ON {above('%(space)s', '%(after)s', 'l')} "
+    "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
+    "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
+    "LEFT JOIN LATERAL (SELECT role, session_id, occurred_at FROM episodes "
+    "WHERE id = l.episode_id OFFSET 0) e ON true "  # by its key, whatever the statistics
+    "WHERE s.name = %(space)s ORDER BY l.id"
+)
+""":meth:`LineCache.refresh`: the space's count and epoch, and its rows past ``after`` with
+their episodes' fields (none when the epoch moved or the space outgrew ``room``)."""
+
+
 class LineCache:
     """The line vectors of the spaces this process searches, exact, in memory: the SQLite
     store's exact index (``engine.store.vector_index``) on PostgreSQL. A query first reads
@@ -272,14 +287,7 @@ class LineCache:
             room = self.budget - sum(r.count for n, r in self._spaces.items() if n != space)
         after = held.last if held is not None else 0
         found = conn.execute(
-            "SELECT s.line_count, s.vector_epoch, s.dim, l.id, halfvec_send(l.vector), "
-            "e.role, e.session_id, e.occurred_at "
-            "FROM spaces s LEFT JOIN lines l ON l.space = %(space)s AND l.id > %(after)s "
-            "AND l.vector IS NOT NULL AND vector_dims(l.vector) = s.dim AND (SELECT "
-            "s.line_count <= %(room)s AND (%(epoch)s::bigint IS NULL OR s.vector_epoch = %(epoch)s)) "
-            "LEFT JOIN LATERAL (SELECT role, session_id, occurred_at FROM episodes "
-            "WHERE id = l.episode_id OFFSET 0) e ON true "  # by its key, whatever the statistics
-            "WHERE s.name = %(space)s ORDER BY l.id",
+            REFRESH_SQL,
             {
                 "after": after,
                 "room": room,
