@@ -16,6 +16,7 @@ import pytest
 
 from orcamem import Config, Memory
 from orcamem._kernel.clock import FrozenClock
+from orcamem.recall.filters import SearchFilter
 from orcamem.recall.hybrid import recall
 
 HANG = 60.0  # seconds: a guard against a hang, never a measure of speed
@@ -79,3 +80,38 @@ def test_the_channels_overlap_and_rank_as_one_at_a_time(mem: Memory) -> None:
         overlapped = _hits(Channels(mem.store, meet=meet), mem, query)
         assert overlapped == _hits(Channels(mem.store), mem, query), query
         assert overlapped, query
+
+
+class Counted:
+    """The real store, counting its memory BM25 queries."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.asked: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def lexical_memories(self, space: str, match: str, limit: int, **kwargs: Any) -> Any:
+        self.asked.append(limit)
+        return self._store.lexical_memories(space, match, limit, **kwargs)
+
+
+def test_a_search_ranks_the_memories_once_for_its_candidates_and_activation(
+    mem: Memory,
+) -> None:
+    """Activation's seed states are the top of the ranking the memory candidates come from
+    (one query a search, not two); a filtered search still asks activation's own, unfiltered."""
+    for n in range(8):
+        mem.remember(f"Priya moved to Lisbon in year {n}")
+    config = Config()
+    assert config.signals.enable_spreading_activation
+    store = Counted(mem.store)
+    found = recall(store, mem.embedder_of("default"), "default", "Where does Priya live?",
+                   config, mem.clock.now())  # fmt: skip
+    assert any(hit.id.startswith("mem") for hit in found.hits)
+    assert store.asked == [config.recall.lexical_candidates]
+    store.asked.clear()
+    recall(store, mem.embedder_of("default"), "default", "Where does Priya live?", config,
+           mem.clock.now(), where=SearchFilter(session="s1"))  # fmt: skip
+    assert store.asked == [config.recall.lexical_candidates, config.signals.activation_states]

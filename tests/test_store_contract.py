@@ -201,6 +201,21 @@ def test_prohibited_filter(ready: Store) -> None:
     assert [m.content for m in ready.list_memories("a", prohibited=True)] == ["never do X"]
 
 
+def test_memories_that_rank_alike_go_in_the_order_they_were_written(ready: Store) -> None:
+    """Recall ranks the memories once and activation takes its seeds from the top of that
+    ranking, so a shorter ranking must be a prefix of a longer one: ties in write order, on
+    every store (memory ids are random, so an id order would change from run to run)."""
+    made = [
+        ready.put_memory(
+            NewMemory(space="a", content="Moved to Pune"), unit(40 + i), "test", NOW
+        ).id
+        for i in range(6)
+    ]
+    ranked = [key for key, _ in ready.lexical_memories("a", '"pune"', 6)]
+    assert ranked == made
+    assert [key for key, _ in ready.lexical_memories("a", '"pune"', 2)] == made[:2]
+
+
 def test_replace_vectors_switches_the_embedder(ready: Store) -> None:
     [ep] = ready.append_episodes([write("a", "text", seed=1)])
     line = ready.episode_lines("a", [ep.id])[0].id

@@ -334,16 +334,24 @@ def recall(
     evidence = _evidence(store, space, query, rows.values(), config, dates)
     if evidence is not None:
         fused = expand(store, embedder, space, query, fused, rows, config, where)
+        wanted = where is None or where.memories
+        ranked = (  # one BM25 of the memories: the candidates' and, unfiltered, activation's
+            store.lexical_memories(space, match, _memory_ranks(config), where=where)
+            if match and wanted
+            else []
+        )
         memories = (
-            _memory_hits(store, space, match, vector, config, now, evidence, floor, where)
-            if where is None or where.memories
+            _memory_hits(store, space, ranked, vector, config, now, evidence, floor, where)
+            if wanted
             else []
         )
         windows = Windows(store, space)
         keys = _keys(memories, config)
+        states = [mid for mid, _ in ranked[: config.signals.activation_states]]
         hits, line_of = _episode_hits(
-            store, space, fused, rows, config, query, dates, now, limit * 3, keys, windows
-        )
+            store, space, fused, rows, config, query, dates, now, limit * 3, keys, windows,
+            states if where is None else None,
+        )  # fmt: skip
         matched = {row.episode_id for row in rows.values() if row.id in fused}
         if where is not None:  # neighbours and activation reach episodes the filter left out
             hits = [hit for hit in hits if hit.episode_id in matched]
@@ -525,9 +533,11 @@ def _episode_hits(
     keep: int,
     keys: dict[int, float],
     windows: Windows,
+    states: list[str] | None,
 ) -> tuple[list[Hit], dict[str, int]]:
     """Lines to episode passages: best line wins (its relevance times ``_prior``, and what a
-    fact made from it lends, ``keys``); neighbours in the session lend a share.
+    fact made from it lends, ``keys``); neighbours in the session lend a share. ``states``:
+    the best-matching memories for activation's seeds, when recall has ranked them already.
 
     Returns the hits and, per hit id, the line whose vector stands for it.
     """
@@ -563,7 +573,7 @@ def _episode_hits(
         rows[row.id] = row
         best[row.episode_id] = (0.0, row.id, (0.0, 0.0))
     lift = (
-        activate(store, space, query, best, neighbour_of, rows, config)
+        activate(store, space, query, best, neighbour_of, rows, config, states)
         if config.signals.enable_spreading_activation
         else {}
     )
@@ -866,10 +876,17 @@ def _base_level(ages: list[float], config: Config) -> float:
     return config.signals.base_level_weight * min(1.0, math.exp(level))
 
 
+def _memory_ranks(config: Config) -> int:
+    """How many memories one BM25 query ranks: the candidates, and activation's seeds (a
+    prefix of the same order: both stores break ties by id)."""
+    states = config.signals.activation_states if config.signals.enable_spreading_activation else 0
+    return max(config.recall.lexical_candidates, states)
+
+
 def _memory_hits(
     store: CandidateSource,
     space: str,
-    match: str | None,
+    ranked: list[tuple[str, float]],
     vector: np.ndarray,
     config: Config,
     now: datetime,
@@ -881,11 +898,7 @@ def _memory_hits(
     names a memory's entity ("What did Caroline research?") does not admit it: after sleep
     every speaker has states, and only those that hold the query's words answer it."""
     weights = engine_preset(config.recall.preset).weights
-    lexical = (
-        dict(store.lexical_memories(space, match, config.recall.lexical_candidates, where=where))
-        if match
-        else {}
-    )
+    lexical = dict(ranked[: config.recall.lexical_candidates])
     vec_hits = store.vector_memories(space, vector, config.recall.vector_candidates, where=where)
     vectors = {key: signals.above_floor(cos, floor) for key, cos in vec_hits}
     fused = _fuse(lexical, vectors, weights, config.recall.fusion)

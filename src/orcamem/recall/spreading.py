@@ -33,6 +33,7 @@ def activate(
     lent: dict[int, float],
     rows: dict[int, LineRow],
     config: Config,
+    states: list[str] | None = None,
 ) -> dict[int, float]:
     """Each lifted episode's activation term; episodes reached that were not candidates are
     added to ``best`` (relevance 0) and their line to ``rows``.
@@ -40,6 +41,8 @@ def activate(
     Args:
         best: per candidate episode, ``(relevance, line id, (lexical, vector))``.
         lent: what each episode borrowed from its session neighbours.
+        states: the ``activation_states`` best-matching memories, when the caller has
+            ranked them (else the query's BM25 of the memories here).
     """
     relevance = {eid: value + lent.get(eid, 0.0) for eid, (value, _, _) in best.items()}
     seeds = sorted(relevance, key=relevance.__getitem__, reverse=True)
@@ -50,12 +53,16 @@ def activate(
     for entity, fan in store.entity_fans(space, entities(query)).values():
         fans[entity] = fan
         sources.setdefault(entity, []).append((1.0, None))
-    match = fts_query(query)
-    states = (
-        [mid for mid, _ in store.lexical_memories(space, match, config.signals.activation_states)]
-        if match and config.signals.activation_states
-        else []
-    )
+    if states is None:
+        match = fts_query(query)
+        states = (
+            [
+                mid
+                for mid, _ in store.lexical_memories(space, match, config.signals.activation_states)
+            ]
+            if match and config.signals.activation_states
+            else []
+        )
     for source, entity, fan in store.entities_of(space, seeds, states):
         fans[entity] = fan
         weight = relevance[source] / high if isinstance(source, int) else 1.0

@@ -1159,7 +1159,7 @@ class SQLiteStore:
             rows = conn.execute(
                 "SELECT m.id, -bm25(memories_fts, 1.0, 0.5, 0.4) AS score FROM memories_fts f "
                 "JOIN memories m ON m.seq = f.rowid WHERE memories_fts MATCH ? AND m.space = ? "
-                f"AND m.active = 1{scope.sql if scope else ''} ORDER BY score DESC LIMIT ?",
+                f"AND m.active = 1{scope.sql if scope else ''} ORDER BY score DESC, m.seq LIMIT ?",
                 (match, space, *(scope.params if scope else ()), limit),
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]

@@ -120,7 +120,9 @@ def bm25_sql(
     holding it) is read from ``fts_terms``, kept by triggers (schema migration 6): counting
     it at each query took 30 of a 37 ms query on an 84,000-line table (docs/storage.md).
     ``source``: the FROM item that yields the rows as ``d`` (default the table itself), as
-    a filtered query of lines reads them (``store.admitted_lines``)."""
+    a filtered query of lines reads them (``store.admitted_lines``). Ties go in the order
+    the rows were written (a line's id, a memory's ``seq``; as on SQLite), so a shorter
+    ranking is a prefix of a longer one."""
     frequency = " + ".join(
         f"{float(weight)!r}::float8 * cardinality(array_positions(u.weights, '{letter}'))"
         for letter, weight in zip("ABC", weights, strict=False)
@@ -145,7 +147,7 @@ def bm25_sql(
         ) AS score
         FROM {source or f"{table} d"} CROSS JOIN k
         WHERE d.space = %(space)s AND d.tsv @@ %(query)s::tsquery{where}
-        ORDER BY score DESC, d.{key} LIMIT %(limit)s
+        ORDER BY score DESC, d.{"seq" if table == "memories" else key} LIMIT %(limit)s
     """
 
 
