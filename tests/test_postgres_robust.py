@@ -294,3 +294,31 @@ def test_a_space_written_before_a_bigger_one_reads_only_its_own_new_lines(pg_url
             )
             removed = sum(node.get("Rows Removed by Filter", 0) for node in _nodes(plan["Plan"]))
             assert removed == 0, (sql, read)
+
+
+def test_the_entities_a_space_grew_since_its_statistics_are_read_by_key(pg_url: str) -> None:
+    """Activation's seeds (``SOURCES_SQL``) read each link's entity by its primary key.
+    With statistics taken before the space was loaded (another space's entities only), the
+    planner took the ``(space, name)`` index with the id as a filter: every entity of the
+    space once per link (280 ms a search on a 100,000-line space loaded moments before)."""
+    from orcamem.engine.store.postgres.store import SOURCES_SQL
+
+    with Memory(pg_url, space="grown") as mem:
+        mem.add_many([{"text": f"Ana met Rahul{i} in Kochi{i}."} for i in range(50)], space="other")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE entities")
+            conn.execute("ANALYZE entity_lines")
+            for table in ("entities", "entity_lines"):
+                conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        mem.add_many([{"text": f"Ana met Rahul{i} and Meera{i} in Kochi{i}."} for i in range(3000)])
+        asked = [episode.id for episode in mem.store.page_episodes("grown", limit=20)]
+        fans, links = mem.store.entity_sources("grown", ["kochi7"], asked, [])
+        assert set(fans) == {"kochi7"} and {source for source, _, _ in links} == set(asked)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        plan = _plan(
+            conn,
+            SOURCES_SQL,
+            {"space": "grown", "names": ["kochi7"], "episodes": asked, "memories": []},
+        )
+    looped = {node.get("Index Name") for node in plan if node["Actual Loops"] > 1}
+    assert "entities_pkey" in looped and "entities_space_name_key" not in looped, looped

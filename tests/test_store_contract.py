@@ -216,6 +216,27 @@ def test_memories_that_rank_alike_go_in_the_order_they_were_written(ready: Store
     assert [key for key, _ in ready.lexical_memories("a", '"pune"', 2)] == made[:2]
 
 
+def test_activation_seeds_in_one_call_are_the_fans_and_the_links(ready: Store) -> None:
+    """``entity_sources`` answers what ``entity_fans`` and ``entities_of`` answer (one round
+    trip on PostgreSQL), within the space."""
+    first, second = ready.append_episodes(
+        [write("a", "My dentist is Dr. Rao."), write("a", "Dr. Rao's clinic is on MG Road.")]
+    )
+    ready.append_episodes([write("b", "Dr. Rao plays chess in Pune.")])
+    state = ready.put_memory(
+        NewMemory(space="a", category="state", content="user · dentist: Dr. Rao",
+                  entity="user", attribute="dentist", value="Dr. Rao"),
+        unit(50), "test", NOW,
+    )  # fmt: skip
+    names, episodes, memories = ["rao", "pune", "mg road"], [first.id, second.id], [state.id]
+    fans, links = ready.entity_sources("a", names, episodes, memories)
+    assert fans == ready.entity_fans("a", names) and set(fans) == {"rao", "mg road"}
+    assert sorted(links, key=str) == sorted(ready.entities_of("a", episodes, memories), key=str)
+    assert {source for source, _, _ in links} == {first.id, second.id, state.id}
+    assert ready.entity_sources("b", names, episodes, memories)[1] == []
+    assert ready.entity_sources("a", [], [], []) == ({}, [])
+
+
 def test_replace_vectors_switches_the_embedder(ready: Store) -> None:
     [ep] = ready.append_episodes([write("a", "text", seed=1)])
     line = ready.episode_lines("a", [ep.id])[0].id

@@ -15,7 +15,12 @@ import numpy as np
 from .._kernel.model import MemoryRecord
 from .filters import SearchFilter
 
-__all__ = ["CandidateSource", "LineRow"]
+__all__ = ["CandidateSource", "EntitySeeds", "LineRow"]
+
+
+EntitySeeds = tuple[dict[str, tuple[int, int]], list[tuple[int | str, int, int]]]
+"""``entity_sources``' answer: ``name → (entity id, fan)``, then ``(episode or memory id,
+entity id, fan)`` for each entity those name."""
 
 
 class LineRow(NamedTuple):
@@ -92,6 +97,17 @@ class CandidateSource(Protocol):
     ) -> list[tuple[int | str, int, int]]:
         """The entities those episodes and memories name: ``(episode or memory id, entity
         id, fan)``."""
+        ...
+
+    def entity_sources(
+        self,
+        space: str,
+        names: Sequence[str],
+        episode_ids: Sequence[int],
+        memory_ids: Sequence[str],
+    ) -> EntitySeeds:
+        """``entity_fans(space, names)`` and ``entities_of(space, episode_ids,
+        memory_ids)`` together: activation's seeds, in one round trip where that costs."""
         ...
 
     def entity_mentions(

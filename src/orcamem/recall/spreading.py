@@ -48,11 +48,6 @@ def activate(
     seeds = sorted(relevance, key=relevance.__getitem__, reverse=True)
     seeds = [eid for eid in seeds[: config.signals.activation_sources] if relevance[eid] > 0]
     high = relevance[seeds[0]] if seeds else 1.0
-    sources: dict[int, list[tuple[float, object]]] = {}
-    fans: dict[int, int] = {}
-    for entity, fan in store.entity_fans(space, entities(query)).values():
-        fans[entity] = fan
-        sources.setdefault(entity, []).append((1.0, None))
     if states is None:
         match = fts_query(query)
         states = (
@@ -63,7 +58,13 @@ def activate(
             if match and config.signals.activation_states
             else []
         )
-    for source, entity, fan in store.entities_of(space, seeds, states):
+    named, linked = store.entity_sources(space, entities(query), seeds, states)
+    sources: dict[int, list[tuple[float, object]]] = {}
+    fans: dict[int, int] = {}
+    for entity, fan in named.values():
+        fans[entity] = fan
+        sources.setdefault(entity, []).append((1.0, None))
+    for source, entity, fan in linked:
         fans[entity] = fan
         weight = relevance[source] / high if isinstance(source, int) else 1.0
         sources.setdefault(entity, []).append((weight, source))

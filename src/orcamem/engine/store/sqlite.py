@@ -38,6 +38,7 @@ from ...errors import (
     SchemaTooNewError,
     StoreError,
 )
+from ...recall.candidates import EntitySeeds
 from ...recall.filters import SearchFilter
 from . import check, graph
 from .base import (
@@ -1128,6 +1129,15 @@ class SQLiteStore:
                         ).fetchall()
                     )
         return found
+
+    def entity_sources(
+        self,
+        space: str,
+        names: Sequence[str],
+        episode_ids: Sequence[int],
+        memory_ids: Sequence[str],
+    ) -> EntitySeeds:
+        return self.entity_fans(space, names), self.entities_of(space, episode_ids, memory_ids)
 
     def entity_mentions(
         self, space: str, entity_ids: Sequence[int], limit: int
