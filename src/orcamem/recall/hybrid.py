@@ -878,7 +878,7 @@ def _base_level(ages: list[float], config: Config) -> float:
 
 def _memory_ranks(config: Config) -> int:
     """How many memories one BM25 query ranks: the candidates, and activation's seeds (a
-    prefix of the same order: both stores break ties by id)."""
+    prefix of the same order: both stores break ties in write order)."""
     states = config.signals.activation_states if config.signals.enable_spreading_activation else 0
     return max(config.recall.lexical_candidates, states)
 
