@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,25 @@ def test_locomo_cli_ablates_spreading_activation(locomo_file: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["overall"]["questions"] == 6
+
+
+def test_the_sweep_script_scores_the_defaults_as_the_bench(
+    locomo_file: Path, tmp_path: Path
+) -> None:
+    """``scripts/locomo_sweep.py`` builds conversation i in a file holding 0…i, as the bench's
+    one file: its default line is the bench's whole-set turn recall."""
+    script = runpy.run_path(str(Path(__file__).parents[1] / "scripts" / "locomo_sweep.py"))
+    samples = json.loads(locomo_file.read_text(encoding="utf-8"))
+    files = script["build"](samples, tmp_path)
+    for index, path in enumerate(files):
+        with Memory(path) as mem:
+            assert sorted(mem.spaces()) == [f"locomo-{i}" for i in range(index + 1)]
+    rows = script["searched"](samples, files, script["config_of"]("-"))
+    overall = locomo(locomo_file)["overall"]
+    keys = ("recall_any@5", "recall_any@10", "recall_all@10", "session_recall_any@5")
+    assert script["recall_of"](rows) == " / ".join(f"{overall[key]:.3f}" for key in keys)
+    tuned = script["config_of"]("signals.activation_weight=0.3,recall.top_k=5")
+    assert (tuned.signals.activation_weight, tuned.recall.top_k) == (0.3, 5)
 
 
 def test_locomo_cli_table(locomo_file: Path) -> None:
