@@ -39,6 +39,7 @@ __all__ = [
     "Column",
     "Columns",
     "VectorIndex",
+    "blas_limit",
     "candidates",
     "decode_vector",
     "encode_vector",
@@ -61,7 +62,7 @@ def decode_vector(blob: bytes) -> np.ndarray:
 _CONTROLLER: ThreadpoolController | None = None
 
 
-def _blas_limit(threads: int) -> Any:
+def blas_limit(threads: int) -> Any:
     """Limit BLAS threads for one product; the controller is built once (~0.4 ms each)."""
     global _CONTROLLER
     if _CONTROLLER is None:
@@ -344,7 +345,7 @@ class VectorIndex:
                 and matrix.count > max(self._prune_above, candidates(1))  # else nothing to prune
                 and matrix.dim > PRUNED_DIMS
             ):
-                with _blas_limit(self._threads):
+                with blas_limit(self._threads):
                     matrix.prune()
 
     def _decode(
@@ -440,7 +441,7 @@ class VectorIndex:
             return []
         rows = snapshot.rows
         limit = min(limit, len(rows))
-        with _blas_limit(self._threads):
+        with blas_limit(self._threads):
             if snapshot.basis is not None and candidates(limit) < len(rows):
                 coarse = snapshot.projected @ (snapshot.basis.T @ query)
                 picked = np.argpartition(-coarse, candidates(limit) - 1)[: candidates(limit)]
@@ -466,7 +467,7 @@ class VectorIndex:
                 return []
             positions = np.fromiter(picked, dtype=np.intp, count=len(picked))
             rows, keys = matrix.rows, matrix.keys
-        with _blas_limit(self._threads):
+        with blas_limit(self._threads):
             exact = rows[positions] @ query
         limit = min(limit, len(positions))
         top = np.argpartition(-exact, limit - 1)[:limit]
@@ -490,7 +491,7 @@ class VectorIndex:
             return []
         limit = min(limit, len(positions))
         wide = len(positions) * WIDE >= count  # one pass over the matrix beats a gather
-        with _blas_limit(self._threads):
+        with blas_limit(self._threads):
             if basis is not None and candidates(limit) < len(positions):
                 # the admitted rows' best short scores, re-scored exactly (module docs)
                 short = basis.T @ query
@@ -552,7 +553,7 @@ class VectorIndex:
         rng = np.random.default_rng(1234)
         picks = rng.choice(len(rows), size=min(sample, len(rows)), replace=False)
         block = rows[picks]
-        with _blas_limit(self._threads):
+        with blas_limit(self._threads):
             sims = block @ block.T
         upper = sims[np.triu_indices(len(picks), k=1)]
         floor = float(np.percentile(upper, percentile))

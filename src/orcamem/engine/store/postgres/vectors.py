@@ -18,9 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from pgvector import HalfVector, Vector
-from threadpoolctl import ThreadpoolController
 
-from ..vector_index import WIDE, Columns
+from ..vector_index import WIDE, Columns, blas_limit
 from .schema import above
 
 __all__ = [
@@ -173,17 +172,6 @@ def noise_floor(conn: Any, space: str, count: int, percentile: float, sample: in
     block = np.stack([decode(row[0]) for row in rows])
     sims = block @ block.T
     return float(np.percentile(sims[np.triu_indices(len(rows), k=1)], percentile))
-
-
-_BLAS: list[ThreadpoolController] = []
-
-
-def _one_thread() -> Any:
-    """One BLAS thread for a product (as the SQLite index: the default pool is ~25x slower
-    on a busy 2-core machine); the controller is built once."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 class _Column(NamedTuple):
@@ -345,7 +333,7 @@ def top(
             return []
         if positions.size * WIDE < rows.count:  # a session: score its few rows only
             keys, matrix, marked = keys[positions], matrix[positions], None
-    with _one_thread():
+    with blas_limit(1):  # as the SQLite index (one thread is fastest on a busy machine)
         scores = matrix @ vector
     rank = -np.round(scores, _TIE)  # one line said twice is one tie, broken by id
     if marked is not None:
@@ -366,6 +354,6 @@ def cached_floor(rows: _Rows, percentile: float, sample: int = 256) -> float:
     picks = np.random.default_rng(1234).choice(rows.count, size=min(sample, rows.count),
                                                replace=False)  # fmt: skip
     block = rows.rows[np.sort(picks)]
-    with _one_thread():
+    with blas_limit(1):  # as the SQLite index (one thread is fastest on a busy machine)
         sims = block @ block.T
     return float(np.percentile(sims[np.triu_indices(len(picks), k=1)], percentile))
