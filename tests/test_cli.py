@@ -804,3 +804,50 @@ def test_a_database_url_for_db_is_refused_with_what_to_do(
     result = run("stats", "--db", "mysql://localhost/orcamem", code=2)
     assert "pass the path of an SQLite file" in flat(result.output)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- what a mistaken command must not do -----------------------------------------------------
+
+
+def test_a_mistaken_export_leaves_the_earlier_backup_as_it_was(db: Path, tmp_path: Path) -> None:
+    """An unknown space, a mistyped --db or an unwritable --out is one error line; the file
+    already at --out keeps every record, and no database is created."""
+    run("add", "I drink green tea every morning", "--db", db)
+    backup = tmp_path / "backup.jsonl"
+    run("export", "--db", db, "-o", backup)
+    kept = backup.read_text(encoding="utf-8")
+    assert len(kept.splitlines()) == 2
+    unknown = run("export", "--db", db, "-s", "nosuch", "-o", backup, code=2)
+    assert "no space 'nosuch'" in flat(unknown.stderr)
+    typo = tmp_path / "typo.db"
+    assert "no database at" in flat(run("export", "--db", typo, "-o", backup, code=2).stderr)
+    assert not typo.exists()
+    for target in (tmp_path, tmp_path / "nodir" / "x.jsonl"):
+        assert "cannot write" in flat(run("export", "--db", db, "-o", target, code=2).stderr)
+    assert backup.read_text(encoding="utf-8") == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.jsonl", "cli.db"]
+
+
+def test_a_note_with_no_spaces_is_stored_not_taken_for_a_path(db: Path) -> None:
+    """A CJK sentence or a 300-letter word is longer than a file name may be."""
+    for text in ("我喜欢喝绿茶，每天早上都会泡一壶。" * 6, "a" * 300):
+        assert "added ep-" in run("add", text, "--db", db).stdout
+    with Memory(db) as mem:
+        assert mem.stats()["episodes"] == 2
+
+
+def test_a_file_refuses_the_flags_of_a_note(db: Path, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("bananas are yellow", encoding="utf-8")
+    refused = run("add", notes, "--db", db, "--occurred-at", "2026-01-01T00:00:00Z", code=2)
+    assert "describe a note" in flat(refused.stderr)
+    assert not db.exists()
+    assert "passage(s)" in run("add", notes, "--db", db).stdout
+
+
+def test_turn_start_refuses_a_payload_that_is_no_object() -> None:
+    for payload in ("[]", '"x"', "5", "null"):
+        result = runner.invoke(app, ["turn", "start", "--json"], input=payload)
+        assert result.exit_code == 1, (payload, result.output)
+        assert "must be a JSON object" in result.stderr
+        assert result.stdout == ""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -501,3 +503,80 @@ def test_an_import_indexes_each_turn_with_the_turn_before_it_as_the_original(
             return [row[0] for row in conn.execute("SELECT context FROM lines ORDER BY id")]
 
     assert contexts(tmp_path / "b.db") == contexts(tmp_path / "a.db")
+
+
+def test_remember_checks_every_field_it_quotes_or_lists(mem: Memory) -> None:
+    """value and condition are quoted in blocks as the text is, and tags, entity and
+    attribute are listed by the API: each is checked, and a secret in any is refused."""
+    key = "sk-" + "Ab3dEf9hIjKlMnOpQrStUvWx1234567890abcd"
+    bad = [
+        {"value": 5},
+        {"value": ["a"]},
+        {"value": "Pu\x00ne"},
+        {"condition": "mornings\x1b[2J"},
+        {"value": "x" * (1024 * 1024 + 1)},
+        {"tags": "work"},
+        {"tags": [key]},
+        {"attribute": key},
+        {"entity": key},
+        {"value": key},
+    ]
+    for fields in bad:
+        with pytest.raises(InvalidInputError):
+            mem.remember("I live in Pune", **fields)
+    assert mem.facts() == []
+    assert mem.remember("I drink coffee", tags=None).tags == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "db password\u00a0=\u00a0Tr0ub4dor&3",  # non-breaking spaces
+        "openai key sk-\u200bAb3dEf9hIjKlMnOpQrStUvWx1234567890abcd",  # a zero-width space
+    ],
+)
+def test_a_secret_spelt_with_unicode_spaces_is_refused_and_never_quoted(
+    mem: Memory, text: str
+) -> None:
+    with pytest.raises(InvalidInputError, match="secret"):
+        mem.remember(text)
+    mem.add(text, role="user")
+    block = mem.recall("db password openai key")
+    assert "REDACTED" in block
+    assert "Tr0ub4dor" not in block and "Ab3dEf9h" not in block
+
+
+def test_meta_must_be_json_with_finite_numbers(mem: Memory) -> None:
+    for meta in ({"a": float("nan")}, {"b": float("inf")}):
+        with pytest.raises(InvalidInputError, match="finite"):
+            mem.add("hi there", meta=meta)
+    assert mem.stats()["episodes"] == 0
+
+
+def test_an_import_refuses_what_remember_would(mem: Memory) -> None:
+    """A memory id that is not mem-<8 hex> could never be read back or forgotten; a secret
+    in any quoted or listed field, NaN in meta and an empty file are refused too, and nothing
+    is imported."""
+    mem.add("I live in Pune", role="user")
+    mem.remember("I drink coffee", tags=["drinks"])
+    out = io.StringIO()
+    mem.export(out)
+    lines = out.getvalue().splitlines()
+    memory = next(json.loads(line) for line in lines if '"type": "memory"' in line)
+    episode = next(json.loads(line) for line in lines if '"type": "episode"' in line)
+    key = "sk-" + "Ab3dEf9hIjKlMnOpQrStUvWx1234567890abcd"
+    bad = [
+        {**memory, "id": "../c723b4"},
+        {**memory, "content": f"my key is {key}"},
+        {**memory, "value": key},
+        {**memory, "tags": [key]},
+        {**episode, "meta": {"a": float("nan")}},
+    ]
+    for record in bad:
+        with pytest.raises(InvalidInputError, match="nothing was imported"):
+            mem.import_jsonl([lines[0], json.dumps(record)], space="copy")
+    for empty in ([], [""]):
+        with pytest.raises(InvalidInputError, match="not an orcamem export"):
+            mem.import_jsonl(empty, space="copy")
+    assert "copy" not in mem.spaces()
+    assert mem.import_jsonl(lines, space="copy")["memories"] == 1

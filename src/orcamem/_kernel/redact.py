@@ -54,9 +54,11 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import InvalidInputError
 
@@ -458,8 +460,43 @@ def _merge(findings: list[Finding]) -> list[Finding]:
     return merged
 
 
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff")
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """One character as the patterns read it: a format character (zero-width space, soft
+    hyphen, BOM) is nothing, any other space a plain space, a compatibility form (fullwidth
+    ``ｓｋ``) its NFKC character when that is one character."""
+    if char in _INVISIBLE or unicodedata.category(char) == "Cf":
+        return ""
+    if char.isspace():
+        return char if char in "\t\n\r\f\v" else " "
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if len(folded) == 1 else char
+
+
+def _folded(text: str) -> tuple[str, list[int]] | None:
+    """``text`` folded (:func:`_fold_char`) with each folded character's offset in ``text``,
+    or ``None`` when folding changes nothing (all ASCII, the common case)."""
+    if text.isascii():
+        return None
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        folded = _fold_char(char)
+        if folded:
+            chars.append(folded)
+            origin.append(index)
+    folded_text = "".join(chars)
+    return None if folded_text == text else (folded_text, origin)
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in ``text``, sorted by position, none overlapping.
+
+    The patterns read the text folded (:func:`_fold_char`), so ``password\u00a0=\u00a0…`` or
+    ``sk-\u200b…`` is the secret its plain form is; offsets are ``text``'s.
 
     Removing a secret can expose its neighbour (``-----END … KEY-----xoxb-…`` only reads as a
     Slack token once the key block is gone), so findings are looked for again in the redacted
@@ -468,6 +505,16 @@ def find_secrets(text: str) -> list[Finding]:
     >>> find_secrets("password=hunter2")
     [Finding(kind='password', start=9, end=16)]
     """
+    folded = _folded(text)
+    if folded is not None:
+        plain, origin = folded
+        return _merge(
+            [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1) for f in _find_plain(plain)]
+        )
+    return _find_plain(text)
+
+
+def _find_plain(text: str) -> list[Finding]:
     findings = _merge([f for f in _raw_findings(text) if f.end > f.start])
     for _ in range(8 if findings else 0):  # nothing removed: nothing can be exposed
         replaced, back = _replace_mapped(text, findings)

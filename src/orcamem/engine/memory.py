@@ -308,9 +308,11 @@ class Memory:
                     f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}"
                 )
             try:
-                json.dumps(meta)
+                json.dumps(meta, allow_nan=False)  # NaN would make the export invalid JSON
             except (TypeError, ValueError) as exc:
-                raise InvalidInputError(f"meta must be JSON-serialisable: {exc}") from None
+                raise InvalidInputError(
+                    f"meta must be JSON (strings, finite numbers, lists, objects): {exc}"
+                ) from None
         return NewEpisode(
             space=space,
             kind=kind,
@@ -534,8 +536,9 @@ class Memory:
 
         An ``avoid_*`` or ``forbidden_*`` attribute makes it a forbidden rule too. A forbidden
         rule (``prohibited=True``) the space already holds in the same words (case, spacing,
-        punctuation and never/don't aside) is returned as it is, not stored twice. A text (or value, condition) holding a secret is refused with InvalidInputError
-        naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
+        punctuation and never/don't aside) is returned as it is, not stored twice. A text (or
+        value, condition, tag, entity, attribute) holding a secret is refused with
+        InvalidInputError naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
         """
         space = self._space(space)
         memory = _new_memory(
@@ -1379,20 +1382,23 @@ def _new_memory(
     """The memory ``remember`` and ``edit_memory`` write, every field checked first."""
     content = refuse_secrets(validate_text(text, what="memory text"), what="memory text")
     for name, field_value in (("value", value), ("condition", condition)):
-        if isinstance(field_value, str):
-            refuse_secrets(field_value, what=name)
+        if field_value is not None:  # quoted in blocks as the text is: checked as the text is
+            refuse_secrets(validate_text(field_value, what=name), what=name)
     if category not in CATEGORIES:
         raise InvalidInputError(f"category={category!r}: use one of {', '.join(CATEGORIES)}")
     for name, number in (("importance", importance), ("confidence", confidence)):
         if not isinstance(number, (int, float)) or not 0.0 <= float(number) <= 1.0:
             raise InvalidInputError(f"{name}={number!r}: use a number from 0 to 1")
-    if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
-        raise InvalidInputError("tags must be a list of non-blank strings")
+    tags = () if tags is None else tags
+    if not isinstance(tags, (list, tuple)) or not all(
+        isinstance(t, str) and t.strip() for t in tags
+    ):
+        raise InvalidInputError(f"tags={shown(tags)}: use a list of non-blank strings")
     for tag in tags:
-        validate_id(tag, what="tag")
+        refuse_secrets(validate_id(tag, what="tag"), what="tag")
     for name, field_value in (("entity", entity), ("attribute", attribute)):
         if field_value is not None:
-            validate_id(field_value, what=name)
+            refuse_secrets(validate_id(field_value, what=name), what=name)
     if source not in SOURCES:
         raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
     prohibited = prohibited or inhibitory(attribute)  # avoid_* is a rule too (seed 003)
@@ -1484,6 +1490,10 @@ def _parse_episode(record: dict[str, Any], target: str) -> tuple[int, NewEpisode
     meta = record.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise _Bad(f"meta must be an object, got {type(meta).__name__} {shown(meta)}")
+    try:
+        json.dumps(meta, allow_nan=False)
+    except ValueError:
+        raise _Bad("meta holds NaN or Infinity: JSON has no such numbers") from None
     created_at = _time(record, "created_at", required=False)
     episode = NewEpisode(
         space=target,
@@ -1504,6 +1514,8 @@ def _parse_memory(
     _fields(record, _MEMORY_FIELDS, sorted(_MEMORY_FIELDS - _MEMORY_OPTIONAL))
     _optional_str(record, "space")
     memory_id = validate_id(record["id"], what="id")
+    if not is_memory_id(memory_id):  # any other id could never be read back or forgotten
+        raise _Bad(f"id={shown(memory_id)}: a memory id is mem- and 8 hex digits, as exported")
     category = record["category"]
     if category not in CATEGORIES:
         raise _Bad(f"category={shown(category)}: use one of {', '.join(CATEGORIES)}")
@@ -1514,7 +1526,10 @@ def _parse_memory(
     if not isinstance(tags, list):
         raise _Bad(f"tags must be a list of strings, got {type(tags).__name__} {shown(tags)}")
     for tag in tags:
-        validate_id(tag, what="tag")
+        refuse_secrets(validate_id(tag, what="tag"), what="tag")
+    for name in ("entity", "attribute", "value", "condition"):  # as remember() checks them
+        if (found := _optional_str(record, name)) is not None:
+            refuse_secrets(found, what=name)
     cited = record.get("cited_lines", [])
     if not isinstance(cited, list) or not all(
         isinstance(pair, list)
@@ -1532,7 +1547,7 @@ def _parse_memory(
         id=memory_id,
         space=target,
         category=category,
-        content=validate_text(record["content"], what="content"),
+        content=refuse_secrets(validate_text(record["content"], what="content"), what="content"),
         summary=_optional_str(record, "summary"),
         confidence=_number(record, "confidence", high=1.0),
         importance=_number(record, "importance", high=1.0),
@@ -1645,4 +1660,9 @@ def _parse_export(lines: Sequence[Any], target: str) -> _ParsedExport:
             raise InvalidInputError(
                 f"line {number} ({shown(kind, 20)} record): {exc}; nothing was imported"
             ) from None
+    if not header:
+        raise InvalidInputError(
+            "not an orcamem export: it holds no line at all (an empty file?), and an export "
+            f"starts with the {EXPORT_FORMAT!r} header; nothing was imported"
+        )
     return parsed

@@ -6,6 +6,7 @@ Errors from the library become one red line on stderr and exit code 1 (2 for bad
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +88,15 @@ def _memory(
         raise fail(exc) from None
 
 
+def _is_file(text: str) -> bool:
+    """Whether ``add``'s argument names a file: a note (a long word, CJK with no spaces, a
+    NUL) that no file system takes as a name is not one."""
+    try:
+        return len(text) < 4096 and Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 @app.command()
 def add(
     text: Annotated[
@@ -99,9 +109,15 @@ def add(
     occurred_at: Annotated[str | None, typer.Option(help="When it was said (ISO-8601).")] = None,
 ) -> None:
     """Add a note, or a whole file as passages, to memory."""
+    path = Path(text)
+    if _is_file(text) and (role, session, occurred_at) != (None, None, None):
+        raise fail(
+            "--role, --session and --occurred-at describe a note: a file is stored as "
+            "documents without them (drop the flags, or pass the text itself)",
+            2,
+        )
     with _memory(db, space) as mem:
-        path = Path(text)
-        if len(text) < 4096 and path.is_file():
+        if _is_file(text):
             episodes = mem.add_file(path)
             out.print(f"added {len(episodes)} passage(s) from {path} to space {space!r}")
         else:
@@ -480,14 +496,40 @@ def export_(
     db: DbOption = None,
     space: SpaceOption = "default",
 ) -> None:
-    """Export a space as JSON lines (lossless: `orcamem import` restores it)."""
+    """Export a space as JSON lines (lossless: `orcamem import` restores it).
+
+    The file is written beside ``--out`` and renamed over it once complete, so a failed or
+    mistaken export (an unknown space, a mistyped ``--db``) leaves an earlier backup as it was.
+    """
+    target = load_settings(db=db).settings.db
+    if target and "://" not in target and target != ":memory:" and not Path(target).exists():
+        raise fail(f"no database at {target}: check --db (export never creates one)")
     with _memory(db, space) as mem:
-        if output is None:
-            count = mem.export(sys.stdout)
-        else:
-            with output.open("w", encoding="utf-8") as handle:
-                count = mem.export(handle)
+        if space not in mem.spaces():
+            raise fail(f"no space {space!r} in {mem.path}: `orcamem spaces` lists them")
+        count = mem.export(sys.stdout) if output is None else _export_to(mem, output)
     err.print(f"exported {count} records from space {space!r}")
+
+
+def _export_to(mem: Memory, output: Path) -> int:
+    """Export into a temporary file beside ``output``, then rename it over ``output`` (a
+    device or a pipe, ``/dev/stdout``, is written as it is)."""
+    special = output.exists() and not output.is_file() and not output.is_dir()
+    partial = output if special else output.with_name(f".{output.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            count = mem.export(handle)
+            handle.flush()
+            if not special:
+                os.fsync(handle.fileno())
+        if not special:
+            os.replace(partial, output)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        if not special:
+            partial.unlink(missing_ok=True)
+    return count
 
 
 IMPORT_FORMATS = ("orcamem", "chatgpt", "claude", "claude-code", "mcp-memory", "mem0")

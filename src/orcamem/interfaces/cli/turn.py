@@ -100,8 +100,9 @@ def start(as_json: JsonOption = False) -> None:
     def run() -> None:
         from ...local.host import parse_turn, turn_start
 
-        data = read_payload()
-        text = turn_start(parse_turn({"prompt": "", **data}, finished=False))
+        data = read_payload()  # parse_turn refuses what is no object; a start has no prompt
+        turn = {"prompt": "", **data} if isinstance(data, dict) else data
+        text = turn_start(parse_turn(turn, finished=False))
         emit({"memory": "local", "text": text}, as_json, text)
 
     degrade("turn start", run)
