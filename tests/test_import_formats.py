@@ -9,6 +9,7 @@ file, and imported into a real SQLite file through the CLI or ``Memory.import_hi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -255,3 +256,21 @@ def test_bad_jsonl_and_an_unknown_format_are_clear_errors(tmp_path: Path) -> Non
     assert "line 2: not JSON" in said and "nothing was imported" in said
     said = _cli("import", graph, "--from", "evernote", "--db", tmp_path / "m.db", code=2)
     assert "--from 'evernote' is not a format: use one of orcamem, chatgpt" in said
+
+
+@pytest.mark.parametrize("fmt", ["chatgpt", "claude", "claude-code", "mcp-memory", "mem0"])
+def test_a_file_that_holds_nothing_of_its_format_is_an_error(tmp_path: Path, fmt: str) -> None:
+    """Another tool's file (an orcamem export here) or an empty one imports nothing: say so,
+    rather than report 0 imported."""
+    with Memory(tmp_path / "m.db") as mem:
+        mem.add("I drink green tea")
+        lines = io.StringIO()
+        mem.export(lines)
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        exported = tmp_path / "orcamem.jsonl"
+        exported.write_text(lines.getvalue(), encoding="utf-8")
+        for source in (exported, empty):
+            with pytest.raises(InvalidInputError):
+                mem.import_history(fmt, source)
+        assert len(list(mem.iter_episodes())) == 1

@@ -92,3 +92,14 @@ def test_a_delete_by_id_is_the_sessions_revisioned_delete(
         assert first not in after.ids() and after.revision == result.revision
         assert again.status()["stale_projections"] == []  # both projections re-derived
         assert again.forget([first], revision=state.revision).repeated  # the same request
+
+
+def test_a_working_directory_that_is_none_is_refused_and_files_nothing(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """A mistyped --cwd would otherwise file facts under a project of its own."""
+    (tmp_path / "notes.txt").write_text("x", encoding="utf-8")
+    for cwd in (tmp_path / "missing" / "dir", tmp_path / "notes.txt"):
+        with pytest.raises(InvalidInputError, match="no directory"):
+            LocalMemory(cwd, root=tmp_path / "memory", clock=clock, start=False)
+    assert not (tmp_path / "memory").exists()

@@ -77,7 +77,7 @@ def validate_text(text: Any, *, what: str = "text") -> str:
     if not isinstance(text, str):
         raise InvalidInputError(f"{what} must be a string, got {type(text).__name__} {shown(text)}")
     if not text.strip():
-        raise InvalidInputError(f"{what} is empty: pass some non-blank text to store")
+        raise InvalidInputError(f"{what} is empty: pass some non-blank text")
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_TEXT_BYTES:
         raise InvalidInputError(

@@ -187,6 +187,11 @@ def project_identity(cwd: str | Path) -> ProjectIdentity:
     main repository's); other directories their canonical path.
     """
     here = Path(cwd).expanduser().resolve()
+    if not here.is_dir():  # a mistyped --cwd would file facts under a project of its own
+        raise InvalidInputError(
+            f"the working directory {here} does not exist or is no directory: pass the "
+            "project's directory"
+        )
     found = _git_dirs(here)
     if found is not None:
         worktree, common = found

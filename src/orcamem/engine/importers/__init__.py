@@ -44,14 +44,19 @@ def parse(source: str, path: str | Path) -> list[Imported]:
     """Every record of ``path`` in format ``source``, oldest first; nothing is written.
 
     Raises:
-        InvalidInputError: an unknown format, an unreadable file, or a record that is not what
-            the format documents (naming the file and the record).
+        InvalidInputError: an unknown format, an unreadable file, a file holding no record,
+            or a record that is not what the format documents (naming the file and the record).
     """
     if source not in FORMATS:
         raise InvalidInputError(
             f"unknown import format {source!r}: use one of {', '.join(FORMATS)}"
         )
     records = list(FORMATS[source](Path(path)))
+    if not records:  # another format, or the wrong file: say so rather than import nothing
+        raise InvalidInputError(
+            f"{path} holds nothing a {source} export holds (not one conversation turn or "
+            "memory): check --from and the file"
+        )
     return sorted(records, key=lambda record: record.occurred_at)
 
 
