@@ -580,3 +580,17 @@ def test_an_import_refuses_what_remember_would(mem: Memory) -> None:
             mem.import_jsonl(empty, space="copy")
     assert "copy" not in mem.spaces()
     assert mem.import_jsonl(lines, space="copy")["memories"] == 1
+
+
+def test_an_episode_id_past_the_store_s_integers_is_bad_input(mem: Memory) -> None:
+    with pytest.raises(InvalidInputError, match="whole number from 1"):
+        mem.episode(2**70)  # SQLite raised OverflowError
+
+
+def test_a_key_s_label_is_checked_and_its_spaces_kept_once(mem: Memory) -> None:
+    now = "2026-06-01T00:00:00Z"
+    with pytest.raises(InvalidInputError, match="control character"):
+        mem.keys.create(spaces=["a"], admin=False, name="a\x00b", now=now)
+    assert mem.keys.list() == []
+    mem.keys.create(spaces=["a", "b", "a"], admin=False, name="ci", now=now)
+    assert [key["spaces"] for key in mem.keys.list()] == [["a", "b"]]

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 
 from .._kernel.ids import random_id, sha256
-from .._kernel.model import validate_space
+from .._kernel.model import validate_id, validate_space
 from ..errors import AuthError, ForbiddenError, InvalidInputError, NotFoundError
 from .store.base import KeyRows
 
@@ -62,7 +62,9 @@ class ApiKeys:
 
     def create(self, *, spaces: list[str], admin: bool, name: str, now: str) -> tuple[str, str]:
         """A new key: returns ``(key id, secret)``; the secret is never stored."""
-        spaces = [validate_space(space) for space in spaces]
+        spaces = list(dict.fromkeys(validate_space(space) for space in spaces))
+        if name:  # a label shown in `keys list`: no control characters
+            validate_id(name, what="name")
         if not admin and not spaces:
             raise InvalidInputError("a key needs at least one space (--space NAME), or --admin")
         secret = "om_" + secrets.token_urlsafe(32)

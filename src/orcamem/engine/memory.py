@@ -948,7 +948,9 @@ class Memory:
 
     def episode(self, episode_id: int, *, space: str | None = None) -> Episode:
         """One episode of the space (``NotFoundError`` if it is not there)."""
-        return self.store.get_episode(self._space(space), episode_id)
+        space = self._space(space)
+        validate_count(episode_id, what="episode_id", low=1, high=_MAX_EPISODE_ID)
+        return self.store.get_episode(space, episode_id)
 
     def episodes_page(
         self,
