@@ -498,8 +498,8 @@ def export_(
 ) -> None:
     """Export a space as JSON lines (lossless: `orcamem import` restores it).
 
-    The file is written beside ``--out`` and renamed over it once complete, so a failed or
-    mistaken export (an unknown space, a mistyped ``--db``) leaves an earlier backup as it was.
+    The file is written beside --out and renamed over it once complete, so a failed or
+    mistaken export (an unknown space, a mistyped --db) leaves an earlier backup as it was.
     """
     target = load_settings(db=db).settings.db
     if target and "://" not in target and target != ":memory:" and not Path(target).exists():
