@@ -1005,3 +1005,13 @@ def test_the_docs_curl_snippets_run_and_print_what_the_docs_show(tmp_path: Path)
             assert run_bash(code, url, tmp_path, ADMIN_KEY=admin) == shown
         revoked = [key["name"] for key in mem.keys.list() if key["revoked_at"]]
         assert revoked == ["alice-app"]
+
+
+def test_a_body_that_is_not_utf8_says_so(client: TestClient) -> None:
+    """FastAPI answers "There was an error parsing the body"; a malformed JSON body is a 422."""
+    for path in ("/api/episodes", "/api/memories", "/api/search"):
+        response = client.post(
+            path, content=b'{"text": "caf\xe9"}', headers={"content-type": "application/json"}
+        )
+        assert_error(response, 400, says="UTF-8")
+    assert client.get("/api/episodes").json()["episodes"] == []

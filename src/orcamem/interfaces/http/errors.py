@@ -16,6 +16,10 @@ from ...errors import OrcamemError
 __all__ = ["error_body", "install_error_handlers"]
 
 
+_UNPARSED = "There was an error parsing the body"
+"""What FastAPI says of a body it cannot decode (not JSON, not UTF-8)."""
+
+
 def error_body(kind: str, message: str, status: int) -> dict:
     return {"error": {"type": kind, "message": message, "status": status}}
 
@@ -36,6 +40,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 400 and message == _UNPARSED:  # FastAPI's words for any bad body
+            message = "the request body cannot be read (not UTF-8?): send one UTF-8 JSON object"
         return JSONResponse(
             error_body("HTTPError", message, exc.status_code), exc.status_code, headers=exc.headers
         )
