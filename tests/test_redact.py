@@ -371,3 +371,33 @@ def test_one_pass_is_enough(text: str) -> None:
     from orcamem._kernel.redact import _replace
 
     assert find_secrets(_replace(text, find_secrets(text))) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("db password\u00a0=\u00a0Tr0ub4dor&3", "password"),  # non-breaking spaces
+        ("key sk-\u200bAb3dEf9hIjKlMnOpQrStUvWx1234567890abcd", "openai_key"),  # zero-width
+        ("\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44=hunter2xyz", "password"),  # fullwidth
+    ],
+)
+def test_a_secret_spelt_with_unicode_is_found_at_its_offsets(text: str, kind: str) -> None:
+    """The patterns read the text folded; the findings are the original text's offsets, so
+    an invisible character inside a secret goes with it."""
+    (finding,) = find_secrets(text)
+    assert finding.kind == kind
+    redacted = redact(text).text
+    assert redacted == text[: finding.start] + marker(kind) + text[finding.end :]
+    assert "\u200b" not in redacted and "Tr0ub4dor" not in redacted and "hunter2" not in redacted
+
+
+def test_a_paragraph_separator_ends_a_cut_off_key_block_as_a_blank_line_does() -> None:
+    """A key block cut short runs to the end of its paragraph, not over the next one."""
+    text = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefXYZ"
+        "\u2029\u2029Then we went to a caf\u00e9 in Pune."
+    )
+    assert (
+        redact(text).text
+        == "[REDACTED:private_key]\u2029\u2029Then we went to a caf\u00e9 in Pune."
+    )

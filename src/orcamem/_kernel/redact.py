@@ -466,10 +466,12 @@ _INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u
 @lru_cache(maxsize=4096)
 def _fold_char(char: str) -> str:
     """One character as the patterns read it: a format character (zero-width space, soft
-    hyphen, BOM) is nothing, any other space a plain space, a compatibility form (fullwidth
-    ``ｓｋ``) its NFKC character when that is one character."""
+    hyphen, BOM) is nothing, a line separator a newline, any other space a plain space, a
+    compatibility form (fullwidth ``ｓｋ``) its NFKC character when that is one character."""
     if char in _INVISIBLE or unicodedata.category(char) == "Cf":
         return ""
+    if char in "\u0085\u2028\u2029":  # line and paragraph separators end a line
+        return "\n"
     if char.isspace():
         return char if char in "\t\n\r\f\v" else " "
     folded = unicodedata.normalize("NFKC", char)

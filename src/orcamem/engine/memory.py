@@ -538,7 +538,8 @@ class Memory:
         rule (``prohibited=True``) the space already holds in the same words (case, spacing,
         punctuation and never/don't aside) is returned as it is, not stored twice. A text (or
         value, condition, tag, entity, attribute) holding a secret is refused with
-        InvalidInputError naming its kind: memories are shown to a model. Episodes (``add``) keep what was said.
+        InvalidInputError naming its kind: memories are shown to a model. Episodes (``add``)
+        keep what was said.
         """
         space = self._space(space)
         memory = _new_memory(
