@@ -1052,6 +1052,20 @@ def test_only_markup_is_not_a_turn_and_an_echo_cut_mid_item_goes_too() -> None:
     assert strip_module.strip(cut) == "What is my favourite colour? I'm sorry for the confusion."
 
 
+def test_strip_keeps_code_and_indentation_and_leaves_no_fragment() -> None:
+    code = "Why is this slow?\n\ndef read(self):\n    chunk = self.buf[self.pos: self.pos + 4]"
+    assert strip_module.strip(code) == code  # a slice is no state item
+    sliced = "Slice data[obj.start: obj.end] or f(x)[a.b: c]."
+    assert strip_module.strip(sliced) == sliced
+    pasted = "[LOG: 2026-12-04 user: We ship on Fridays.]\ndef ship():\n    if ready:\n        go()"
+    assert strip_module.strip(pasted) == "def ship():\n    if ready:\n        go()"
+    block = "## Memory\n[LOG: 2026-12-04 assistant: You drink green tea (answer 1).]"
+    assert strip_module.strip("You drink green tea (answer 2).", block) == ""  # not "2)."
+    assert strip_module.strip("Yes! You drink green tea (answer 2). Enjoy.", block) == (
+        "Yes! Enjoy."
+    )
+
+
 def test_an_assistants_guess_ranks_below_what_the_user_said(mem: Memory) -> None:
     mem.observe("user", "My home city is Bangalore.", session_id="a")
     mem.observe("assistant", "Noted, you live in Bangalore.", session_id="a")

@@ -13,8 +13,10 @@ next block would quote the last one. So the proxy records a turn only after
 2. with ``block`` (the block injected into this exchange), every run of ``COPIED_CHARS`` or
    more characters the text shares with it: an echo starts and ends anywhere, mid-item too.
 
-A text with nothing to remove comes back as it was; otherwise what is left, whitespace tidied
-(``""`` when it was all echo).
+A text with nothing to remove comes back as it was. Otherwise the rest keeps its own lines and
+indentation (pasted code stays code): only the whitespace at each cut is joined, and a
+sentence a cut left with no letter in it ("(answer 2)." → "2).") goes with the cut; ``""``
+when it was all echo.
 
 >>> strip("Sure. [LOG: 2026-10-10 user: I live in Pune.][user.home city: Pune; car: a Civic]")
 'Sure.'
@@ -34,7 +36,9 @@ _GRAM = 16
 _STRIDE = COPIED_CHARS - _GRAM
 
 _ITEM = r"[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*"  # one nested [outdated: …] at most
-_STATE = r"\[[\w'-][\w' -]*\.[\w'-][\w' -]*(?::| \| cond:)"  # "[user.home city:", no "[fig. 3:"
+_STATE = (  # "[user.home city:", not "[fig. 3:" nor a slice: "buf[self.pos: n]", "f(x)[a.b: c]"
+    r"(?<![\w.)])\[[\w'-][\w' -]*\.[\w'-][\w' -]*(?::| \| cond:)"
+)
 _MARKUP = re.compile(
     "|".join(
         (
@@ -78,20 +82,56 @@ def _copied(text: str, block: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _tidy(text: str) -> str:
-    lines = (" ".join(line.split()) for line in text.splitlines())
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|(?=\n)")
+
+
+def _letterless(fragment: str) -> bool:
+    """A fragment with something in it but no letter: what a cut leaves of a copied sentence."""
+    return bool(fragment.strip()) and not any(char.isalpha() for char in fragment)
+
+
+def _after_cut(piece: str) -> str:
+    """``piece`` without its first sentence, when that is a letterless remnant of the cut."""
+    found = _SENTENCE_END.search(piece)
+    end = found.end() if found else len(piece)
+    return piece[end:] if _letterless(piece[:end]) else piece
+
+
+def _before_cut(piece: str) -> str:
+    """``piece`` without its last sentence, when that is a letterless remnant of the cut."""
+    ends = [found.end() for found in _SENTENCE_END.finditer(piece) if found.end() < len(piece)]
+    start = ends[-1] if ends else 0
+    return piece[:start] if _letterless(piece[start:]) else piece
+
+
+def _joined(left: str, right: str) -> str:
+    """``left`` and ``right`` across a cut: the whitespace on both sides becomes one space, or
+    the line breaks either side had (two at most) with the indentation ``right``'s line had."""
+    head, tail = left.rstrip(), right.lstrip()
+    if not tail:
+        return head
+    gap = left[len(head) :] + right[: len(right) - len(tail)]
+    breaks = min(gap.count("\n"), 2)
+    indent = gap[gap.rfind("\n") + 1 :] if breaks else ""
+    if not head:
+        return indent + tail
+    return head + ("\n" * breaks + indent if breaks else " ") + tail
 
 
 def strip(text: str, block: str = "") -> str:
     """``text`` without orcamem's markup, nor the runs it copied from ``block``."""
-    spans = [match.span() for match in _MARKUP.finditer(text)] + _copied(text, block)
+    spans = sorted([match.span() for match in _MARKUP.finditer(text)] + _copied(text, block))
     if not spans:
         return text
-    kept, position = [], 0
-    for start, end in sorted(spans):
-        if start > position:
-            kept.append(text[position:start])
-        position = max(position, end)
-    kept.append(text[position:])
-    return _tidy(" ".join(kept))
+    cuts = [list(spans[0])]
+    for start, end in spans[1:]:
+        if start <= cuts[-1][1]:
+            cuts[-1][1] = max(cuts[-1][1], end)
+        else:
+            cuts.append([start, end])
+    bounds = [0, *(edge for cut in cuts for edge in cut), len(text)]
+    pieces = [text[bounds[i] : bounds[i + 1]] for i in range(0, len(bounds), 2)]
+    kept = _before_cut(pieces[0])
+    for piece in pieces[1:-1]:
+        kept = _joined(kept, _before_cut(_after_cut(piece)))
+    return _joined(kept, _after_cut(pieces[-1])).strip("\n").rstrip()
