@@ -218,6 +218,10 @@ def test_the_budget_trims_the_query_tier_first_then_the_core_tier() -> None:
     block, ids = bank_block.render_block(exact, [])
     assert len(block) == 2000 and ids == [exact[0].id]
     assert bank_block.render_block([item(0, "fact", 2001 - frame)], []) == ("", [])
+    # an item too long for any block is left out, not everything after it as well
+    huge = item(7, "fact", 2800)
+    block, ids = bank_block.render_block([huge, core[0]], [item(9, "behavior", 2800), query[0]])
+    assert ids == [core[0].id, query[0].id] and len(block) <= 2000
 
 
 def test_injection_caps_are_the_documented_numbers() -> None:

@@ -74,12 +74,14 @@ def render_block(
 ) -> tuple[str, list[str]]:
     """The ``--- CONTEXT FROM MEMORY ---`` block and the ids that made it in.
 
-    ``core`` and ``relevant`` come best first. While the block is longer than ``budget``
-    characters, the last query-relevant item is dropped; only when none is left is the last
-    core item dropped. Nothing left: ``("", [])``.
+    ``core`` and ``relevant`` come best first. An item too long for a block of its own is
+    left out first (kept, it would push out everything after it and then go itself). While
+    the block is longer than ``budget`` characters, the last query-relevant item is dropped;
+    only when none is left is the last core item dropped. Nothing left: ``("", [])``.
     """
     # every line is at least 10 characters: more core items than this can never fit
-    core, relevant = list(core)[: budget // 10], list(relevant)
+    core = [item for item in list(core)[: budget // 10] if len(_compose([item], [])) <= budget]
+    relevant = [item for item in relevant if len(_compose([], [item])) <= budget]
     while core or relevant:
         block = _compose(core, relevant)
         if len(block) <= budget:
