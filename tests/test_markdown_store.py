@@ -15,6 +15,7 @@ from orcamem._kernel.clock import FrozenClock
 from orcamem.capability.markdown import store as markdown_module
 from orcamem.capability.markdown.store import (
     BANNER_HEADLINE,
+    LOGGED_QUERY_CHARS,
     MarkdownEntry,
     MarkdownStore,
     parse_entry,
@@ -502,6 +503,18 @@ def test_retrieval_log_never_records_memory_content(store: MarkdownStore, tmp_pa
     store.search("vault hint")
     log = (tmp_path / "memory" / "retrieval-log.jsonl").read_text(encoding="utf-8")
     assert "zebra" not in log and "umbrella" not in log and "passphrase" not in log
+
+
+def test_retrieval_log_redacts_a_secret_in_the_query_and_keeps_its_start(
+    store: MarkdownStore, tmp_path: Path
+) -> None:
+    key = "AKIA" + "Q7XK2M4P9RTV3WZB"
+    store.save("Deploys run on Fridays.")
+    store.search(f"why does deploy fail with {key}? " + "log line " * 5_000)
+    (line,) = (tmp_path / "memory" / "retrieval-log.jsonl").read_text(encoding="utf-8").splitlines()
+    query = json.loads(line)["query"]
+    assert key not in line and query.startswith("why does deploy fail with [REDACTED:")
+    assert len(query) == LOGGED_QUERY_CHARS  # not the 45,000 characters pasted
 
 
 def test_scoped_memories_are_found_only_from_their_scope(

@@ -50,6 +50,7 @@ from typing import Any
 
 from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
 from ..._kernel.model import validate_count, validate_id, validate_text
+from ..._kernel.redact import redact
 from ...errors import InvalidInputError, MarkdownParseError, StoreError
 from ...recall import markdown as scoring
 from ...recall.presets import get_preset
@@ -57,6 +58,7 @@ from . import io
 
 __all__ = [
     "BANNER_HEADLINE",
+    "LOGGED_QUERY_CHARS",
     "PROVIDER_NAME",
     "SCOPE_KEYS",
     "Archived",
@@ -77,6 +79,9 @@ SCOPE_KEYS = ("session", "agent", "turn")
 BANNER_HEADLINE = (
     "> **⚠️ From cold storage — this was true at one time, but it may not be true now.**"
 )
+LOGGED_QUERY_CHARS = 500
+"""The retrieval log keeps this much of a query (redacted first, so a cut cannot reveal one)."""
+
 _KEY_ORDER = ("id", "created", "updated", "importance", "tags", "citations", "last-cited")
 _TIME_KEYS = ("created", "updated", "last-cited")
 _KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(.*)$")
@@ -538,10 +543,12 @@ class MarkdownStore:
         kept: Sequence[MarkdownHit],
         now: datetime,
     ) -> None:
-        """One JSON line: when, the query, counts and the kept ids. Never memory content."""
+        """One JSON line: when, the query, counts and the kept ids. Never memory content, nor a
+        secret the query held (redacted), nor more than ``LOGGED_QUERY_CHARS`` of it: a pasted
+        log or key in a prompt must not land in clear in a file beside the project."""
         line = {
             "ts": format_time(now, digits=3),
-            "query": query,
+            "query": redact(query[: LOGGED_QUERY_CHARS + 200]).text[:LOGGED_QUERY_CHARS],
             "provider": PROVIDER_NAME,
             "target": {"scope": dict(scope), "destination": destination},
             "loaded": loaded,
