@@ -282,6 +282,36 @@ def test_config_show_prints_one_line_per_setting_and_never_a_key() -> None:
     assert "context_budget=5 (from --context-budget): use an integer from 32" in flag.stderr
 
 
+def test_config_show_hides_the_password_of_a_url() -> None:
+    env = {
+        "ORCAMEM_DB": "postgresql://orca:S3cretPassw0rd@db.internal:5432/orca",
+        "ORCAMEM_UPSTREAM": "https://bob:sk-live-abcdef123456@llm.example.com/v1",
+    }
+    result = CliRunner().invoke(app, ["config", "show"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "db = postgresql://orca:…@db.internal:5432/orca  (env ORCAMEM_DB)" in result.stdout
+    assert "upstream = https://bob:…@llm.example.com/v1  (env ORCAMEM_UPSTREAM)" in result.stdout
+    shown = result.output + json.dumps(_show(env=env))
+    assert "S3cretPassw0rd" not in shown and "sk-live-abcdef123456" not in shown
+    bad = CliRunner().invoke(
+        app, ["config", "show"], env={"ORCAMEM_UPSTREAM": "ftp://bob:hunter2hunter2@x/v1"}
+    )
+    assert bad.exit_code == 2 and "ftp://bob:…@x/v1" in bad.stderr
+    assert "hunter2hunter2" not in bad.output
+
+
+def test_a_settings_file_named_by_the_environment_must_exist(tmp_path: Path) -> None:
+    (tmp_path / "orcamem.toml").write_text("[orcamem]\nrequire_keys = true\n", encoding="utf-8")
+    for named, said in ((tmp_path / "orcamem.tml", "does not exist"), (tmp_path, "is a directory")):
+        result = CliRunner().invoke(app, ["config", "show"], env={"ORCAMEM_CONFIG": str(named)})
+        assert result.exit_code == 2
+        assert f"ORCAMEM_CONFIG={named} {said}: point it at your settings file" in " ".join(
+            result.stderr.split()
+        )
+    shown = _show(env={"ORCAMEM_CONFIG": str(tmp_path / "orcamem.toml")})
+    assert shown["require_keys"]["value"] is True
+
+
 @pytest.mark.parametrize(
     ("file", "env", "message"),
     [

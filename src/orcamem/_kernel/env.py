@@ -67,6 +67,7 @@ __all__ = [
     "otlp_endpoint",
     "otlp_service",
     "settings_environ",
+    "settings_file_named",
     "user_config_file",
 ]
 
@@ -227,6 +228,12 @@ def config_file(environ: Environ | None = None) -> Path:
     :func:`user_config_file` (``<home>/config.toml``, the file local memory reads too)."""
     value = _value(environ, CONFIG_ENV)
     return Path(value).expanduser() if value else user_config_file(environ)
+
+
+def settings_file_named(environ: Environ | None = None) -> bool:
+    """Whether ``$ORCAMEM_CONFIG`` names the settings file (then it must exist: a misspelt
+    path must not leave every setting at its default without a word)."""
+    return bool(_value(environ, CONFIG_ENV))
 
 
 def settings_environ(environ: Environ | None = None) -> dict[str, str]:

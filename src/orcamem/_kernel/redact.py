@@ -71,6 +71,7 @@ __all__ = [
     "marker",
     "redact",
     "refuse_secrets",
+    "safe_url",
 ]
 
 KINDS = (
@@ -597,3 +598,16 @@ def redact(text: str) -> Redacted:
     """
     findings = find_secrets(text)
     return Redacted(_replace(text, findings), tuple(findings))
+
+
+_URL_PASSWORD = re.compile(r"(//[^/:@\s]*):[^/@\s]*@")
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password replaced by ``…``: what every message and listing shows of a
+    database or upstream URL.
+
+    >>> safe_url("postgresql://orca:S3cret@db.internal/orcamem")
+    'postgresql://orca:…@db.internal/orcamem'
+    """
+    return _URL_PASSWORD.sub(r"\1:…@", url)

@@ -25,6 +25,7 @@ from ..errors import InvalidInputError
 from . import env
 from .config import Config, PackConfig, SleepConfig
 from .embed import check_spec
+from .redact import safe_url
 
 __all__ = ["ENV_NAMES", "ORIGINS", "Loaded", "Settings", "check_upstream", "load"]
 
@@ -57,7 +58,7 @@ def check_upstream(url: str) -> str:
     """``url`` if it is an http(s) base URL (the proxy forwards to it, sleep asks it)."""
     if not url.startswith(("http://", "https://")):
         raise InvalidInputError(
-            f"upstream {url!r} must be an http(s) URL such as http://127.0.0.1:11434/v1"
+            f"upstream {safe_url(url)!r} must be an http(s) URL such as http://127.0.0.1:11434/v1"
         )
     return url
 
@@ -171,7 +172,8 @@ class Loaded:
         return None if self.origins["embedder"] == "default" else self.settings.embedder
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per setting for ``orcamem config show``: keys are shown masked."""
+        """One row per setting for ``orcamem config show``: keys are shown masked, and so is
+        the password of a URL (``postgresql://orca:…@db``, an upstream's ``user:…@``)."""
         rows = []
         for name in Settings.model_fields:
             value = getattr(self.settings, name)
@@ -179,6 +181,8 @@ class Loaded:
                 value = None if value is None else "********"
             elif name == "db" and value is None:
                 value = str(env.default_db_path())
+            elif isinstance(value, str):
+                value = safe_url(value)
             rows.append(
                 {
                     "name": name,
@@ -193,6 +197,12 @@ class Loaded:
 
 def _file_values() -> tuple[dict[str, Any], str]:
     path = env.config_file()
+    if env.settings_file_named() and not path.is_file():
+        raise InvalidInputError(
+            f"{env.CONFIG_ENV}={path} "
+            f"{'is a directory' if path.is_dir() else 'does not exist'}: "
+            f"point it at your settings file, or unset it to use {env.user_config_file()}"
+        )
     try:
         values = TomlConfigSettingsSource(Settings, toml_file=path, toml_table_header=(TABLE,))()
     except KeyError:  # the file exists without an [orcamem] table
@@ -260,6 +270,11 @@ def _explain(error: Any, values: dict[str, Any], where: dict[str, str]) -> str:
     if error["type"] == "extra_forbidden":
         known = ", ".join(n for n in Settings.model_fields if n not in SECRETS)
         return f"{name} (from {where.get(name)}) is not a setting: use one of {known}"
-    shown = "********" if name in SECRETS else repr(values.get(name))
+    value = values.get(name)
+    shown = (
+        "********"
+        if name in SECRETS
+        else repr(safe_url(value) if isinstance(value, str) else value)
+    )
     rule = str(error["msg"]).removeprefix("Value error, ")
     return f"{name}={shown} (from {where.get(name) or 'the default'}): {rule}"

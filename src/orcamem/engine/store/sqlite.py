@@ -28,6 +28,7 @@ import numpy as np
 from ..._kernel.files import make_dirs
 from ..._kernel.jobs.sqlite import SQLiteJobStore
 from ..._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
+from ..._kernel.redact import safe_url
 from ...errors import (
     ClosedError,
     CorruptStoreError,
@@ -131,7 +132,7 @@ def _refuse_url(path: str) -> None:
     scheme = _URL.match(path)
     if scheme:
         raise InvalidInputError(
-            f"{re.sub(r'//[^/@]*@', '//…@', path)}: {scheme.group(1)}:// databases are "
+            f"{safe_url(path)}: {scheme.group(1)}:// databases are "
             "not supported by this orcamem; pass the path of an SQLite file (e.g. memory.db)"
         )
 

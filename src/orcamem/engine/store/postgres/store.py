@@ -14,7 +14,6 @@ password in the URL is never shown.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -30,6 +29,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...._kernel.jobs.postgres import PostgresJobStore
 from ...._kernel.model import Episode, MemoryRecord, NewMemory, digest, new_memory_id
+from ...._kernel.redact import safe_url
 from ....errors import (
     ClosedError,
     InvalidInputError,
@@ -85,12 +85,6 @@ _MEMORY_COLUMNS = (
     "superseded_by, event_end, pinned"
 )
 _MEMORY_NAMES = [name.strip() for name in _MEMORY_COLUMNS.split(",")]
-_PASSWORD = re.compile(r"(//[^/:@]*):[^/@]*@")
-
-
-def safe_url(url: str) -> str:
-    """The URL with its password replaced by ``…`` (what every message shows)."""
-    return _PASSWORD.sub(r"\1:…@", url)
 
 
 def _translate(exc: psycopg.Error, url: str) -> StoreError:
