@@ -768,6 +768,33 @@ def test_a_question_is_not_the_answer_to_the_question_before_it(tmp_path: Path) 
     assert "boiling point" not in block
 
 
+def test_a_question_asked_again_is_not_its_own_evidence(tmp_path: Path) -> None:
+    """A user who asks the same things chat after chat gets the facts, not their own earlier
+    questions (through the proxy, forty turns on, a block was four copies of the question);
+    the reply to a restated question still rides in on it."""
+    with Memory(tmp_path / "again.db", clock=FrozenClock("2026-12-01T09:00:00Z")) as memory:
+        memory.observe("user", "My dog is called Biscuit.", session_id="c0")
+        memory.observe("user", "I am allergic to peanuts.", session_id="c0")
+        for chat in range(1, 5):
+            for question in (
+                "What is my dog's name?",
+                "What am I allergic to?",
+                "What is my name?",
+            ):
+                memory.observe("user", question, session_id=f"c{chat}")
+                memory.observe("assistant", "Let me check.", session_id=f"c{chat}")
+        memory.observe("Ann", "Where is the spare key?", session_id="k")
+        memory.observe("Bob", "Under the blue flower pot by the door.", session_id="k")
+        dog, allergy = (
+            memory.recall("What is my dog's name?"),
+            memory.recall("What am I allergic to?"),
+        )
+        key = memory.recall("Where is the spare key?")
+    assert "Biscuit" in dog and "peanuts" in allergy
+    assert "?" not in dog.split("Today is")[1] and "?" not in allergy.split("Today is")[1]
+    assert "Under the blue flower pot" in key and "Where is the spare key?" not in key
+
+
 # -- ranking: a session is as strong as its best turns, not its one lucky line (issue 13) --
 
 

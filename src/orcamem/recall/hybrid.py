@@ -410,6 +410,13 @@ class _Evidence:
                 best = max(best, sum(self.idf.get(word, 0.0) for word in needed & held) / mass)
         return best
 
+    def restates(self, hit: Hit) -> bool:
+        """Whether ``hit`` (a turn that asks) is the query asked again: every topic word of it
+        is one of the query's. It says nothing the query does not ("What do I drink?" for
+        "What do I drink?"); its answer, the turn after it, still rides in on it."""
+        held = topics.stems(hit.text)
+        return bool(held) and held <= self.idf.keys() | self.speakers
+
     def names(self, role: str | None) -> bool:
         """Whether the query names the speaker ``role`` ("John's" names John)."""
         return bool(role) and not self.speakers.isdisjoint(_name_stems(role))
@@ -764,7 +771,9 @@ def _gate_passages(
     fact leads, its line supports it). None of the last three when an assistant said it, and
     no assistant turn at all once a person's own turn passed: what the user said outranks what
     a model replied about it ("I believe you live in Paris" beside "My home city is
-    Bangalore" would only mislead).
+    Bangalore" would only mislead). A question the query only restates is left out, though its
+    reply rides in on it (``_Evidence.restates``): a user who asks the same thing in every
+    chat must not get a block of their own questions.
 
     A line's vector evidence is discounted by its ``_prior``, as its relevance is: an
     assistant's "Nice to meet you. What are you working on?" is close to any question about
@@ -802,11 +811,15 @@ def _gate_passages(
     if cited:
         riders.update(row.episode_id for row in store.lines(cited))
     said = {hit.episode_id for hit in hits if hit.role != "assistant"} & own
+    restated = {hit.episode_id for hit in hits if hit.episode_id in asks and evidence.restates(hit)}
     return [
         hit
         for hit in hits
-        if (hit.episode_id in own and not (said and hit.role == "assistant"))
-        or (hit.role != "assistant" and hit.episode_id in riders)
+        if hit.episode_id not in restated
+        and (
+            (hit.episode_id in own and not (said and hit.role == "assistant"))
+            or (hit.role != "assistant" and hit.episode_id in riders)
+        )
     ]
 
 
