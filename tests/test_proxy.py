@@ -44,9 +44,9 @@ from orcamem.interfaces.http import ServerSettings, create_app
 from orcamem.interfaces.http import proxy as proxy_module
 from orcamem.interfaces.http.dialects import CHAT
 from orcamem.interfaces.http.proxy import (
+    _asked,
     _Held,
     _Reply,
-    _unanswered_user_text,
     conversation_session,
     install,
     user_space,
@@ -172,6 +172,17 @@ class Stub:
                     self.start_stream()
                     self.write_chunk(BROKEN_PART)
                     self.close_connection = True  # no last chunk: the stream breaks off
+                elif model == "big":  # 1.6 MB of answer with a NUL in it: over the log's 1 MiB
+                    message = {
+                        "role": "assistant",
+                        "content": "Here\u0000 it is: " + "ab " * 550_000,
+                    }
+                    big = {**COMPLETION, "choices": [{"index": 0, "message": message}]}
+                    self.send(200, json.dumps(big).encode(), {"content-type": "application/json"})
+                elif model == "fresh":  # a new answer each time (none copies an earlier one)
+                    message = {"role": "assistant", "content": f"Reply {len(stub.requests)}."}
+                    fresh = {**COMPLETION, "choices": [{"index": 0, "message": message}]}
+                    self.send(200, json.dumps(fresh).encode(), {"content-type": "application/json"})
                 elif model == "echo":
                     system = next(
                         m["content"] for m in payload["messages"] if m["role"] == "system"
@@ -912,21 +923,96 @@ def test_the_held_back_end_starts_at_done_for_any_cut_of_the_stream(cut: int, si
     pieces = [SSE_BODY[:cut]] + [SSE_BODY[i : i + size] for i in range(cut, len(SSE_BODY), size)]
     for piece in pieces:
         passed += held.pass_on(piece)
-    assert passed == SSE_BODY[: SSE_BODY.index(b"[DONE]")]  # nothing of [DONE] got out
+    assert passed == SSE_BODY[: SSE_BODY.index(b"\ndata: [DONE]")]  # nothing of [DONE] got out
     assert passed + held.rest == SSE_BODY
     undone = _Held(sse=True)  # no [DONE] at all: only a tail that might begin one waits
-    assert undone.pass_on(b"data: x\n\n[D") == b"data: x\n\n" and undone.rest == b"[D"
-    assert undone.pass_on(b"ata") == b"[Data" and undone.rest == b""
+    assert undone.pass_on(b"data: x\n\ndat") == b"data: x\n" and undone.rest == b"\ndat"
+    assert undone.pass_on(b"a: y") == b"\ndata: y" and undone.rest == b""
     whole = _Held(sse=False)
     assert whole.pass_on(COMPLETION_BODY) == b"" and whole.rest == COMPLETION_BODY
 
 
 def test_a_tool_loop_records_the_user_message_once() -> None:
     user = {"role": "user", "content": "Weather in Pune?"}
-    assert _unanswered_user_text([{"role": "system", "content": "s"}, user]) == "Weather in Pune?"
+    assert _asked([{"role": "system", "content": "s"}, user]).unanswered == "Weather in Pune?"
     tool_loop = [user, {"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "31C"}]
-    assert _unanswered_user_text(tool_loop) == ""
-    assert _unanswered_user_text([{"role": "system", "content": "only"}]) == ""
+    later = _asked(tool_loop)
+    assert later.unanswered == "" and (later.text, later.step, later.answered) == (
+        "Weather in Pune?",
+        2,
+        True,
+    )
+    assert _asked([{"role": "system", "content": "only"}]).text == ""
+    assert _asked([{"role": ["user"], "content": "odd"}]).text == ""  # no 500 on a list role
+
+
+def test_each_continue_is_its_own_exchange_and_a_tool_loops_answer_keeps_its_step(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    """A second "continue" after a new answer is a new exchange (its answer was dropped as a
+    retry of the first); a tool loop's later request is its question's turn id and a step,
+    the same on a retry."""
+    opening = [{"role": "user", "content": "Write a parser."}]
+    chat(proxy, opening, model="fresh")
+    one = [
+        *opening,
+        {"role": "assistant", "content": "PART ONE"},
+        {"role": "user", "content": "continue"},
+    ]
+    chat(proxy, one, model="fresh")
+    chat(proxy, one, model="fresh")  # a regenerate: the same exchange
+    chat(
+        proxy,
+        [
+            *one,
+            {"role": "assistant", "content": "PART TWO"},
+            {"role": "user", "content": "continue"},
+        ],
+        model="fresh",
+    )
+    said = [(e.role, e.text) for e in mem.iter_episodes()]
+    assert [text for role, text in said if role == "user"] == [
+        "Write a parser.",
+        "continue",
+        "continue",
+    ]
+    assert len([role for role, _ in said if role == "assistant"]) == 3
+    question = [{"role": "user", "content": "Weather in Pune?"}]
+    asked = chat(proxy, question, model="fresh").headers["x-orcamem-turn"]
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]}
+    loop = [*question, call, {"role": "tool", "tool_call_id": "c1", "content": "31C"}]
+    turns_of = {chat(proxy, loop, model="fresh").headers["x-orcamem-turn"] for _ in range(3)}
+    assert turns_of == {f"{asked}-2"}
+    weather = [e for e in mem.iter_episodes() if e.turn_id and e.turn_id.startswith(asked)]
+    assert [(e.role, e.turn_id) for e in weather] == [
+        ("user", asked),
+        ("assistant", asked),
+        ("assistant", f"{asked}-2"),
+    ]
+
+
+def test_an_answer_over_the_logs_limit_reaches_the_client_and_is_kept_cut(
+    mem: Memory, stub: Stub, proxy: str
+) -> None:
+    asked = "Dump the log: " + "x" * 1_200_000 + "\u0007"  # over 1 MiB, with a BEL in it
+    reply = chat(proxy, [{"role": "user", "content": asked}], model="big")
+    assert len(reply.json()["choices"][0]["message"]["content"]) > 1_600_000  # all of it
+    question, answer = list(mem.iter_episodes())
+    assert question.text == asked[: len(question.text)] and len(question.text.encode()) <= 2**20
+    assert question.meta["cut"] == len(asked) - len(question.text)
+    assert answer.text.startswith("Here it is: ab ab") and len(answer.text.encode()) <= 2**20
+    assert answer.meta["cut"] > 500_000
+
+
+def test_a_models_own_done_does_not_hold_the_stream() -> None:
+    said = _chunk([{"index": 0, "delta": {"content": "Checklist: [DONE] write tests"}}])
+    body = f"data: {json.dumps(said)}\n\n".encode() + SSE_BODY
+    held = _Held(sse=True)
+    assert held.pass_on(body) == body[: body.index(b"\ndata: [DONE]")]  # not cut at its text
+    reply = _Reply(CHAT)
+    reply.start(httpx.Headers({"content-type": "text/event-stream"}))
+    reply.feed(body)
+    assert reply.text().startswith("Checklist: [DONE] write tests")
 
 
 def test_install_composes_with_other_lifespans_and_is_idempotent(mem: Memory, stub: Stub) -> None:

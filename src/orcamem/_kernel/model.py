@@ -30,6 +30,7 @@ __all__ = [
     "inhibitory",
     "new_memory_id",
     "shown",
+    "storable_text",
     "validate_count",
     "validate_id",
     "validate_items",
@@ -92,6 +93,15 @@ def validate_text(text: Any, *, what: str = "text") -> str:
             "(binary data cannot be stored as text)"
         )
     return text
+
+
+def storable_text(text: str) -> str:
+    """``text`` made what :func:`validate_text` accepts, for a recorder that must not refuse
+    what it relays (the proxy's turns): control characters and lone surrogates dropped, cut
+    at a character boundary to ``MAX_TEXT_BYTES``."""
+    text = _CONTROL.sub("", text)
+    data = text.encode("utf-8")
+    return data[:MAX_TEXT_BYTES].decode("utf-8", "ignore") if len(data) > MAX_TEXT_BYTES else text
 
 
 def _control_character(text: str) -> tuple[int, str] | None:

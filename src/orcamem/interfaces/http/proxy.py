@@ -29,8 +29,9 @@ The two turns are one exchange: same space, session and ``turn_id``, both writte
 own (``conversation_session``: a digest of its first system and first user message, which a
 client re-sends in every request), so each chat is its own session. The ``turn_id`` (sent back
 as ``x-orcamem-turn``) is the request's ``Idempotency-Key``, else ``xch-`` and a digest of the
-session and the user's text, so the same user text re-sent in a conversation (a regenerate, a
-client replaying its history) is the same exchange and is stored once, with its first answer.
+session, the user's text and the message before it, so the same request re-sent (a regenerate,
+a client replaying its history) is the same exchange and is stored once, with its first answer
+(a tool loop's later requests: the question's id and ``-<step>``).
 A user turn with no assistant turn of its ``turn_id`` is a question whose answer never came
 (upstream error, client gone before any text, crash). A client that disconnects mid-stream
 closes the upstream call; the text so far is recorded with ``meta.partial = true``.
@@ -74,7 +75,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ..._kernel.env import anthropic_api_key, openai_api_key
 from ..._kernel.http import async_client
 from ..._kernel.ids import random_id, sha256
-from ..._kernel.model import DEFAULT_SPACE, validate_id
+from ..._kernel.model import DEFAULT_SPACE, storable_text, validate_id
 from ..._kernel.names import SPACE
 from ..._kernel.text import message_text
 from ..._kernel.trace import traced
@@ -122,7 +123,6 @@ _ORCAMEM_CREDENTIALS = ("authorization", "x-api-key")
 _PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 _MAX_REPLY_BYTES = 8 * 1024 * 1024
 _STATE = "upstream_http"
-_DONE = b"[DONE]"
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"  # RFC 3986 pchar: the decoded path param is re-encoded
 
 
@@ -211,8 +211,9 @@ async def _with_memory(
     space = _space(request.headers, dialect.user(payload), principal)  # 400/403 first
     conversation = dialect.conversation(payload)
     session = _session(request.headers, conversation or [])
-    user_text = _unanswered_user_text(conversation) if conversation else ""
-    turn_id = _turn_id(request.headers, session, user_text)
+    asked = _asked(conversation) if conversation else _Asked()
+    user_text = asked.unanswered
+    turn_id = _turn_id(request.headers, session, asked)
     base = _upstream_base(settings)
     changed = False
     recalled = "none"
@@ -390,22 +391,25 @@ def conversation_session(messages: list[dict[str, Any]]) -> str:
     opening = {"system": "", "user": ""}
     for message in messages:
         role = "system" if message.get("role") == "developer" else message.get("role")
-        if role in opening and not opening[role]:
+        if isinstance(role, str) and role in opening and not opening[role]:
             opening[role] = message_text(message.get("content"))
         if opening["user"].strip():
             return "chat-" + sha256(json.dumps([opening["system"], opening["user"]]))[:16]
     return DEFAULT_SESSION
 
 
-def _turn_id(headers: Mapping[str, str], session: str, user_text: str) -> str:
+def _turn_id(headers: Mapping[str, str], session: str, asked: _Asked) -> str:
     """The exchange's turn id: the client's ``Idempotency-Key`` (a retry names the same
-    exchange), else one derived from the session and the user's text (the same question
-    re-sent in a conversation is the same exchange), else a fresh one."""
+    exchange), else one derived from the session, the user's text and the message before it
+    (the same question re-sent, a regenerate, is the same exchange; a second "continue" after
+    a new answer is not), with ``-<step>`` for a tool loop's later request (its retry is the
+    same step; its answer is the question's turn id and a step), else a fresh one."""
     key = headers.get(IDEMPOTENCY_HEADER)
     if key is not None:
         return validate_id(key, what="the Idempotency-Key header")
-    if user_text.strip():
-        return "xch-" + sha256(f"{session}\n{user_text}")[:16]
+    if asked.text.strip():
+        base = "xch-" + sha256(f"{session}\n{asked.before}\n{asked.text}")[:16]
+        return f"{base}-{asked.step}" if asked.answered else base
     return random_id("xch-", 16)
 
 
@@ -442,19 +446,42 @@ def _upstream_request(
     return httpx.Request(method, url, headers=headers, content=body)
 
 
-def _unanswered_user_text(messages: list[dict[str, Any]]) -> str:
-    """The latest user message if no assistant message follows it, else ``""``.
+@dataclass(frozen=True)
+class _Asked:
+    """A request's latest user message and where it stands in the conversation."""
 
-    In a tool loop (user → assistant tool call → tool → …) the same user message comes back
-    in every request; it is recorded once, with the first answer to it.
-    """
-    for message in reversed(messages):
-        role = message.get("role")
-        if role == "assistant":
-            return ""
-        if role == "user" and message_text(message.get("content")).strip():
-            return message_text(message.get("content"))
-    return ""
+    text: str = ""
+    """Its text (``""``: the request has no user message with text)."""
+    before: str = ""
+    """The text of the message before it: tells one "continue" from the next."""
+    step: int = 0
+    """How many messages follow it: a tool loop's later requests re-send it (0: none)."""
+    answered: bool = False
+    """An assistant message follows it: it was recorded with the loop's first request."""
+
+    @property
+    def unanswered(self) -> str:
+        """The text to record as the user's turn: only when no assistant message follows."""
+        return "" if self.answered else self.text
+
+
+def _asked(messages: list[dict[str, Any]]) -> _Asked:
+    """The latest user message with text. In a tool loop (user → assistant tool call → tool →
+    …) the same user message comes back in every request; it is recorded once, with the
+    loop's first request, and each later request's answer under its own step."""
+    for at in range(len(messages) - 1, -1, -1):
+        if messages[at].get("role") != "user":
+            continue
+        text = message_text(messages[at].get("content"))
+        if text.strip():
+            after = messages[at + 1 :]
+            return _Asked(
+                text,
+                message_text(messages[at - 1].get("content")) if at else "",
+                len(after),
+                any(message.get("role") == "assistant" for message in after),
+            )
+    return _Asked()
 
 
 # -- response side ------------------------------------------------------------------------
@@ -526,7 +553,7 @@ class _Held:
     finish only after the write.
     """
 
-    def __init__(self, sse: bool, end: bytes = _DONE) -> None:
+    def __init__(self, sse: bool, end: bytes = CHAT.end) -> None:
         self.sse = sse
         self.end = end
         self._kept = bytearray()
@@ -758,18 +785,23 @@ class _Exchange:
 
     def record(self, role: str, text: str, partial_reply: bool) -> None:
         """Commit one turn of the exchange, once (a retried ``Idempotency-Key`` writes none),
-        without orcamem's markup (``blocks.strip``); a turn that was nothing else is not kept."""
+        without orcamem's markup (``blocks.strip``); a turn that was nothing else is not kept.
+        What the log cannot hold is left out, never refused (the exchange is relayed whole): a
+        control character, and all past the first MiB (``meta.cut``: characters not kept)."""
         kept = strip(text, self.block if role == "assistant" else "")
-        if not kept.strip():
+        stored = storable_text(kept)
+        if not stored.strip():
             return
         meta: dict[str, Any] = {"via": "proxy"}
         if partial_reply:
             meta["partial"] = True
         if len(kept) < len(text):
             meta["stripped"] = len(text) - len(kept)
+        if len(stored) < len(kept):
+            meta["cut"] = len(kept) - len(stored)
         self.memory.observe(
             role,
-            kept,
+            stored,
             session_id=self.session,
             turn_id=self.turn_id,
             space=self.space,

@@ -27,7 +27,8 @@ class Dialect(Protocol):
     """The upstream path under the upstream base (``chat/completions``)."""
     end: bytes
     """The bytes that begin a stream's last event: from them on it is held until the reply is
-    recorded (chosen so a model's text, JSON-escaped in a delta, cannot contain them)."""
+    recorded (chosen so a model's text, JSON-escaped in a delta, cannot contain them: chat's
+    ``[DONE]`` only after a raw line break, which a JSON string never holds)."""
 
     def conversation(self, payload: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The request's messages as ``{"role", "content": str}``, oldest first; ``None`` when

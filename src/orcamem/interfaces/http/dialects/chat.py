@@ -13,7 +13,7 @@ _TEXT = (None, "text")
 class _Chat:
     name = "chat completion"
     path = "chat/completions"
-    end = b"[DONE]"
+    end = b"\ndata: [DONE]"  # at a line's start: a model's text may say [DONE] itself
 
     def conversation(self, payload: dict[str, Any]) -> list[dict[str, Any]] | None:
         messages = payload.get("messages")
