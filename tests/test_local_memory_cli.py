@@ -72,6 +72,29 @@ def test_remember_user_and_project_facts(project: Path, tmp_path: Path) -> None:
     assert "Prefers concise answers." in empty.stdout  # user facts go everywhere
 
 
+def test_a_fact_past_the_loaded_8_kib_is_stored_with_a_warning(
+    project: Path, tmp_path: Path
+) -> None:
+    user = tmp_path / "orca-home" / "memory" / "user.md"
+    user.parent.mkdir(parents=True)
+    filler = "".join(
+        f"- Fact {n}: padded out to roughly ninety bytes for this test.\n" for n in range(140)
+    )
+    user.write_text("# User memory\n\n" + filler, encoding="utf-8")
+    late = run("remember", "The user is allergic to penicillin.", "--cwd", project)
+    assert flat(late.stdout) == f"remembered in user facts: {user}"
+    assert "user.md is over the 8 KiB a session loads and this fact lies past them" in flat(
+        late.stderr
+    )
+    assert "allergic to penicillin" in user.read_text(encoding="utf-8")  # stored all the same
+    assert "penicillin" not in run("memory", "context", "--cwd", project).stdout
+    status = json.loads(run("memory", "show", "--json", "--cwd", project).stdout)
+    assert [p for p in status["problems"] if "a session loads the first" in p]
+    user.write_text("# User memory\n\n- Prefers tea.\n", encoding="utf-8")
+    fine = run("remember", "The user is allergic to penicillin.", "--cwd", project)
+    assert not fine.stderr.strip()
+
+
 def test_list_show_recall_and_repair(project: Path, clock: FrozenClock) -> None:
     memory = seed(project, clock, "Deploys use Helm on Fridays.", "Metrics go to Prometheus.")
     data = json.loads(run("memory", "list", "--json", "--cwd", project).stdout)

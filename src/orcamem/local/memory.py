@@ -86,6 +86,7 @@ from .ledger import (
     append_fact,
     candidate_id,
     read_bounded,
+    read_facts,
 )
 from .projection import publish_project_json, read_project_json
 from .projects import Project
@@ -132,6 +133,9 @@ class Remembered:
     path: Path
     fact: str
     added: bool
+    loaded: bool = True
+    """``False``: the file is over the 8 KiB a session loads and the fact lies past it (it is
+    stored, and loads once the file is shortened)."""
 
 
 @dataclass(frozen=True)
@@ -357,7 +361,7 @@ class LocalMemory:
         else:
             path = self.layout.user_md
             added = append_fact(path, self.user_lock, "User memory", fact)
-        return Remembered(scope, path, fact, added)
+        return Remembered(scope, path, fact, added, fact in read_facts(path).facts)
 
     def session_context(self) -> str:
         """The explicit facts loaded at session start: ``user.md`` and the project's
@@ -805,8 +809,20 @@ class LocalMemory:
             "stale_projections": self.project.stale_projections(state),
             "jobs": self.jobs.counts(self.space) if self.files.jobs.is_dir() else {},
             "unreadable_jobs": self.job_store.problems(),
-            "problems": [p for p in [metadata_problem, *self.problems] if p],
+            "problems": [p for p in [metadata_problem, *self._oversized(), *self.problems] if p],
         }
+
+    def _oversized(self) -> list[str]:
+        """A fact file a session loads only in part: the facts past its 8 KiB never load."""
+        found = []
+        for path in (self.layout.user_md, self.files.memory_md):
+            facts = read_facts(path)
+            if facts.size > facts.loaded:
+                found.append(
+                    f"{path} is {facts.size:,} bytes; a session loads the first "
+                    f"{facts.loaded:,}: shorten it, or the facts past that never load"
+                )
+        return found
 
     # -- lifecycle -------------------------------------------------------------------------
 

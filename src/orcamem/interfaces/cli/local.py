@@ -90,6 +90,12 @@ def remember(
     where = "user facts" if result.scope == "user" else "project facts"
     verb = "remembered" if result.added else "already remembered"
     out.print(f"{verb} in {where}: {result.path}", highlight=False, soft_wrap=True)
+    if not result.loaded:
+        warn(
+            f"{result.path.name} is over the 8 KiB a session loads and this fact lies past "
+            "them: it is stored, but no session sees it until you shorten the file "
+            "(`orcamem memory context` prints what loads)"
+        )
 
 
 @memory_app.command("show")
