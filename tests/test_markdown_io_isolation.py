@@ -25,7 +25,13 @@ ALLOWED_IMPORTS = {
     "__future__": None,
     "pathlib": {"Path"},
     "os": {"fsync"},
-    "orcamem._kernel.files": {"fsync_dir", "make_dirs", "remove_stale_temps", "write_atomic"},
+    "orcamem._kernel.files": {
+        "FileLock",
+        "fsync_dir",
+        "make_dirs",
+        "remove_stale_temps",
+        "write_atomic",
+    },
 }
 """Module → the names it may give (None: any). ``os`` only for ``fsync`` (durable writes); the
 kernel's file helpers for the one atomic write, directory fsync and crash-leftover sweep."""

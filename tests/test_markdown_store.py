@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -515,6 +516,30 @@ def test_retrieval_log_redacts_a_secret_in_the_query_and_keeps_its_start(
     query = json.loads(line)["query"]
     assert key not in line and query.startswith("why does deploy fail with [REDACTED:")
     assert len(query) == LOGGED_QUERY_CHARS  # not the 45,000 characters pasted
+
+
+def _search_often(workspace: Path, times: int) -> None:
+    store = MarkdownStore(workspace)
+    for _ in range(times):
+        store.search("branching policy")
+
+
+def test_two_processes_searching_one_store_lose_no_citation(tmp_path: Path) -> None:
+    """Each hook run is a process: two searching at once re-read and rewrite the same file
+    under the store's cross-process lock (with a thread lock alone, 39 of 200 bumps were lost);
+    the lock a parent used works in a forked child too."""
+    saved = MarkdownStore(tmp_path).save("Our branching policy: one topic branch per plan.")
+    fork = multiprocessing.get_context("fork")
+    workers = [fork.Process(target=_search_often, args=(tmp_path, 40)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert saved.path is not None
+    assert parse_entry(saved.path.read_text(encoding="utf-8")).citations == 80
+    log = (tmp_path / "memory" / "retrieval-log.jsonl").read_text(encoding="utf-8")
+    assert len(log.splitlines()) == 80
 
 
 def test_scoped_memories_are_found_only_from_their_scope(

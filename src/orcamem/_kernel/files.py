@@ -205,6 +205,17 @@ _LOCKS: dict[str, filelock.FileLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+def _forget_locks() -> None:
+    """In a forked child: a parent's lock objects refuse to be used there (``filelock``: "was
+    inherited across fork"), and the child holds none of the parent's locks; start afresh."""
+    global _LOCKS_GUARD
+    _LOCKS.clear()
+    _LOCKS_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_locks)
+
+
 class FileLock:
     """A cross-process lock on one lock file (``filelock``), re-entrant within a thread.
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 from os import fsync
 from pathlib import Path
 
-from orcamem._kernel.files import fsync_dir, make_dirs, remove_stale_temps, write_atomic
+from orcamem._kernel.files import FileLock, fsync_dir, make_dirs, remove_stale_temps, write_atomic
 
 __all__ = [
     "append_line",
     "ensure_dirs",
     "exists",
     "list_markdown",
+    "lock",
     "modified_at",
     "move_into",
     "read_text",
@@ -30,6 +31,12 @@ __all__ = [
     "replace_text",
     "write_new",
 ]
+
+
+def lock(root: Path) -> FileLock:
+    """The store's one lock, across threads and processes (each hook run is a process of its
+    own): ``<root>/.lock``, created with ``root`` by the first write that takes it."""
+    return FileLock(root / ".lock")
 
 
 def exists(path: Path) -> bool:

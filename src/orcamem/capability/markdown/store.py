@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -51,7 +50,7 @@ from typing import Any
 from ..._kernel.clock import Clock, SystemClock, format_time, parse_time
 from ..._kernel.model import validate_count, validate_id, validate_text
 from ..._kernel.redact import redact
-from ...errors import InvalidInputError, MarkdownParseError, StoreError
+from ...errors import InvalidInputError, MarkdownParseError, StoreError, TransientError
 from ...recall import markdown as scoring
 from ...recall.presets import get_preset
 from . import io
@@ -411,7 +410,7 @@ class MarkdownStore:
         self.clock = clock or SystemClock()
         self.half_life_days = float(half_life_days)
         self.weights = dict(get_preset(preset).weights)
-        self._lock = threading.Lock()
+        self._lock = io.lock(self.root)  # a search's refresh, a save, the sweep, the log
         io.remove_stale_temps(self.root, clock=self.clock)  # what killed writers left
 
     # -- reading ----------------------------------------------------------------------------
@@ -499,26 +498,28 @@ class MarkdownStore:
 
     def _refresh(self, hits: list[MarkdownHit], now: datetime) -> list[MarkdownHit]:
         """Being retrieved resets the clock (hot hits only): last-cited and citations, never
-        updated."""
-        out = []
-        with self._lock:
-            for hit in hits:
-                entry = hit.entry
-                current = self._reread(entry) if not entry.archived else None
-                if current is None:  # archived, or moved, deleted or edited into junk meanwhile
-                    out.append(hit)
-                    continue
-                fresh = replace(
-                    current,
-                    last_cited=format_time(now, digits=3),
-                    citations=(current.citations or 0) + 1,
-                )
-                try:
-                    io.replace_text(current.path, render_entry(fresh))  # type: ignore[arg-type]
-                except (OSError, StoreError):
-                    fresh = entry  # the hit is still returned; its clock just was not reset
-                out.append(replace(hit, entry=fresh))
-        return out
+        updated. Under the store's lock, across processes: a sweep or another search in a
+        hook's process is never overwritten (one that holds it past the wait leaves the hits
+        unrefreshed: the search still answers)."""
+        try:
+            with self._lock.hold():
+                return [self._refreshed(hit, now) for hit in hits]
+        except TransientError:
+            return hits
+
+    def _refreshed(self, hit: MarkdownHit, now: datetime) -> MarkdownHit:
+        entry = hit.entry
+        current = self._reread(entry) if not entry.archived else None
+        if current is None:  # archived, or moved, deleted or edited into junk meanwhile
+            return hit
+        fresh = replace(
+            current, last_cited=format_time(now, digits=3), citations=(current.citations or 0) + 1
+        )
+        try:
+            io.replace_text(current.path, render_entry(fresh))  # type: ignore[arg-type]
+        except (OSError, StoreError):
+            fresh = entry  # the hit is still returned; its clock just was not reset
+        return replace(hit, entry=fresh)
 
     def _reread(self, entry: MarkdownEntry) -> MarkdownEntry | None:
         """The entry as its file says now (under the lock: a hand edit, a sweep or a delete
@@ -556,11 +557,11 @@ class MarkdownStore:
             "kept": [hit.entry.id for hit in kept],
         }
         try:
-            with self._lock:
+            with self._lock.hold():
                 io.append_line(
                     self.log_path, json.dumps(line, ensure_ascii=False, separators=(",", ":"))
                 )
-        except OSError:
+        except (OSError, StoreError, TransientError):
             pass  # a log that cannot be written must not take the search down
 
     # -- writing ----------------------------------------------------------------------------
@@ -602,7 +603,7 @@ class MarkdownStore:
         if unknown:
             raise InvalidInputError(f"unknown scope key(s) {unknown}: use {list(SCOPE_KEYS)}")
         now = self.clock.now()
-        with self._lock:
+        with self._lock.hold():
             io.ensure_dirs(self.entries_dir, self.archive_dir)
             entry_id = self.new_id(now)
             path = self.entries_dir / f"{entry_id}.md"
@@ -628,7 +629,7 @@ class MarkdownStore:
         ``archive/`` with the banner. Runs on save; never on search."""
         now = self.clock.now()
         moved: list[Archived] = []
-        with self._lock:  # loaded under the lock: a memory cited meanwhile is seen as cited
+        with self._lock.hold():  # loaded under it: a memory cited meanwhile is seen as cited
             entries, _ = self.load()
             for entry in entries:
                 score, age = self.decay_of(entry, now)
