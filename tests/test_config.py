@@ -230,6 +230,8 @@ def test_each_setting_comes_from_default_file_env_or_flag_and_says_which(tmp_pat
         "upstream": (None, "default"),
         "model": ("llama3.2:3b", "flag"),
         "require_keys": (False, "default"),
+        "proxy_max_body_mb": (32.0, "default"),
+        "upstream_timeout": (600.0, "default"),
         "openai_api_key": (None, "default"),
         "anthropic_api_key": (None, "default"),
     }
@@ -272,7 +274,7 @@ def test_config_show_prints_one_line_per_setting_and_never_a_key() -> None:
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert len(lines) == 12
+    assert len(lines) == 14
     assert "auto_sleep = False  (flag --no-auto-sleep)" in lines
     assert "openai_api_key = ********  (env OPENAI_API_KEY)" in lines
     assert "sk-very-secret" not in result.output
@@ -417,13 +419,19 @@ def test_commands_and_servers_run_with_the_settings(
             zone=memory.config.sleep.timezone,
             auto=memory.config.sleep.auto,
             keys=settings.require_keys,
+            body=settings.proxy_max_body_bytes,
+            wait=settings.upstream_timeout_s,
         )
 
     monkeypatch.setattr(http_server, "run", inspect)
-    served = runner.invoke(app, ["serve"], env={"ORCAMEM_AUTO_SLEEP": "false"})
+    big = {"ORCAMEM_AUTO_SLEEP": "false", "ORCAMEM_PROXY_MAX_BODY_MB": "64",
+           "ORCAMEM_UPSTREAM_TIMEOUT": "90"}  # fmt: skip
+    served = runner.invoke(app, ["serve"], env=big)
     assert served.exit_code == 0, served.output
     assert seen == {"path": str(db), "budget": 64, "zone": "Asia/Kolkata", "auto": False,
-                    "keys": True}  # fmt: skip
+                    "keys": True, "body": 64 * 2**20, "wait": 90.0}  # fmt: skip
+    nan = runner.invoke(app, ["serve"], env={"ORCAMEM_UPSTREAM_TIMEOUT": "nan"})
+    assert nan.exit_code == 2 and "use a positive number" in nan.stderr
     flagged = runner.invoke(app, ["serve", "--no-require-keys", "--auto-sleep"])
     assert flagged.exit_code == 0, flagged.output
     assert (seen["keys"], seen["auto"]) == (False, True)

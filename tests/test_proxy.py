@@ -784,7 +784,7 @@ def test_without_an_upstream_the_proxy_says_how_to_name_one(mem: Memory) -> None
 
 
 def test_bodies_over_the_limit_are_refused_with_413(stub: Stub, mem: Memory) -> None:
-    app = proxy_app(mem, upstream=f"{stub.url}/v1", max_body_bytes=1000)
+    app = proxy_app(mem, upstream=f"{stub.url}/v1", proxy_max_body_bytes=1000)
     big = {"messages": [{"role": "user", "content": "x" * 2000}]}
     data = json.dumps(big).encode()
 
@@ -799,7 +799,14 @@ def test_bodies_over_the_limit_are_refused_with_413(stub: Stub, mem: Memory) -> 
     for reply in (declared, streamed, passed):
         assert reply.status_code == 413
         assert reply.json()["error"]["type"] == "PayloadTooLarge"
+        assert "ORCAMEM_PROXY_MAX_BODY_MB" in reply.json()["error"]["message"]
     assert stub.requests == []
+    photo = {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64," + "A" * 3_000_000}}
+    vision = {
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "What is it?"}, photo]}]
+    }
+    with serve(proxy_app(mem, upstream=f"{stub.url}/v1")) as url:  # the default: 32 MiB
+        assert httpx.post(f"{url}/v1/chat/completions", json=vision).status_code == 200
 
 
 def test_bad_json_is_a_400(proxy: str, stub: Stub) -> None:

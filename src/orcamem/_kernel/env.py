@@ -41,10 +41,12 @@ __all__ = [
     "PROFILES_ENV",
     "PROFILE_ENV",
     "PROMETHEUS_DIR",
+    "PROXY_MAX_BODY_ENV",
     "REQUIRE_KEYS_ENV",
     "SETTINGS_NAMES",
     "TIMEZONE_ENV",
     "UPSTREAM_ENV",
+    "UPSTREAM_TIMEOUT_ENV",
     "S3Settings",
     "anthropic_api_key",
     "anthropic_base_url",
@@ -90,6 +92,8 @@ LOG_BLOCK_CONTENT_ENV = "ORCAMEM_LOG_BLOCK_CONTENT"
 UPSTREAM_ENV = "ORCAMEM_UPSTREAM"
 MODEL_ENV = "ORCAMEM_MODEL"
 REQUIRE_KEYS_ENV = "ORCAMEM_REQUIRE_KEYS"
+PROXY_MAX_BODY_ENV = "ORCAMEM_PROXY_MAX_BODY_MB"
+UPSTREAM_TIMEOUT_ENV = "ORCAMEM_UPSTREAM_TIMEOUT"
 PROMETHEUS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 """Where prometheus_client's multiprocess mode keeps each ``--workers`` process's counts: set
 by the server for the workers it spawns (:func:`exported`), read only by prometheus_client, so
@@ -134,6 +138,8 @@ SETTINGS_NAMES: tuple[str, ...] = (
     UPSTREAM_ENV,
     MODEL_ENV,
     REQUIRE_KEYS_ENV,
+    PROXY_MAX_BODY_ENV,
+    UPSTREAM_TIMEOUT_ENV,
     OPENAI_API_KEY_ENV,
     ANTHROPIC_API_KEY_ENV,
 )

@@ -46,6 +46,8 @@ ENV_NAMES = {
     "upstream": env.UPSTREAM_ENV,
     "model": env.MODEL_ENV,
     "require_keys": env.REQUIRE_KEYS_ENV,
+    "proxy_max_body_mb": env.PROXY_MAX_BODY_ENV,
+    "upstream_timeout": env.UPSTREAM_TIMEOUT_ENV,
     "openai_api_key": env.OPENAI_API_KEY_ENV,
     "anthropic_api_key": env.ANTHROPIC_API_KEY_ENV,
 }
@@ -96,6 +98,10 @@ class Settings(BaseSettings):
     """The model at ``upstream`` (alone: a local Ollama)."""
     require_keys: bool = False
     """Servers require orcamem API keys on every request."""
+    proxy_max_body_mb: float = 32.0
+    """The largest request the proxy forwards, in MiB: a chat with inline images is large."""
+    upstream_timeout: float = 600.0
+    """Seconds the proxy waits for the model server's answer before a 504."""
     openai_api_key: SecretStr | None = None
     """Sent to OpenAI-compatible servers (environment only)."""
     anthropic_api_key: SecretStr | None = None
@@ -137,6 +143,13 @@ class Settings(BaseSettings):
     @classmethod
     def _upstream(cls, value: str | None) -> str | None:
         return None if value is None else check_upstream(value)
+
+    @field_validator("proxy_max_body_mb", "upstream_timeout")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if not 0 < value <= 100_000:  # NaN fails too
+            raise ValueError("use a positive number (at most 100000)")
+        return value
 
     def config(self, base: Config | None = None, *, auto_sleep: bool = False) -> Config:
         """``base`` (default ``Config()``) with the time zone, the block budget and the block

@@ -225,6 +225,8 @@ def _serve(
             require_keys=chosen.require_keys,
             workspace=str(workspace) if workspace else None,
             allowed_hosts=tuple(allowed_hosts or ()),
+            proxy_max_body_bytes=int(chosen.proxy_max_body_mb * 1024 * 1024),
+            upstream_timeout_s=chosen.upstream_timeout,
         )
         spans = trace.configure()  # before the database opens: nothing to close on refusal
         opening = partial(

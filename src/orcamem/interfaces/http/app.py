@@ -27,19 +27,28 @@ __all__ = ["BodyLimit", "create_app"]
 class BodyLimit:
     """Refuse a request whose declared ``content-length`` is over the limit with a 413 JSON
     body, before the app reads it (plain ASGI: no per-request thread hop, streams untouched).
+    The proxy's ``/v1/`` paths have their own, larger limit (a chat with inline images).
     Chunked bodies without a length are bounded by the routes that read them."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, proxy_max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.proxy_max_bytes = proxy_max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            proxied = scope.get("path", "").startswith("/v1/")
+            limit = self.proxy_max_bytes if proxied else self.max_bytes
             for name, value in scope.get("headers", ()):
-                if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                if name == b"content-length" and value.isdigit() and int(value) > limit:
+                    advice = (
+                        "fewer or smaller messages and images, or raise ORCAMEM_PROXY_MAX_BODY_MB"
+                        if proxied
+                        else "split documents, batch imports"
+                    )
                     message = (
-                        f"request body of {int(value):,} bytes is over the {self.max_bytes:,}"
-                        "-byte limit: send less per request (split documents, batch imports)"
+                        f"request body of {int(value):,} bytes is over the {limit:,}"
+                        f"-byte limit: send less per request ({advice})"
                     )
                     response = JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
                     await response(scope, receive, send)
@@ -64,7 +73,11 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
     install_error_handlers(app)
     docs.install(app)
 
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        proxy_max_bytes=settings.proxy_max_body_bytes,
+    )
     app.add_middleware(Authenticate)  # the one key check, for every route (guard.PUBLIC_PATHS)
     app.add_middleware(HostGuard)  # a foreign Host/Origin is refused first
     install_metrics(app)  # outermost: every request has an id, is counted, timed and logged

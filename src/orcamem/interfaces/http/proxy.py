@@ -204,9 +204,9 @@ async def _with_memory(
 ) -> Response:
     """One exchange in any dialect: recall, merge the block, record the question, forward,
     relay with the end held until the reply is recorded."""
-    body = await _read_body(request, settings.max_body_bytes)
+    body = await _read_body(request, settings.proxy_max_body_bytes)
     if body is None:
-        return _too_large(settings.max_body_bytes)
+        return _too_large(settings.proxy_max_body_bytes)
     payload = _json_object(body, dialect)
     space = _space(request.headers, dialect.user(payload), principal)  # 400/403 first
     conversation = dialect.conversation(payload)
@@ -266,9 +266,9 @@ async def _pass_through(request: Request, settings: ServerSettings, path: str) -
     base = _upstream_base(settings)
     if any(part in (".", "..") for part in path.split("/")):
         raise InvalidInputError(f"path /v1/{path} has '.' or '..' segments: name the path plainly")
-    body = await _read_body(request, settings.max_body_bytes)
+    body = await _read_body(request, settings.proxy_max_body_bytes)
     if body is None:
-        return _too_large(settings.max_body_bytes)
+        return _too_large(settings.proxy_max_body_bytes)
     url = f"{base}/{quote(path, safe=_PATH_SAFE)}"
     if request.url.query:
         url = f"{url}?{request.url.query}"
@@ -301,8 +301,8 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 
 def _too_large(limit: int) -> JSONResponse:
     message = (
-        f"request body is over the {limit:,}-byte limit: send less per request "
-        "(fewer or shorter messages)"
+        f"request body is over the proxy's {limit:,}-byte limit: send less per request "
+        "(fewer or smaller messages and images), or raise ORCAMEM_PROXY_MAX_BODY_MB"
     )
     return JSONResponse(error_body("PayloadTooLarge", message, 413), 413)
 
@@ -707,7 +707,7 @@ class _Relay(Response):
             error = UpstreamTimeoutError(
                 f"the upstream model server at {url} sent no answer within "
                 f"{client.timeout.read:g} s: try a smaller request or a faster model, or "
-                "raise the proxy's upstream timeout"
+                "raise the proxy's upstream timeout (ORCAMEM_UPSTREAM_TIMEOUT, in seconds)"
             )
         except httpx.HTTPError as exc:
             error = UpstreamUnreachableError(

@@ -45,6 +45,9 @@ class ServerSettings:
     local_memory_dir: str | None = None
     """The local agent memory ``/api/local`` reads; None: ``$ORCA_HOME/memory``, the CLI's."""
     max_body_bytes: int = 2 * 1024 * 1024
+    """The REST API's limit (a memory's text is at most 1 MiB)."""
+    proxy_max_body_bytes: int = 32 * 1024 * 1024
+    """The proxy's: a chat with inline images is large (``proxy_max_body_mb``)."""
     upstream_timeout_s: float = 600.0
     allowed_hosts: tuple[str, ...] = ()
     """Extra names the ``Host`` (and a state-changing request's ``Origin``) may carry, beyond
