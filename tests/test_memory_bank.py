@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -166,6 +167,16 @@ def test_from_env_reads_the_profiles_file(tmp_path: Path) -> None:
     elsewhere.write_text('[{"name": "../x"}]')
     with pytest.raises(InvalidInputError, match="invalid profile name"):
         MemoryBank.from_env(environ={**home(), "ORCAMEM_PROFILES": str(elsewhere)})
+    for entries, said in (
+        ('[{"name": "r", "tools": null}]', "profile 'r': tools must be a list of tool names"),
+        ('[{"name": "r", "tools": {"@memory": 1}}]', "profile 'r': tools must be a list"),
+        ('[{"tools": ["@memory"]}]', 'profile #1 has no "name"'),
+        ('[{"name": "r", "tools": ["@memory"]}, {"name": "r", "tools": []}]', "given twice"),
+    ):
+        elsewhere.write_text(entries)
+        with pytest.raises(InvalidInputError, match=re.escape(f"{elsewhere}: ")) as refused:
+            MemoryBank.from_env(environ={**home(), "ORCAMEM_PROFILES": str(elsewhere)})
+        assert said in str(refused.value)
 
 
 # -- the processor: a loopback Anthropic-shaped server ---------------------------------------------

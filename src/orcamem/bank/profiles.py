@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._kernel.model import shown
 from .._kernel.names import PROFILE
 from ..errors import InvalidInputError
 
@@ -68,20 +69,40 @@ class Profile:
 def profiles_arg(
     profiles: Mapping[str, Iterable[str]] | Iterable[Profile | Mapping[str, Any]] | None,
 ) -> dict[str, Profile]:
+    """Profiles by name, each checked: a valid name, ``tools`` a list of strings, no name twice
+    (a second entry silently replacing the first could switch injection off).
+
+    Raises:
+        InvalidInputError: saying which entry and what to write instead.
+    """
     out: dict[str, Profile] = {}
     if profiles is None:
         return out
     if isinstance(profiles, Mapping):
-        items: list[Any] = [Profile(name, tuple(tools)) for name, tools in profiles.items()]
+        items: list[Any] = [{"name": name, "tools": tools} for name, tools in profiles.items()]
     else:
         items = list(profiles)
-    for item in items:
-        if isinstance(item, Mapping):
-            tools = item.get("tools", [])
-            if isinstance(tools, str) or not all(isinstance(t, str) for t in tools):
-                raise InvalidInputError(f"profile {item.get('name')!r}: tools must be a list")
-            item = Profile(item.get("name"), tuple(tools))  # type: ignore[arg-type]
-        out[validate_profile(item.name)] = Profile(item.name, tuple(item.tools))
+    for at, item in enumerate(items):
+        if isinstance(item, Profile):
+            item = {"name": item.name, "tools": item.tools}
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(
+                f'profile #{at + 1}: give {{"name": ..., "tools": [...]}}, not {type(item).__name__}'
+            )
+        if "name" not in item:
+            raise InvalidInputError(f'profile #{at + 1} has no "name": give each profile one')
+        name = validate_profile(item["name"])
+        tools = item.get("tools", [])
+        if not isinstance(tools, (list, tuple)) or not all(isinstance(t, str) for t in tools):
+            raise InvalidInputError(
+                f"profile {name!r}: tools must be a list of tool names "
+                f'(e.g. ["@memory"]), not {shown(tools)}'
+            )
+        if name in out:
+            raise InvalidInputError(
+                f"profile {name!r} is given twice: keep one entry and merge its tools"
+            )
+        out[name] = Profile(name, tuple(tools))
     return out
 
 
@@ -101,4 +122,7 @@ def read_profiles_file(path: str | Path) -> list[Profile]:
         raise InvalidInputError(
             f'{file} must be a JSON list of {{"name": ..., "tools": [...]}} objects'
         )
-    return list(profiles_arg(data).values())
+    try:
+        return list(profiles_arg(data).values())
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{file}: {exc}") from None
