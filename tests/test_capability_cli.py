@@ -121,7 +121,19 @@ def test_doctor_reports_a_discarded_layer_and_unreadable_files(
     # the whole layer went, so enabled fell through to the instance's default: off
     assert f"memory in {ws}: off (nothing is searched or saved)" in lines
     assert table_rows(result.output)["enabled"] == ["false", "Instance default"]
-    assert f"unreadable memory file, skipped: {entries / 'bad.md'}" in lines
+    said = " ".join(result.output.split())  # the reason may wrap at the terminal's width
+    assert (
+        f"unreadable memory file, skipped: {entries / 'bad.md'}: no frontmatter: the file must "
+        "start with a '---' line"
+    ) in said
+    shown = json.loads(
+        runner.invoke(
+            app, ["doctor", "-w", str(ws), "--instance-config", str(base), "--json"]
+        ).stdout
+    )
+    assert shown["files"]["unreadable_why"] == {
+        str(entries / "bad.md"): "no frontmatter: the file must start with a '---' line"
+    }
 
 
 def test_doctor_clear_drops_the_override(app: typer.Typer, ws: Path, base: Path) -> None:

@@ -417,20 +417,27 @@ class MarkdownStore:
 
     def load(self, *, include_archived: bool = False) -> tuple[list[MarkdownEntry], list[Path]]:
         """Parse the hot files (and the archived ones); returns ``(entries, unreadable files)``."""
+        entries, bad = self._scan(include_archived)
+        return entries, [path for path, _ in bad]
+
+    def _scan(
+        self, include_archived: bool
+    ) -> tuple[list[MarkdownEntry], list[tuple[Path, str]]]:
+        """The entries, and each unreadable file with the parser's reason."""
         folders = [(self.entries_dir, False)]
         if include_archived:
             folders.append((self.archive_dir, True))
         entries: list[MarkdownEntry] = []
-        skipped: list[Path] = []
+        skipped: list[tuple[Path, str]] = []
         for folder, archived in folders:
             for path in io.list_markdown(folder):
                 text = io.read_text(path)
                 try:
                     if text is None:
-                        raise MarkdownParseError("unreadable")
+                        raise MarkdownParseError("it cannot be read (permissions? not UTF-8?)")
                     entries.append(parse_entry(text, path=path, archived=archived))
-                except MarkdownParseError:
-                    skipped.append(path)
+                except MarkdownParseError as exc:
+                    skipped.append((path, str(exc)))
         return entries, skipped
 
     def decay_of(self, entry: MarkdownEntry, now: datetime) -> tuple[float, float]:
@@ -649,12 +656,13 @@ class MarkdownStore:
     def summary(self) -> dict[str, Any]:
         """Counts for ``orcamem doctor``: hot and archived memories, unreadable files."""
         hot, bad_hot = self.load()
-        everything, bad_all = self.load(include_archived=True)
+        everything, bad_all = self._scan(include_archived=True)
         return {
             "folder": str(self.root),
             "exists": io.exists(self.root),
             "entries": len(hot),
             "archived": len(everything) - len(hot),
-            "unreadable": [str(path) for path in bad_all],
+            "unreadable": [str(path) for path, _ in bad_all],
+            "unreadable_why": {str(path): why for path, why in bad_all},
             "unreadable_hot": len(bad_hot),
         }

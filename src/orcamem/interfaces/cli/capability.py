@@ -154,8 +154,10 @@ def doctor(
             + ("" if files["exists"] else " (created on the first save)"),
             markup=False,
         )
+        why = files.get("unreadable_why", {})
         for path in files["unreadable"]:
-            warn(str(path), "unreadable memory file, skipped")
+            reason = why.get(path)
+            warn(f"{path}: {reason}" if reason else str(path), "unreadable memory file, skipped")
 
 
 def register(app: typer.Typer) -> None:
