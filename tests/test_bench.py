@@ -427,11 +427,12 @@ def test_context_cli_json_and_errors(locomo_file: Path, tmp_path: Path) -> None:
 def test_proxy_loop_through_the_real_proxy(tmp_path: Path) -> None:
     """Memory does not poison itself: after 30 exchanges with a parrot that hallucinates and
     echoes its block, every stated fact is still in the block and assistant turns are a
-    minority of what it quotes; no echo was stored, and re-sent user turns were stored once."""
+    minority of what it quotes; no echo was stored, and the history each request re-sends was
+    not stored again (only its latest user turn; a "Thanks" said twice is two turns)."""
     result = proxy_loop(30, conversations=3, workdir=str(tmp_path))
     assert result["exchanges"] == 30 and result["conversations"] == 3
     assert result["facts"] == len(FACTS) == len(result["probes"])
-    assert result["stored_episodes"] < 2 * (30 + len(FACTS))  # repeats and echoes: not stored
+    assert result["stored_episodes"] <= 2 * (30 + len(FACTS))  # one question, one reply each
     assert result["stored_markup"] == 0
     assert 0 < result["injected"] <= 30
     assert result["facts_kept"] == 1.0 and result["assistant_share"] < 0.4

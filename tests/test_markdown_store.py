@@ -584,6 +584,22 @@ def test_importance_can_be_edited_by_hand(
     assert memory.path.exists()  # pinned by the hand edit
 
 
+def test_a_hand_written_comment_and_unknown_key_survive_a_retrieval(
+    store: MarkdownStore,
+) -> None:
+    memory = store.save("Quince is the billing service.")
+    assert memory.path is not None
+    text = memory.path.read_text(encoding="utf-8")
+    memory.path.write_text(
+        text.replace("---\n\n", "# reviewed by legal, keep\nowner: payments team\n---\n\n", 1),
+        encoding="utf-8",
+    )
+    assert ids(store, "quince billing") == [memory.id]  # the retrieval rewrites the file
+    after = memory.path.read_text(encoding="utf-8")
+    assert "# reviewed by legal, keep\n" in after and "owner: payments team\n" in after
+    assert "citations: 1\n" in after
+
+
 def test_deleting_the_file_is_what_removes_a_memory(store: MarkdownStore) -> None:
     memory = store.save("Zucchini is the old build box.")
     assert ids(store, "zucchini build box") == [memory.id]

@@ -201,7 +201,10 @@ def parse_entry(text: str, *, path: Path | None = None, archived: bool = False) 
     for raw in lines[1:end]:
         line = raw.rstrip("\r")
         stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+        if not stripped:
+            continue
+        if stripped.startswith("#"):  # a hand-written comment: kept, as unknown keys are
+            extra.append(line)
             continue
         if stripped.startswith("- ") or stripped == "-":
             if current is None:
