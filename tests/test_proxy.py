@@ -1011,6 +1011,20 @@ def test_an_answer_over_the_logs_limit_reaches_the_client_and_is_kept_cut(
     assert answer.meta["cut"] > 500_000
 
 
+def test_a_stream_that_ends_in_an_error_event_is_a_partial_reply() -> None:
+    said = _chunk([{"index": 0, "delta": {"content": "Got it: "}}])
+    failed = {"error": {"message": "the model crashed", "type": "server_error"}}
+    body = f"data: {json.dumps(said)}\n\ndata: {json.dumps(failed)}\n\ndata: [DONE]\n\n"
+    reply = _Reply(CHAT)
+    reply.start(httpx.Headers({"content-type": "text/event-stream"}))
+    reply.feed(body.encode())
+    assert reply.text() == "Got it: " and reply.broke_off
+    whole = _Reply(CHAT)
+    whole.start(httpx.Headers({"content-type": "text/event-stream"}))
+    whole.feed(SSE_BODY)
+    assert whole.text() == SSE_REPLY and not whole.broke_off
+
+
 def test_a_models_own_done_does_not_hold_the_stream() -> None:
     said = _chunk([{"index": 0, "delta": {"content": "Checklist: [DONE] write tests"}}])
     body = f"data: {json.dumps(said)}\n\n".encode() + SSE_BODY

@@ -423,9 +423,7 @@ class MarkdownStore:
         entries, bad = self._scan(include_archived)
         return entries, [path for path, _ in bad]
 
-    def _scan(
-        self, include_archived: bool
-    ) -> tuple[list[MarkdownEntry], list[tuple[Path, str]]]:
+    def _scan(self, include_archived: bool) -> tuple[list[MarkdownEntry], list[tuple[Path, str]]]:
         """The entries, and each unreadable file with the parser's reason."""
         folders = [(self.entries_dir, False)]
         if include_archived:

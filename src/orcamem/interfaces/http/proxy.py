@@ -497,6 +497,8 @@ class _Reply:
         self._buffer = bytearray()
         self._data: list[str] = []
         self._parts: list[str] = []
+        self.broke_off = False
+        """A stream event said ``error``: the model server gave up mid-answer (a partial reply)."""
 
     def start(self, headers: httpx.Headers) -> None:
         self.sse = headers.get("content-type", "").startswith("text/event-stream")
@@ -527,6 +529,8 @@ class _Reply:
         except ValueError:
             return
         if isinstance(event, dict):
+            failed = event.get("type") in ("error", "response.failed") or bool(event.get("error"))
+            self.broke_off = self.broke_off or failed
             self._parts.append(self.dialect.event_text(event))
 
     def text(self) -> str:
@@ -752,7 +756,8 @@ class _Relay(Response):
         rest = b""
         if reply is not None and held is not None and self.on_reply is not None:
             outcome.recorded = True
-            await self.on_reply(reply.text(), False)  # raises: the client gets no whole answer
+            text = reply.text()
+            await self.on_reply(text, reply.broke_off)  # raises: the client gets no whole answer
             if not held.sse:
                 await send(start)
             rest = held.rest
