@@ -112,6 +112,11 @@ def test_list_show_recall_and_repair(project: Path, clock: FrozenClock) -> None:
     block = run("memory", "recall", "how do we deploy with helm?", "--cwd", project)
     assert "Deploys use Helm on Fridays." in block.stdout and "Prometheus" not in block.stdout
     assert "(source: index)" in block.stderr
+    shown = json.loads(
+        run("memory", "recall", "how do we deploy with helm?", "--json", "--cwd", project).stdout
+    )
+    assert shown["text"] == block.stdout and shown["source"] == "index"
+    assert shown["entries"] == [c.id for c in memory.candidates().candidates if "Helm" in c.text]
     memory.files.auto_memory_md.unlink()
     assert status["stale_projections"] == []
     assert "derived files match" in run("memory", "repair", "--cwd", project).stdout
@@ -134,6 +139,10 @@ def test_forget_is_revisioned_and_idempotent_and_there_is_no_unversioned_clear(
     assert flat(done.stdout) == "deleted 1 candidate(s); the ledger is at revision 3"
     again = run("memory", "forget", first, "--revision", 2, "--cwd", project)
     assert flat(again.stdout).startswith("already done: 1 candidate(s)")
+    repeated = json.loads(
+        run("memory", "forget", first, "--revision", 2, "--json", "--cwd", project).stdout
+    )
+    assert repeated == {"deleted": [first], "revision": 3, "repeated": True, "problems": []}
     cleared = run("memory", "forget", "--all", "--revision", 3, "--cwd", project)
     assert flat(cleared.stdout) == "deleted 1 candidate(s); the ledger is at revision 4"
     assert memory.candidates().candidates == ()

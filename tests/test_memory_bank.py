@@ -854,12 +854,18 @@ def test_the_bank_commands_over_a_directory(tmp_path: Path) -> None:
     recalled = run("recall", "cli", "diet plan", "--json")
     assert json.loads(recalled.output)[0]["memory"]["id"] == memory_id
     assert run("inject", "cli", "Plan dinner.").output.startswith("--- CONTEXT FROM MEMORY ---")
+    injected = json.loads(run("inject", "cli", "Plan dinner.", "--json").output)
+    assert injected["ids"] == [memory_id] and "allergic to peanuts" in injected["block"]
     stats = json.loads(run("stats").output)
     assert stats["perProfile"] == {"cli": 1} and stats["durable"] is True
     listed = json.loads(run("list", "cli", "--json").output)
-    assert listed["memories"][0]["accessCount"] == 2  # the recall and the injection
+    assert listed["memories"][0]["accessCount"] == 3  # the recall and the two injections
     too_big = run("save", "cli", "x" * 4097)
     assert too_big.exit_code == 2 and "4 KiB" in too_big.output
     assert run("list", "nobody").exit_code == 1
-    assert run("delete", "cli", memory_id).exit_code == 0
+    deleted = run("delete", "cli", memory_id, "--json")
+    assert deleted.exit_code == 0 and json.loads(deleted.output) == {
+        "deleted": memory_id,
+        "profile": "cli",
+    }
     assert run("delete", "cli", memory_id).exit_code == 1

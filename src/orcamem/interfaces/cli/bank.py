@@ -145,10 +145,14 @@ def delete(
     profile: Profile,
     memory_id: Annotated[str, typer.Argument(help="The memory id (mem-xxxxxxxx).")],
     directory: DirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Delete one memory of the profile."""
     with _bank(directory) as bank:
         bank.delete(profile, memory_id)
+        if as_json:
+            print_json({"deleted": memory_id, "profile": profile})
+            return
         out.print(f"deleted {memory_id} from profile {profile!r}", markup=False)
 
 
@@ -164,9 +168,15 @@ def inject(
     profile: Profile,
     prompt: Annotated[str, typer.Argument(help="The run's prompt.")],
     directory: DirOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the prompt as an opted-in profile's run receives it (memory block first)."""
     with _bank(directory) as bank:
+        if as_json:
+            injection = bank.context(profile, prompt)
+            bank.flush()
+            print_json({"block": injection.block, "ids": injection.ids, "prompt": prompt})
+            return
         text = bank.inject(profile, prompt)
         bank.flush()
         typer.echo(text)

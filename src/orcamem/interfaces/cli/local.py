@@ -130,14 +130,29 @@ def context(cwd: CwdOption = None) -> None:
 def recall(
     prompt: Annotated[str, typer.Argument(help="The prompt of the next turn.")],
     cwd: CwdOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Print the automatic memory a turn with this prompt would be given (at most six
     entries, 3,072 bytes)."""
     with _local(cwd) as memory:
         if not memory.enabled:
+            if as_json:
+                print_json({"enabled": False, "text": "", "entries": [], "source": None})
+                return
             err.print(f"(automatic memory is off: {memory.setting.source})")
             return
-        text, _, source, _, problems = memory.recall(prompt)
+        text, entries, source, _, problems = memory.recall(prompt)
+    if as_json:
+        print_json(
+            {
+                "enabled": True,
+                "text": text,
+                "entries": [entry.id for entry in entries],
+                "source": source,
+                "problems": problems,
+            }
+        )
+        return
     for problem in problems:
         warn(problem)
     if text:
@@ -190,6 +205,7 @@ def forget(
         bool, typer.Option("--all", help="Delete every candidate of that revision.")
     ] = False,
     cwd: CwdOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Delete automatic candidates, revisioned and idempotent (a repeated request changes nothing)."""
     if revision < 0:
@@ -198,6 +214,16 @@ def forget(
         raise fail("name candidate ids, or pass --all (not both)", 2)
     with _local(cwd) as memory:
         result = memory.forget(None if all_ else list(ids or []), revision=revision)
+    if as_json:
+        print_json(
+            {
+                "deleted": list(result.deleted),
+                "revision": result.revision,
+                "repeated": result.repeated,
+                "problems": list(result.problems),
+            }
+        )
+        return
     if result.repeated:
         out.print(
             f"already done: {len(result.deleted)} candidate(s) were deleted by this request; "
