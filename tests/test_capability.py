@@ -38,6 +38,7 @@ from orcamem.recall.blocks.capability import (
     INSTRUCTION,
     MEMORY_CHARS,
     render_block,
+    render_kept,
 )
 
 pytest_plugins = ["llm_server"]  # the session's one llama.cpp server: fixture `llama_server`
@@ -282,6 +283,9 @@ def test_the_block_is_capped_at_8000_characters() -> None:
     assert len(block) <= BLOCK_CHARS == 8000
     assert block.endswith("</memory>") and block.count("\n- ") == 7
     assert render_block([]) == "" and render_block([Recalled("   ")]) == ""
+    many = [Recalled(f"{n} " + "b" * 3000) for n in range(40)]
+    same, kept = render_kept(many)
+    assert same == block and kept == tuple(many[:7])  # what a trace reports: the 7 in it
 
 
 def test_archived_memories_carry_their_cold_storage_warning(

@@ -52,7 +52,7 @@ from .._kernel.redact import has_secrets, redact, refuse_secrets
 from .._kernel.text import message_text
 from ..errors import InvalidInputError, MemoryOffError, ModelError, OrcamemError
 from ..recall.blocks.budget import clip
-from ..recall.blocks.capability import render_block
+from ..recall.blocks.capability import render_kept
 from .providers import MemoryProvider, ProviderError, ProviderStatus, Recalled, Scope, make_provider
 from .settings import ResolvedSettings, load_settings
 
@@ -234,7 +234,8 @@ class Capability:
         except (ProviderError, OrcamemError) as exc:
             log.warning("memory search failed, the turn goes on without memory: %s", exc)
             return TurnMemory(user_message, "", error=str(exc))
-        return TurnMemory(user_message, render_block(found), tuple(found))
+        block, kept = render_kept(found)
+        return TurnMemory(user_message, block, kept)
 
     def prepare_messages(
         self, messages: Sequence[dict[str, Any]], *, turn_id: str | None = None

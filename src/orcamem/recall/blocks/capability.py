@@ -11,7 +11,14 @@ from typing import Protocol
 from .budget import clip, fill
 from .quote import quote
 
-__all__ = ["BLOCK_CHARS", "COLD_WARNING", "INSTRUCTION", "MEMORY_CHARS", "render_block"]
+__all__ = [
+    "BLOCK_CHARS",
+    "COLD_WARNING",
+    "INSTRUCTION",
+    "MEMORY_CHARS",
+    "render_block",
+    "render_kept",
+]
 
 
 class Recalled(Protocol):
@@ -58,9 +65,16 @@ def render_block(memories: Sequence[Recalled]) -> str:
     included; memories that would take the block past :data:`BLOCK_CHARS` are
     left out.
     """
+    return render_kept(memories)[0]
+
+
+def render_kept(memories: Sequence[Recalled]) -> tuple[str, tuple[Recalled, ...]]:
+    """:func:`render_block`'s block and the memories it holds (what a trace reports: not
+    those left out for the budget)."""
     head, tail = f"<memory>\n{INSTRUCTION}\n", "</memory>"
     kept = [memory for memory in memories if memory.text.strip()]
     items = fill(kept, lambda memory: _item(memory) + "\n", BLOCK_CHARS - len(head) - len(tail))
     if not items:
-        return ""
-    return head + "".join(rendered for _, rendered in items) + tail
+        return "", ()
+    block = head + "".join(rendered for _, rendered in items) + tail
+    return block, tuple(memory for memory, _ in items)
