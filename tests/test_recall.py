@@ -790,6 +790,8 @@ def test_a_question_asked_again_is_not_its_own_evidence(tmp_path: Path) -> None:
             memory.recall("What am I allergic to?"),
         )
         key = memory.recall("Where is the spare key?")
+        when = memory.recall("When did I ask what my dog's name is?")
+    assert "What is my dog's name?" in when  # a question about the asking: the question answers
     assert "Biscuit" in dog and "peanuts" in allergy
     assert "?" not in dog.split("Today is")[1] and "?" not in allergy.split("Today is")[1]
     assert "Under the blue flower pot" in key and "Where is the spare key?" not in key

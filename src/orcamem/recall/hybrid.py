@@ -413,9 +413,12 @@ class _Evidence:
     def restates(self, hit: Hit) -> bool:
         """Whether ``hit`` (a turn that asks) is the query asked again: every topic word of it
         is one of the query's. It says nothing the query does not ("What do I drink?" for
-        "What do I drink?"); its answer, the turn after it, still rides in on it."""
+        "What do I drink?"); its answer, the turn after it, still rides in on it. Not when
+        the query is about the asking ("When did I ask about my dentist?"): then the question
+        is the answer."""
         held = topics.stems(hit.text)
-        return bool(held) and held <= self.idf.keys() | self.speakers
+        asked = self.idf.keys() | self.speakers
+        return bool(held) and held <= asked and asked.isdisjoint(_ASKING)
 
     def names(self, role: str | None) -> bool:
         """Whether the query names the speaker ``role`` ("John's" names John)."""
@@ -443,6 +446,10 @@ class _Evidence:
             or self.coverage(text, role) >= config.recall.item_evidence
             or (fact and not self.subjects.isdisjoint(topics.topics(topics.stems(text))))
         )
+
+
+_ASKING = frozenset({"ask", "question", "wonder", "inquir"})
+"""Stems of a query about a question asked (``topics.stem``: "asked" → ``ask``)."""
 
 
 @lru_cache(maxsize=1024)
