@@ -236,6 +236,8 @@ def test_mem0_memories_are_notes_and_an_edit_comes_in_as_a_new_note(tmp_path: Pa
          "conversation 0, message 0: bad time 'yesterday'"),
         ("mem0", [{"id": "a", "memory": "ok", "created_at": "2024-01-01T00:00:00Z"},
                   {"memory": "no id"}], "memory 1: a memory needs an 'id'"),
+        ("claude", [{"uuid": "c", "chat_messages": [{"sender": ["human"], "text": "hi"}]}],
+         "conversation 0, message 0: its 'sender' is not a string"),
     ],
 )  # fmt: skip
 def test_a_bad_record_refuses_the_whole_file_naming_it(
@@ -247,6 +249,29 @@ def test_a_bad_record_refuses_the_whole_file_naming_it(
             mem.import_history(fmt, export)
         assert named in str(caught.value) and str(export) in str(caught.value)
         assert list(mem.iter_episodes()) == []
+
+
+def test_chatgpt_node_ids_of_another_type_or_in_a_cycle_end_the_branch(tmp_path: Path) -> None:
+    """A node id that is a list named no node (it raised TypeError), and children that lead
+    back up the branch spun forever: the branch ends at the last node it can reach."""
+    mapping = {
+        "r": _node("r", "user", "The root question about Lisbon.", None, ["a"], MARCH_5),
+        "a": _node("a", "assistant", "An answer that loops back.", "r", ["r"], MARCH_5 + 1),
+    }
+    odd = {"x": _node("x", "user", "Parent and child are lists.", None, [["y"]], MARCH_5 + 2)}
+    odd["x"]["parent"] = ["z"]
+    export = _write(tmp_path / "conversations.json", [
+        {"id": "loop", "create_time": MARCH_5, "mapping": mapping},
+        {"id": "odd", "create_time": MARCH_5, "current_node": ["x"], "mapping": odd},
+    ])  # fmt: skip
+    with Memory(tmp_path / "m.db") as mem:
+        assert mem.import_history("chatgpt", export)["episodes"] == 3
+        texts = [e.text for e in mem.iter_episodes()]
+    assert texts == [
+        "The root question about Lisbon.",
+        "An answer that loops back.",
+        "Parent and child are lists.",
+    ]
 
 
 def test_bad_jsonl_and_an_unknown_format_are_clear_errors(tmp_path: Path) -> None:

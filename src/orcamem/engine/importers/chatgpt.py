@@ -66,21 +66,28 @@ def parse(path: Path) -> Iterator[Imported]:
 
 
 def _branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
-    """The nodes from the root down to ``current`` (else down the last child of each)."""
+    """The nodes from the root down to ``current`` (else down the last child of each); a
+    node id that is not a string names no node."""
+    current = _node_id(current)
     if current not in mapping:
-        roots = [k for k, n in mapping.items() if field_of(n, "parent") not in mapping]
+        roots = [k for k, n in mapping.items() if _node_id(field_of(n, "parent")) not in mapping]
         current = roots[0] if roots else None
-        while (
-            isinstance(field_of(mapping.get(current), "children"), list)
-            and (mapping[current]["children"])
-        ):
-            current = mapping[current]["children"][-1]
-            if current not in mapping:
+        below: set[str | None] = {current}
+        while True:  # down the last child, while it is in the mapping and not seen (a cycle)
+            children = field_of(mapping.get(current), "children")
+            child = _node_id(children[-1]) if isinstance(children, list) and children else None
+            if child not in mapping or child in below:
                 break
+            below.add(child)
+            current = child
     path, seen = [], set()
     while current in mapping and current not in seen:
         seen.add(current)
         node = mapping[current]
         path.append(node if isinstance(node, dict) else {})
-        current = field_of(node, "parent")
+        current = _node_id(field_of(node, "parent"))
     return path[::-1]
+
+
+def _node_id(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

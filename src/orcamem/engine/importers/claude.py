@@ -31,7 +31,11 @@ def parse(path: Path) -> Iterator[Imported]:
             raise source.fail(where, "it has no 'uuid' and 'chat_messages'")
         title = conversation.get("name")
         for index, message in enumerate(messages):
-            role = _ROLES.get(field_of(message, "sender"))
+            at = f"{where}, message {index}"
+            sender = field_of(message, "sender")
+            if sender is not None and not isinstance(sender, str):
+                raise source.fail(at, "its 'sender' is not a string ('human' or 'assistant')")
+            role = _ROLES.get(sender)
             if role is None:
                 continue
             content = message.get("content")
@@ -39,7 +43,6 @@ def parse(path: Path) -> Iterator[Imported]:
             text = (text or str(message.get("text") or "")).strip()
             if not text:
                 continue
-            at = f"{where}, message {index}"
             yield source.record(
                 at,
                 text=text,
