@@ -119,6 +119,26 @@ def test_refresh_follows_adds_and_deletes(tmp_path: Path) -> None:
         assert_same(indexed(mem, "s", match, 10), fts5(path, "s", match))
 
 
+def test_a_forgotten_turn_leaves_the_index_of_every_process(tmp_path: Path) -> None:
+    """The next turn's context is rewritten by a forget: each process's index loads the space
+    again (no watermark shows the rewrite), and none finds it by the forgotten words."""
+    path = tmp_path / "m.db"
+    match = fts_query("quillfeather harbour")
+    assert match is not None
+    with Memory(path, config=INDEXED) as mem, Memory(path, config=INDEXED) as other:
+        turns = [
+            mem.add(text, space="s", kind="turn", role="user", session_id="chat")
+            for text in ("the harbour at dawn", "my hint is quillfeather", "noted, thanks")
+        ]
+        before = [i for i, _ in indexed(other, "s", match)]
+        assert len(before) == 3  # the hint, and the turn after it by its context
+        mem.forget(turns[1].id, space="s")
+        for each in (mem, other):
+            assert_same(indexed(each, "s", match), fts5(path, "s", match))
+            assert len(indexed(each, "s", fts_query("quillfeather"))) == 0
+            assert len(indexed(each, "s", match)) == 2  # the harbour, and the turn after it
+
+
 def test_a_process_s_first_query_of_a_big_space_starts_its_load(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with Memory(path) as mem:

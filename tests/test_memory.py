@@ -594,3 +594,42 @@ def test_a_key_s_label_is_checked_and_its_spaces_kept_once(mem: Memory) -> None:
     assert mem.keys.list() == []
     mem.keys.create(spaces=["a", "b", "a"], admin=False, name="ci", now=now)
     assert [key["spaces"] for key in mem.keys.list()] == [["a", "b"]]
+
+
+def test_a_forgotten_turn_is_neither_found_nor_kept_through_the_next_turn(
+    mem: Memory, tmp_path: Path
+) -> None:
+    """Each turn is indexed with the one before it as context: forgetting a turn took it out
+    of the file but the next turn still held its words, and search found them there."""
+    said = [
+        mem.add(text, kind="turn", role=role, session_id="chat")
+        for text, role in [
+            ("Let me tell you about my cat.", "user"),
+            ("My bank password is Quillfeather.", "user"),
+            ("I will keep that in mind.", "assistant"),
+        ]
+    ]
+
+    def found_by_the_word() -> set[int]:
+        lines = [i for i, _ in mem.store.lexical_lines("default", '"quillfeather"', 10)]
+        return {episode for episode, _ in mem.store.line_positions(lines).values()}
+
+    assert found_by_the_word() == {said[1].id, said[2].id}
+    mem.forget(said[1].id)
+    assert found_by_the_word() == set()
+    assert "Quillfeather" not in mem.recall("What is my bank password?")
+    with sqlite3.connect(tmp_path / "memory.db") as conn:
+        held = conn.execute(
+            "SELECT count(*) FROM lines WHERE text LIKE '%Quillfeather%' "
+            "OR context LIKE '%Quillfeather%'"
+        ).fetchone()[0]
+        found = conn.execute(
+            "SELECT count(*) FROM lines_fts WHERE lines_fts MATCH 'quillfeather'"
+        ).fetchone()[0]
+        assert (held, found) == (0, 0)
+        assert (
+            "cat"
+            in conn.execute(  # the next turn follows the turn before the forgotten one
+                "SELECT context FROM lines WHERE episode_id = ?", (said[2].id,)
+            ).fetchone()[0]
+        )

@@ -11,6 +11,7 @@ import pytest
 
 from orcamem import EmbedderMismatchError, NotFoundError, StoreError
 from orcamem._kernel.model import NewEpisode, NewMemory, digest
+from orcamem.engine.lexical_context import lexical_context
 from orcamem.engine.store import is_postgres, open_store
 from orcamem.engine.store.base import BlockEntry, EpisodeWrite, MemoryUpdate, Store
 from orcamem.recall.filters import SearchFilter
@@ -131,6 +132,34 @@ def test_delete_episode_removes_lines_everywhere(ready: Store) -> None:
     assert ready.vector_lines("a", unit(3), 1) == []
     with pytest.raises(NotFoundError):
         ready.delete_episode("a", ep.id)
+
+
+def test_a_deleted_turn_leaves_the_next_turn_s_context(ready: Store) -> None:
+    """Ingest indexes a turn with the one before it as context: after a delete the next turn
+    is found by the turn before the deleted one, never by the deleted one's words."""
+    texts = ["we met at the harbour", "my password hint is quillfeather", "sounds good to me"]
+    written, previous = [], None
+    for seed, text in enumerate(texts):
+        episode = NewEpisode(space="a", kind="turn", text=text, role="user", session_id="s")
+        context = lexical_context(episode, NOW, previous, include_own=False)
+        written.append(
+            replace(
+                write("a", text, seed=seed, session="s"), episode=replace(episode, context=context)
+            )
+        )
+        previous = text
+    first, second, third = ready.append_episodes(written)
+    [next_line] = ready.line_ids("a", third.id).values()
+    assert next_line in {i for i, _ in ready.lexical_lines("a", '"quillfeather"', 5)}
+    ready.delete_episode("a", second.id)
+    assert ready.lexical_lines("a", '"quillfeather"', 5) == []
+    assert {i for i, _ in ready.lexical_lines("a", '"harbour"', 5)} == {
+        *ready.line_ids("a", first.id).values(),
+        next_line,
+    }
+    ready.delete_episode("a", first.id)  # no turn before it: the next one keeps its own words
+    assert ready.lexical_lines("a", '"harbour"', 5) == []
+    assert [i for i, _ in ready.lexical_lines("a", '"sounds"', 5)] == [next_line]
 
 
 def test_rows_read_before_a_delete_are_not_answered_after_it(ready: Store) -> None:

@@ -12,19 +12,17 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from functools import lru_cache
 
 import numpy as np
 
-from .._kernel.clock import format_time, parse_time
+from .._kernel.clock import format_time
 from .._kernel.embed import Embedder, embed_texts
 from .._kernel.model import NewEpisode
 from .._kernel.text import split_sentences
+from .lexical_context import lexical_context
 from .store.base import EpisodeWrite
 
-__all__ = ["date_words", "deferred_collection", "lexical_context", "prepare_writes"]
-
-_CONTEXT_CHARS = 600
+__all__ = ["deferred_collection", "prepare_writes"]
 
 
 @contextmanager
@@ -44,30 +42,6 @@ def deferred_collection() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
-
-
-@lru_cache(maxsize=4096)  # a bulk ingest's turns share few stamps
-def date_words(stamp: str) -> str:
-    """``2023-05-07T…`` → ``7 May 2023`` so a question's date words can match."""
-    moment = parse_time(stamp)
-    return f"{moment.day} {moment.strftime('%B')} {moment.year}"
-
-
-def lexical_context(
-    episode: NewEpisode, occurred_at: str, previous_text: str | None, *, include_own: bool
-) -> str:
-    """The words an episode's lines are also found by (weighted below the line's own)."""
-    parts = [episode.role or "", date_words(occurred_at)]
-    caption = episode.meta.get("caption")
-    if isinstance(caption, str):
-        parts.append(caption)
-    if include_own:  # the episode's other sentences; a one-line episode would repeat itself
-        parts.append(episode.text[:_CONTEXT_CHARS])
-    if previous_text:
-        parts.append(previous_text[:_CONTEXT_CHARS])
-    if episode.context:
-        parts.append(episode.context[:_CONTEXT_CHARS])
-    return "\n".join(part for part in parts if part)
 
 
 def prepare_writes(

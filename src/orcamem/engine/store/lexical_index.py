@@ -20,8 +20,10 @@ quoted words ``_kernel.text.fts_query`` makes, or a word that is not one token) 
 
 Refreshed like the vector index: rows above a per-space rowid watermark are tokenized and
 appended as a new segment (segments merge when there are many); a changed ``vector_epoch``
-(a delete, a re-embed) re-reads the space's ids and marks the lines gone as dead. Thread-safe:
-a refresh replaces a space's state under a lock; a search scores the snapshot it took.
+(a delete, a re-embed) counts the space's lines, and when some are gone the space is dropped
+and loaded again: a forgotten turn also rewrote the next turn's context (``store.relink``),
+whose postings no watermark shows. Thread-safe: a refresh replaces a space's state under a
+lock; a search scores the snapshot it took.
 
 :class:`PostingIndex` is the part both engines share (postings, refresh, the score);
 :class:`LexicalIndex` feeds it from FTS5, ``postgres.lexical.LineIndex`` from ``tsvector``.
@@ -168,11 +170,10 @@ class _Segment:
 
 @dataclass
 class _Space:
-    """One space's lines: ids, token counts, alive flags, the segments, the watermark."""
+    """One space's lines: ids, token counts, the segments, the watermark."""
 
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     segments: tuple[_Segment, ...] = ()
     terms: dict[str, int] = field(default_factory=dict)
     last: int = 0
@@ -234,6 +235,7 @@ class PostingIndex:
         self._loads: dict[str, threading.Thread] = {}  # spaces loading or loaded
         self._loads_lock = threading.Lock()
         self._stopping = threading.Event()  # the store is closing: loads end, none start
+        self._loader: tuple[Callable[[], AbstractContextManager[Any]], tuple] | None = None
 
     def loaded(self, space: str) -> bool:
         return space in self._spaces
@@ -259,6 +261,7 @@ class PostingIndex:
                     self._loads.pop(space, None)
 
         with self._loads_lock:
+            self._loader = (reading, errors)  # a refresh that drops a space loads it again
             if space in self._loads or self._stopping.is_set():
                 return
             thread = threading.Thread(target=run, name="orcamem-lexical", daemon=True)
@@ -286,14 +289,23 @@ class PostingIndex:
         return row[0] if row else None
 
     def refresh(self, conn: Any, space: str) -> None:
-        """Bring ``space`` up to date: new rows above its watermark, dead ones on a new epoch."""
+        """Bring ``space`` up to date: new rows above its watermark; on a new epoch with lines
+        gone, the space dropped and its load started again (the store answers meanwhile)."""
         with self._lock:
             state = self._spaces.get(space) or _Space()
             epoch = self._epoch(conn, space)
             if epoch is None:  # the space was deleted: a new one of its name starts empty
                 state = _Space()
-            elif state.epoch is not None and epoch != state.epoch:
-                state = self._recheck(conn, space, state)
+            elif (
+                state.epoch is not None and epoch != state.epoch and self._lost(conn, space, state)
+            ):
+                self._spaces.pop(space, None)
+                with self._loads_lock:
+                    self._loads.pop(space, None)
+                if self._loader is not None:
+                    reading, errors = self._loader
+                    self.load_later(reading, space, errors)
+                return
             state.epoch = epoch
             self._spaces[space] = self._read(conn, space, state)
 
@@ -330,22 +342,15 @@ class PostingIndex:
         """The whole table's rows, average row length, and rows holding each of ``terms``."""
         raise NotImplementedError
 
-    def _recheck(self, conn: Any, space: str, state: _Space) -> _Space:
-        """Lines deleted since the last refresh are marked dead (ids never come back). The
-        epoch also moves for a memory's delete and a re-embed: a count of the space's lines
-        tells those apart without reading every id."""
-        where = f"FROM lines WHERE space = {self.PARAM} AND id <= {self.PARAM}"
-        held = conn.execute(f"SELECT count(*) {where}", (space, state.last)).fetchone()[0]
-        if held == int(state.alive.sum()):
-            return state
-        ids = np.fromiter(
-            (r[0] for r in conn.execute(f"SELECT id {where}", (space, state.last))),
-            dtype=np.int64,
-        )
-        alive = np.isin(state.ids, ids, assume_unique=True)
-        return _Space(
-            state.ids, state.lengths, alive, state.segments, state.terms, state.last, state.epoch
-        )
+    def _lost(self, conn: Any, space: str, state: _Space) -> bool:
+        """Whether lines held are gone (an episode's delete). The epoch also moves for a
+        memory's delete and a re-embed, which leave the lines as they were: a count of the
+        space's lines tells those apart."""
+        held = conn.execute(
+            f"SELECT count(*) FROM lines WHERE space = {self.PARAM} AND id <= {self.PARAM}",
+            (space, state.last),
+        ).fetchone()[0]
+        return bool(held != state.ids.size)
 
     def search(
         self,
@@ -395,8 +400,6 @@ class PostingIndex:
             return []
         docs = np.concatenate(docs_parts)
         scores = np.concatenate(score_parts)
-        keep = state.alive[docs]
-        docs, scores = docs[keep], scores[keep]
         unique, where = np.unique(docs, return_inverse=True)
         total = np.bincount(where, weights=scores, minlength=unique.size)
         if unique.size > limit:  # and every line tied at the cut, which ids then decide
@@ -420,7 +423,6 @@ def _append(state: _Space, ids: list[int], names: list[str], table: np.ndarray) 
     return _Space(
         np.concatenate([state.ids, np.asarray(ids, dtype=np.int64)]),
         np.concatenate([state.lengths, lengths]),
-        np.concatenate([state.alive, np.ones(len(ids), dtype=bool)]),
         segments,
         terms,
         int(ids[-1]),

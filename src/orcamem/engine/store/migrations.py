@@ -328,6 +328,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "entity links without foreign keys (delete triggers instead), their key as their table",
         _unlinked_graph(),
     ),
+    (
+        12,
+        "a line's lexical context rewritten (a forgotten turn's words out of the next one's)",
+        [
+            """CREATE TRIGGER lines_au AFTER UPDATE OF context ON lines BEGIN
+                INSERT INTO lines_fts(lines_fts, rowid, text, context)
+                VALUES ('delete', old.id, old.text, old.context);
+                INSERT INTO lines_fts(rowid, text, context) VALUES (new.id, new.text, new.context);
+            END""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -59,6 +59,7 @@ from .lexical_index import LexicalIndex
 from .line_rows import LineRows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
+from .relink import relink_next_turn
 from .rows import BlockTable, KeyTable, NoteTable
 from .scope import (
     LINE_COLUMNS,
@@ -673,18 +674,25 @@ class SQLiteStore:
         return self._episode(row) if row else None
 
     def delete_episode(self, space: str, episode_id: int) -> None:
+        """Delete an episode and its lines, and take its words out of the next turn's
+        lexical context (:mod:`.relink`), in one transaction."""
         with self.writing() as conn:
+            row = conn.execute(
+                "SELECT text, session_id, session_seq FROM episodes WHERE space = ? AND id = ?",
+                (space, episode_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no episode {episode_id} in space {space!r}")
+            text, session_id, seq = row
             ids = {
                 r[0]
                 for r in conn.execute(
                     "SELECT id FROM lines WHERE episode_id = ? AND space = ?", (episode_id, space)
                 )
             }
-            deleted = conn.execute(
-                "DELETE FROM episodes WHERE space = ? AND id = ?", (space, episode_id)
-            ).rowcount
-            if not deleted:
-                raise NotFoundError(f"no episode {episode_id} in space {space!r}")
+            if session_id is not None:
+                relink_next_turn(conn, self.PARAM, space, session_id, seq, text)
+            conn.execute("DELETE FROM episodes WHERE space = ? AND id = ?", (space, episode_id))
             conn.execute(
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)
             )

@@ -181,12 +181,13 @@ def term_counts_sql(*, lines: bool, check: bool = False) -> str:
 
 class LineIndex(PostingIndex):
     """The SQLite store's in-process BM25 (``engine.store.lexical_index``) fed from ``lines``:
-    a line's postings are its ``tsv`` lexemes with their counts of weight A (text) and B
-    (context), its length their sum (``doc_len``); a query's terms are :class:`Lexicon`'s, and
-    ``N``, ``avgdl`` and each lexeme's ``n`` the whole table's, from ``fts_stats`` and
-    ``fts_terms`` at each query, as :func:`bm25_sql` reads them: the same scores as that SQL.
-    Rows above the highest id held are read at each query (ids become visible in order under
-    the write lock, as for ``vectors.LineCache``); a moved ``vector_epoch`` re-checks deletes."""
+        a line's postings are its ``tsv`` lexemes with their counts of weight A (text) and B
+        (context), its length their sum (``doc_len``); a query's terms are :class:`Lexicon`'s, and
+        ``N``, ``avgdl`` and each lexeme's ``n`` the whole table's, from ``fts_stats`` and
+        ``fts_terms`` at each query, as :func:`bm25_sql` reads them: the same scores as that SQL.
+        Rows above the highest id held are read at each query (ids become visible in order under
+        the write lock, as for ``vectors.LineCache``); a moved ``vector_epoch`` re-checks deletes
+    (lines gone: the space is loaded again, ``PostingIndex.refresh``)."""
 
     PARAM = "%s"
 
@@ -297,7 +298,7 @@ class LineIndex(PostingIndex):
                 del self._spaces[space]
 
     def counts(self, space: str, groups: Sequence[Sequence[str]], cap: int) -> list[int] | None:
-        """Per group of lexemes (one word's), the live lines holding all of them in their text
+        """Per group of lexemes (one word's), the lines holding all of them in their text
         (weight A, what ``'w':A & …`` matches), up to ``cap``; ``None`` when the space is not
         held. ``refresh`` it first, in the snapshot the rest of the answer reads."""
         state = self._spaces.get(space)
@@ -309,7 +310,7 @@ class LineIndex(PostingIndex):
             for term in group:
                 held = self._text_docs(state, term)
                 docs = held if docs is None else np.intersect1d(docs, held, assume_unique=True)
-            found.append(0 if docs is None else min(int(state.alive[docs].sum()), cap))
+            found.append(0 if docs is None else min(int(docs.size), cap))
         return found
 
     @staticmethod

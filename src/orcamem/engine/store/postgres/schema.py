@@ -410,6 +410,28 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             *_unlinks(),
         ],
     ),
+    (
+        8,
+        "a line's lexical context rewritten (a forgotten turn's words out of the next one's)",
+        [
+            # the row's tsv and doc_len made again by the insert trigger's own function, then
+            # BM25's counts moved from the old lexemes to the new (a row trigger: only a
+            # forget updates a context, and a statement trigger may not name the column)
+            """CREATE TRIGGER lines_tsv_context BEFORE UPDATE OF context ON lines
+                FOR EACH ROW EXECUTE FUNCTION lines_tsv()""",
+            """CREATE FUNCTION lines_context_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                UPDATE fts_terms t SET docs = t.docs - 1 FROM unnest(OLD.tsv) u
+                    WHERE t.name = 'lines' AND t.lexeme = u.lexeme;
+                INSERT INTO fts_terms (name, lexeme, docs)
+                    SELECT 'lines', u.lexeme, 1 FROM unnest(NEW.tsv) u ORDER BY u.lexeme
+                    ON CONFLICT (name, lexeme) DO UPDATE SET docs = fts_terms.docs + 1;
+                UPDATE fts_stats SET tokens = tokens - OLD.doc_len + NEW.doc_len
+                    WHERE name = 'lines';
+                RETURN NULL; END $$""",
+            """CREATE TRIGGER lines_context_terms AFTER UPDATE OF context ON lines
+                FOR EACH ROW EXECUTE FUNCTION lines_context_terms()""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
