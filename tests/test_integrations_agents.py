@@ -137,6 +137,32 @@ def test_tool_calls_and_outputs_round_trip_exactly(memory: Memory) -> None:
     ]
 
 
+def test_a_coloured_tool_output_and_a_huge_message_are_kept_and_the_run_ends(
+    memory: Memory,
+) -> None:
+    """A shell tool's output holds ESC (colours) and a pasted log may pass 1 MiB: the run
+    failed after the model and the tool had run, and the session lost the exchange."""
+
+    @function_tool
+    def run_tests() -> str:
+        """Run the test suite."""
+        return "\x1b[32m3 passed\x1b[0m in 0.1s"
+
+    model = ScriptedModel([_call("run_tests", "{}"), _say("All 3 tests pass.")])
+    agent = Agent(name="dev", model=model, tools=[run_tests])
+    session = OrcamemSession("chat-t", memory, space="t")
+    done = Runner.run_sync(agent, "Do the tests pass?", session=session, run_config=NO_TRACING)
+    assert done.final_output == "All 3 tests pass."
+    stored = asyncio.run(session.get_items())
+    assert stored[2]["output"] == "\x1b[32m3 passed\x1b[0m in 0.1s"  # the item as the SDK gave it
+    pasted = {"role": "user", "content": "my log:\x00 " + "x" * 1_100_000}
+    asyncio.run(session.add_items([pasted]))
+    assert asyncio.run(session.get_items(limit=1)) == [pasted]
+    texts = [e.text for e in memory.iter_episodes(space="t")]
+    assert texts[2] == "function_call_output [32m3 passed[0m in 0.1s"  # searchable, ESC dropped
+    assert texts[-1].startswith("my log: xxx") and len(texts[-1].encode()) <= 1 << 20
+
+
 def test_limit_pop_clear_and_sessions_apart(memory: Memory) -> None:
     one = OrcamemSession("one", memory, space="s")
     two = OrcamemSession("two", memory, space="s")

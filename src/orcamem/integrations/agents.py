@@ -25,7 +25,7 @@ from typing import Any
 
 from agents.memory.session import SessionABC
 
-from .._kernel.model import Episode, validate_id
+from .._kernel.model import Episode, storable_text, validate_id
 from ..engine.memory import Memory
 from ..errors import InvalidInputError, NotFoundError
 
@@ -104,7 +104,9 @@ def _episode(item: Any, session_id: str) -> dict[str, Any]:
             f"a session item must be a dict (a Responses input item), got {type(item).__name__}"
         )
     role = item.get("role")
-    text = _text(item.get("content")).strip()
+    # the searchable text made storable (a tool's coloured output holds ESC, a pasted log may
+    # pass 1 MiB): a session must not fail the run it records; the item itself is kept whole
+    text = storable_text(_text(item.get("content"))).strip()
     meta = {"via": "agents", _KEY: item}
     if role in _ROLES and item.get("type", "message") == "message" and text:
         return {"text": text, "kind": "turn", "role": role, "session_id": session_id, "meta": meta}
@@ -112,7 +114,7 @@ def _episode(item: Any, session_id: str) -> dict[str, Any]:
     detail = item.get("name") or ""
     body = item.get("arguments") or item.get("output") or text
     words = " ".join(str(part) for part in (kind, detail, _short(body)) if part)
-    return {"text": words, "kind": "tool", "session_id": session_id, "meta": meta}
+    return {"text": storable_text(words), "kind": "tool", "session_id": session_id, "meta": meta}
 
 
 def _text(content: Any) -> str:
