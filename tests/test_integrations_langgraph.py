@@ -214,6 +214,37 @@ def test_store_spaces_do_not_mix_with_chat_spaces(store: OrcamemStore, memory: M
     assert sorted(memory.spaces()) == ["lg:users.alice", "user_alice"]
 
 
+def test_two_prefixes_stay_apart_and_a_prefix_cannot_reach_into_another(
+    store: OrcamemStore, memory: Memory
+) -> None:
+    """A prefix with ':' made another store's spaces read as the default store's namespaces:
+    listed, searched and swept by it. Such a prefix is refused, and a space that is not one
+    ``space_of`` writes is no namespace of a prefix."""
+    for bad in ("lg:tenant1", "a.b", "x@41", "", "p" * 33):
+        with pytest.raises(InvalidInputError, match="prefix"):
+            OrcamemStore(memory, prefix=bad)
+    tenant = OrcamemStore(memory, prefix="tenant1")
+    tenant.put(("users", "bob"), "note", {"text": "Bob's private medical note"})
+    memory.add("planted by hand", kind="document", space="lg:tenant1:users.bob")
+    assert store.list_namespaces() == []
+    assert store.search(()) == []
+    assert tenant.list_namespaces() == [("users", "bob")]
+    assert namespace_of("lg:tenant1:users.bob") is None
+    assert namespace_of("lg:a@zz") is None and namespace_of("lg:a@ff") is None
+
+
+def test_values_langgraph_s_own_store_takes_are_taken(store: OrcamemStore) -> None:
+    """An indexed field with an ANSI colour and a value over 1 MiB were refused (a graph node
+    crashed where LangGraph's InMemoryStore stores both): the searchable text is made
+    storable, the value kept whole."""
+    coloured = {"text": "\x1b[32mbuild green\x1b[0m"}
+    big = {"text": "log " + "y" * 1_500_000}
+    store.put(("ci",), "status", coloured)
+    store.put(("ci",), "log", big)
+    assert store.get(("ci",), "status").value == coloured  # type: ignore[union-attr]
+    assert store.get(("ci",), "log").value == big  # type: ignore[union-attr]
+
+
 # -- search (ported cases, then orcamem's recall) -----------------------------------------
 
 
@@ -449,3 +480,14 @@ def test_the_retriever_returns_orcamem_search_hits_as_documents(memory: Memory) 
         retriever.invoke("Where do I work?")
         and OrcamemRetriever(memory=memory, space="nobody", k=3).invoke("Where do I work?") == []
     )
+
+
+def test_the_retriever_hands_no_secret_to_the_prompt_it_feeds(memory: Memory) -> None:
+    """An observed turn keeps what the user said, key included; the block redacts it, and so
+    must a retriever, whose documents go into a prompt."""
+    memory.observe(
+        "user", "My AWS key is AKIAIOSFODNN7EXAMPLE for the deploy.", session_id="s", space="k"
+    )
+    [doc] = OrcamemRetriever(memory=memory, space="k", k=1).invoke("What is my AWS key?")
+    assert "AKIAIOSFODNN7EXAMPLE" not in doc.page_content
+    assert doc.page_content == "My AWS key is [REDACTED:aws_access_key_id] for the deploy."

@@ -2,7 +2,9 @@
 
 Each hit is one ``Document``: the recalled text (a passage's line, a memory's content) with
 its kind, id, score, time and session in ``metadata``: the same hits, in the same order, as
-``orcamem search`` shows for the space, evidence gate and abstention included.
+``orcamem search`` shows for the space, evidence gate and abstention included. A retriever
+feeds a prompt, so each text is redacted as the injected block is (``_kernel.redact``: a turn
+observed with a key in it is kept, but never handed to a model in clear).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
+from .._kernel.redact import redact
 from ..engine.memory import Memory
 
 __all__ = ["OrcamemRetriever"]
@@ -33,7 +36,10 @@ class OrcamemRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         result = self.memory.search(query, space=self.space, top_k=self.k)
-        return [Document(page_content=hit.text, metadata=_metadata(hit)) for hit in result.hits]
+        return [
+            Document(page_content=redact(hit.text).text, metadata=_metadata(hit))
+            for hit in result.hits
+        ]
 
 
 def _metadata(hit: Any) -> dict[str, Any]:

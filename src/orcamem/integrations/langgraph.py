@@ -61,7 +61,7 @@ from langgraph.store.base import (
 
 from .._kernel.clock import format_time, parse_time
 from .._kernel.ids import sha256
-from .._kernel.model import Episode
+from .._kernel.model import Episode, storable_text
 from .._kernel.names import SPACE
 from ..engine.memory import Memory
 from ..errors import InvalidInputError, NotFoundError
@@ -71,6 +71,9 @@ __all__ = ["OrcamemStore", "namespace_of", "space_of"]
 PREFIX = "lg"
 _KEEP = re.compile(r"[A-Za-z0-9_-]")
 _ESCAPE = re.compile(r"(?:@[0-9a-f]{2})+")
+_LABEL = re.compile(r"(?:[A-Za-z0-9_-]|@[0-9a-f]{2})+")
+"""A label as :func:`space_of` writes it: a space of another shape is no namespace of the
+prefix (``lg:tenant1:users`` is not the default store's ``('tenant1:users',)``)."""
 _META = "langgraph"
 _PAGE = 500
 _RECALL_TOP_K = 1000
@@ -107,10 +110,16 @@ def namespace_of(space: str, prefix: str = PREFIX) -> tuple[str, ...] | None:
     head = f"{prefix}:"
     if not space.startswith(head):
         return None
-    return tuple(
-        _ESCAPE.sub(lambda m: bytes.fromhex(m.group().replace("@", "")).decode(), label)
-        for label in space[len(head) :].split(".")
-    )
+    labels = space[len(head) :].split(".")
+    if not all(_LABEL.fullmatch(label) for label in labels):
+        return None
+    try:
+        return tuple(
+            _ESCAPE.sub(lambda m: bytes.fromhex(m.group().replace("@", "")).decode(), label)
+            for label in labels
+        )
+    except UnicodeDecodeError:  # escapes no space_of wrote
+        return None
 
 
 def _unicode(text: str, what: str) -> str:
@@ -189,9 +198,10 @@ class OrcamemStore(BaseStore):
                 f"OrcamemStore needs an orcamem Memory, got {type(memory).__name__}: "
                 "OrcamemStore(Memory('memory.db'))"
             )
-        if not SPACE.ok(f"{prefix}:x") or "." in prefix:
+        if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", prefix):
             raise InvalidInputError(
-                f"prefix {prefix!r} must be a space name without '.' (letters, digits, _ - @)"
+                f"prefix {prefix!r} must be 1 to 32 letters, digits, '_' or '-' (':', '.' and "
+                "'@' would let one store's spaces read as another's namespaces)"
             )
         self.memory = memory
         self.prefix = prefix
@@ -352,8 +362,8 @@ class OrcamemStore(BaseStore):
         session = _session(data["key"], slot)
         self._drop(space, [v for v in versions if v.episode.session_id == session])
         texts = [t for path in data["index"] for t in _texts(data["value"], path)]
-        episode = self.memory.add(
-            "\n".join(texts) or data["key"],
+        episode = self.memory.add(  # the value is kept whole in meta; the searchable text
+            storable_text("\n".join(texts)) or data["key"],  # as a recorder must (no ESC, 1 MiB)
             kind="document",
             space=space,
             session_id=session,
