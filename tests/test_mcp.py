@@ -4,6 +4,7 @@ subprocess) and over streamable HTTP (``create_app`` + ``install`` under a real 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -347,6 +348,30 @@ def test_the_server_refuses_a_bad_database_cleanly(tmp_path: Path) -> None:
     )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+def test_a_tools_list_notification_is_no_traceback(tmp_path: Path) -> None:
+    """A tools/list without an id is a notification: nothing is answered, and the bank's
+    tool filter asserted on the missing result, a traceback on stderr."""
+    import subprocess
+
+    messages = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "tools/list"},
+    ]  # fmt: skip
+    done = subprocess.run(
+        [*SERVER, "--db", str(tmp_path / "m.db")],
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **child_env(ORCA_HOME=str(tmp_path / "home"))},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "AssertionError" not in done.stderr and "Traceback" not in done.stderr
 
 
 # -- the doc's snippets ----------------------------------------------------------------------

@@ -692,10 +692,10 @@ class _BankGate:
             return await call_next(ctx)
         result = await call_next(ctx)
         hidden = await anyio.to_thread.run_sync(self._hidden, ctx.request)
-        if not hidden:
+        # The SDK serializes a result inside the chain: here it is the wire dict already,
+        # or None for a tools/list sent as a notification (no id: nothing is answered)
+        if not hidden or not isinstance(result, dict):
             return result
-        # The SDK serializes a result inside the chain: here it is the wire dict already.
-        assert isinstance(result, dict)
         return {**result, "tools": [t for t in result["tools"] if t["name"] not in hidden]}
 
     def _hidden(self, request: Any) -> set[str]:
