@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -350,26 +351,48 @@ def test_the_server_refuses_a_bad_database_cleanly(tmp_path: Path) -> None:
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
 
 
-def test_a_tools_list_notification_is_no_traceback(tmp_path: Path) -> None:
-    """A tools/list without an id is a notification: nothing is answered, and the bank's
-    tool filter asserted on the missing result, a traceback on stderr."""
-    import subprocess
-
-    messages = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "method": "tools/list"},
-    ]  # fmt: skip
-    done = subprocess.run(
+def _piped(tmp_path: Path, messages: list[dict[str, Any]]) -> subprocess.CompletedProcess:
+    """``messages`` written to a stdio server whose stdin then ends (``printf … | orcamem mcp``)."""
+    return subprocess.run(
         [*SERVER, "--db", str(tmp_path / "m.db")],
         input="".join(json.dumps(m) + "\n" for m in messages),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         env={**os.environ, **child_env(ORCA_HOME=str(tmp_path / "home"))},
     )
+
+
+OPENING = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]  # fmt: skip
+
+
+def test_every_call_read_before_stdin_ends_is_answered(tmp_path: Path) -> None:
+    """The SDK ended the session at stdin's end and dropped the replies in flight: of 20
+    saves all were stored and some answered, so a client could not know, and a retry
+    stored them twice."""
+    calls = [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "orma_remember", "arguments": {"text": f"Fact {i} about widget {i}."}}}
+        for i in range(1, 21)
+    ]  # fmt: skip
+    done = _piped(tmp_path, OPENING + calls)
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    answered = {r["id"] for r in replies if r["id"] and not r["result"].get("isError")}
+    assert answered == set(range(1, 21))
+    with Memory(tmp_path / "m.db") as mem:
+        assert len(mem.facts()) == 20
+
+
+def test_a_tools_list_notification_is_no_traceback(tmp_path: Path) -> None:
+    """A tools/list without an id is a notification: nothing is answered, and the bank's
+    tool filter asserted on the missing result, a traceback on stderr."""
+    done = _piped(tmp_path, [*OPENING, {"jsonrpc": "2.0", "method": "tools/list"}])
     assert done.returncode == 0, done.stderr
     assert "AssertionError" not in done.stderr and "Traceback" not in done.stderr
 

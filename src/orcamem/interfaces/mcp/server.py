@@ -52,6 +52,7 @@ from ...bank import MEMORY_TOOLS, MemoryBank, space_for, validate_profile
 from ...engine.memory import Memory
 from ...errors import InvalidInputError, OrcamemError
 from ...recall.filters import KINDS as HIT_KINDS
+from .stdio import serve_stdio
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -846,7 +847,7 @@ def run_stdio(
         OrcamemError: the database cannot be opened (before anything is served).
     """
     with Memory(db_path, space=space_default, embedder=embedder, config=config) as memory:
-        build_server(memory, bank=bank, profile=profile, delete_space=delete_space).run("stdio")
+        serve_stdio(build_server(memory, bank=bank, profile=profile, delete_space=delete_space))
 
 
 # -- streamable HTTP -------------------------------------------------------------------------
