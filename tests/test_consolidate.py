@@ -1152,3 +1152,35 @@ def test_an_events_range_survives_export_and_import(sleeper: Memory, tmp_path: P
     with Memory(tmp_path / "copy.db") as copy:
         copy.import_jsonl(io.StringIO(exported.getvalue()))
         assert [(m.event_date, m.event_end) for m in copy.facts()] == [("2026-10-17", "2026-10-18")]
+
+
+def test_a_turn_forgotten_while_the_model_reads_its_batch_never_comes_back(
+    tmp_path: Path,
+) -> None:
+    """A forget that lands while sleep waits for its model: the batch was published anyway,
+    and the fact the forgotten turn held came back as an active memory, injected, citing a
+    line that was gone. The batch is read again without it."""
+    from local_memory_helpers import ScriptedModel
+
+    db = tmp_path / "m.db"
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(db, clock=clock) as mem:
+        mem.observe("user", "Hello there, good morning.", session_id="s1")
+        said = mem.observe("user", "My new address is 12 Baker Street, flat 3.", session_id="s1")
+
+        def forget_then_answer() -> dict:
+            with Memory(db) as other:  # the user's forget, from another process
+                other.forget(said.id)
+            return {"items": [{"kind": "state", "entity": "user", "attribute": "address",
+                               "value": "12 Baker Street, flat 3",
+                               "cites": [f"ep-{said.id}:s1"]}]}  # fmt: skip
+
+        model = ScriptedModel(forget_then_answer, {"items": []})
+        mem.sleep(model=model)  # the batch is put back (TransientError: redone later)
+        assert [m.content for m in mem.facts(include_history=True)] == []
+        clock.advance(minutes=1)
+        assert mem.sleep(model=model).episodes == 1
+        assert len(model.sent) > 1 and not any("Baker" in sent for sent in model.sent[1:])
+        assert [m.content for m in mem.facts(include_history=True)] == []
+        assert "Baker" not in mem.recall("What is my address?")
+        assert mem.check().problems == []

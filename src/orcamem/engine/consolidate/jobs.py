@@ -116,6 +116,15 @@ class ConsolidationJobs:
             pending = self.store.pending_episodes(space, 1)
             if not pending or pending[0].id != watermark_seen:
                 raise TransientError(f"space {space!r} was consolidated meanwhile; batch redone")
+            # a turn forgotten while the model read it must not come back as a memory: the
+            # batch is extracted again without it (in publish's transaction, so no forget
+            # slips in between this check and the write)
+            read = {line.line_id for line in lines}
+            if len(self.store.line_positions(list(read))) < len(read):
+                raise TransientError(
+                    f"a turn of space {space!r} was forgotten while its batch was read; "
+                    "batch redone"
+                )
             self.reports[job.id] = apply_batch(
                 self.store,
                 space,
