@@ -633,3 +633,27 @@ def test_a_forgotten_turn_is_neither_found_nor_kept_through_the_next_turn(
                 "SELECT context FROM lines WHERE episode_id = ?", (said[2].id,)
             ).fetchone()[0]
         )
+
+
+def test_restoring_an_older_then_a_newer_backup_keeps_every_turn(tmp_path: Path) -> None:
+    """The import's "already present" key left out the role, the kind and how often a text
+    was said: a user's "Yes." restored from an older backup made the assistant's "Yes.", a
+    second "Yes." and a note of the same session and time "already present" (1 of 4 kept)."""
+    at = "2024-05-01T10:00:00Z"  # one date a session, as ChatGPT's and LoCoMo's imports give
+
+    def said(role: str | None, kind: str = "turn") -> dict[str, Any]:
+        return {"text": "Yes.", "role": role, "kind": kind, "session_id": "s1", "occurred_at": at}
+
+    with Memory(tmp_path / "source.db") as source:
+        source.add_many([said("user")])
+        older = io.StringIO()
+        source.export(older)
+        source.add_many([said("assistant"), said("user"), said(None, "note")])
+        newer = io.StringIO()
+        source.export(newer)
+        kept = [(e.role, e.kind) for e in source.iter_episodes()]
+    with Memory(tmp_path / "restored.db") as restored:
+        restored.import_jsonl(older.getvalue().splitlines())
+        assert restored.import_jsonl(newer.getvalue().splitlines())["episodes"] == 3
+        assert [(e.role, e.kind) for e in restored.iter_episodes()] == kept
+        assert restored.import_jsonl(newer.getvalue().splitlines())["episodes"] == 0

@@ -574,16 +574,26 @@ def test_a_space_reports_the_bytes_its_rows_hold(ready: Store) -> None:
     assert ready.space_info("b").size_bytes == 0  # another space's rows are not counted
 
 
-def test_find_episodes_names_each_stored_key_once_at_its_oldest_episode(ready: Store) -> None:
+def test_find_episodes_names_every_stored_episode_of_each_key(ready: Store) -> None:
+    """A key said twice is two episodes, and the role and kind are part of it: an older
+    backup's user "Yes." is not the assistant's "Yes." of the same session and time."""
     first, again, noted = ready.append_episodes(
         [write("a", "Same words.", session="s1"), write("a", "Same words.", session="s1"),
          write("a", "A note.")]
     )  # fmt: skip
     ready.append_episodes([write("b", "Same words.", session="s1")])
-    same = (digest("Same words."), NOW, "s1", None)
-    note = (digest("A note."), NOW, None, None)
-    missing = [(digest("Same words."), NOW, "s2", None), (digest("Other."), NOW, "s1", None)]
+    same = (digest("Same words."), NOW, "s1", None, "user", "turn")
+    note = (digest("A note."), NOW, None, None, "user", "turn")
+    missing = [
+        (digest("Same words."), NOW, "s2", None, "user", "turn"),
+        (digest("Other."), NOW, "s1", None, "user", "turn"),
+        (digest("Same words."), NOW, "s1", None, "assistant", "turn"),
+        (digest("Same words."), NOW, "s1", None, "user", "note"),
+    ]
     assert again.id > first.id
-    assert ready.find_episodes("a", [same, note, *missing]) == {same: first.id, note: noted.id}
+    assert ready.find_episodes("a", [same, note, same, *missing]) == {
+        same: [first.id, again.id],
+        note: [noted.id],
+    }
     assert ready.find_episodes("b", [note]) == {}
     assert ready.find_episodes("a", []) == {}

@@ -1092,13 +1092,19 @@ class Memory:
         total: int,
     ) -> dict[str, int]:
         id_map: dict[int, int] = {}
-        held: dict[Any, int] = {}
+        held: dict[Any, list[int]] = {}
         keys = [
-            (digest(ep.text), ep.occurred_at or "", ep.session_id, ep.turn_id)
+            (digest(ep.text), ep.occurred_at or "", ep.session_id, ep.turn_id, ep.role, ep.kind)
             for _, ep, _ in parsed.episodes
         ]
         for start in range(0, len(keys), _ADD_BATCH):  # what the space holds: a query a batch
             held.update(self.store.find_episodes(target, keys[start : start + _ADD_BATCH]))
+        # the file's n-th episode of a key is the space's n-th one, when it has that many (an
+        # older backup restored first holds some of a newer one's "Yes."s, not all of them)
+        present: list[int | None] = []
+        for key in keys:
+            ids = held.get(key)
+            present.append(ids.pop(0) if ids else None)
         embedders = {target: self.embedder_of(target)}
         seen: dict[tuple[str, str], str | None] = {}  # a session's turns run across batches
 
@@ -1119,10 +1125,10 @@ class Memory:
             for writes in batches:
                 chunk = range(start, start + len(writes))
                 start += len(writes)
-                fresh = [(i, w) for i, w in zip(chunk, writes, strict=True) if keys[i] not in held]
+                fresh = [(i, w) for i, w in zip(chunk, writes, strict=True) if present[i] is None]
                 for i in chunk:
-                    if keys[i] in held:
-                        id_map[parsed.episodes[i][0]] = held[keys[i]]
+                    if present[i] is not None:
+                        id_map[parsed.episodes[i][0]] = present[i]
                 stored = self.store.append_episodes([write for _, write in fresh])
                 for (i, _), episode in zip(fresh, stored, strict=True):
                     id_map[parsed.episodes[i][0]] = episode.id

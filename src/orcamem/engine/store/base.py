@@ -53,8 +53,10 @@ CAPABILITIES = frozenset(
 )
 
 
-EpisodeKey = tuple[str, str, str | None, str | None]
-"""What makes two episodes the same to an import: ``(digest, occurred_at, session_id, turn_id)``."""
+EpisodeKey = tuple[str, str, str | None, str | None, str | None, str]
+"""What makes two episodes the same to an import: ``(digest, occurred_at, session_id,
+turn_id, role, kind)`` (a user's "Yes." and the assistant's, said in one session at one
+time, are two turns)."""
 
 
 @dataclass(frozen=True)
@@ -192,10 +194,10 @@ class EpisodeLog(Protocol):
         """Delete the space and all it holds in one transaction; what went, by table."""
         ...
 
-    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
-        """The ids of the episodes already stored that ``keys`` name, each key
-        ``(digest, occurred_at, session_id, turn_id)`` found at its oldest episode: what an
-        idempotent import skips, asked once a batch."""
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, list[int]]:
+        """The ids of the episodes already stored that each of ``keys`` names, ascending (a
+        key said twice in a session is two episodes): what an idempotent import skips,
+        asked once a batch."""
         ...
 
     def last_texts(self, space: str, session_ids: Sequence[str]) -> dict[str, str]:

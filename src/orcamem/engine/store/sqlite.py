@@ -641,25 +641,25 @@ class SQLiteStore:
                 )
             }
 
-    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, list[int]]:
         """The stored episodes ``keys`` name (for idempotent imports): one query a batch,
         the keys a ``VALUES`` table joined to the episodes by the ``(space, digest)`` index."""
-        found: dict[EpisodeKey, int] = {}
+        found: dict[EpisodeKey, list[int]] = {}
+        unique = list(dict.fromkeys(keys))
         with self.reading() as conn:
-            step = max(1, variable_limit(conn) // 4 - 1)
-            for start in range(0, len(keys), step):
-                chunk = keys[start : start + step]
-                found.update(
-                    ((d, o, s, t), episode_id)
-                    for d, o, s, t, episode_id in conn.execute(
-                        "WITH k(d, o, s, t) AS (VALUES "
-                        + ",".join(["(?,?,?,?)"] * len(chunk))
-                        + ") SELECT k.d, k.o, k.s, k.t, min(e.id) FROM k JOIN episodes e "
-                        "ON e.space = ? AND e.digest = k.d AND e.occurred_at = k.o "
-                        "AND e.session_id IS k.s AND e.turn_id IS k.t GROUP BY 1, 2, 3, 4",
-                        [*(value for key in chunk for value in key), space],
-                    )
-                )
+            step = max(1, variable_limit(conn) // 6 - 1)
+            for start in range(0, len(unique), step):
+                chunk = unique[start : start + step]
+                for *named, ids in conn.execute(
+                    "WITH k(d, o, s, t, r, n) AS (VALUES "
+                    + ",".join(["(?,?,?,?,?,?)"] * len(chunk))
+                    + ") SELECT k.d, k.o, k.s, k.t, k.r, k.n, group_concat(e.id) FROM k "
+                    "JOIN episodes e ON e.space = ? AND e.digest = k.d AND e.occurred_at = k.o "
+                    "AND e.session_id IS k.s AND e.turn_id IS k.t AND e.role IS k.r "
+                    "AND e.kind = k.n GROUP BY 1, 2, 3, 4, 5, 6",
+                    [*(value for key in chunk for value in key), space],
+                ):
+                    found[tuple(named)] = sorted(int(i) for i in ids.split(","))
         return found
 
     def find_turn(

@@ -528,21 +528,24 @@ class PostgresStore:
                 ).fetchall()
             )
 
-    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, int]:
+    def find_episodes(self, space: str, keys: Sequence[EpisodeKey]) -> dict[EpisodeKey, list[int]]:
         """The stored episodes ``keys`` name (for idempotent imports): one query a batch,
-        the keys four arrays joined to the episodes by the ``(space, digest)`` index."""
-        if not keys:
+        the keys six arrays joined to the episodes by the ``(space, digest)`` index."""
+        unique = list(dict.fromkeys(keys))
+        if not unique:
             return {}
         with self.reading() as conn:
             rows = conn.execute(
-                "SELECT k.d, k.o, k.s, k.t, min(e.id) FROM unnest(%s::text[], %s::text[], "
-                "%s::text[], %s::text[]) AS k(d, o, s, t) JOIN episodes e ON e.space = %s "
+                "SELECT k.d, k.o, k.s, k.t, k.r, k.n, array_agg(e.id ORDER BY e.id) FROM "
+                "unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                "%s::text[]) AS k(d, o, s, t, r, n) JOIN episodes e ON e.space = %s "
                 "AND e.digest = k.d AND e.occurred_at = k.o "
                 "AND e.session_id IS NOT DISTINCT FROM k.s "
-                "AND e.turn_id IS NOT DISTINCT FROM k.t GROUP BY 1, 2, 3, 4",
-                [*(list(column) for column in zip(*keys, strict=True)), space],
+                "AND e.turn_id IS NOT DISTINCT FROM k.t AND e.role IS NOT DISTINCT FROM k.r "
+                "AND e.kind = k.n GROUP BY 1, 2, 3, 4, 5, 6",
+                [*(list(column) for column in zip(*unique, strict=True)), space],
             ).fetchall()
-        return {(d, o, s, t): episode_id for d, o, s, t, episode_id in rows}
+        return {tuple(key): list(ids) for *key, ids in rows}
 
     def find_turn(
         self, space: str, session_id: str | None, turn_id: str, role: str | None
