@@ -461,3 +461,49 @@ def test_bench_context_and_latency_take_an_embedder(
 
     bad = runner.invoke(app, ["bench", "latency", "--records", "10", "--embedder", "nonsense"])
     assert bad.exit_code == 2 and "unknown embedder spec" in " ".join(bad.stderr.split())
+
+
+def test_a_memory_kept_open_follows_a_reembed_made_elsewhere(
+    tmp_path: Path, server: _EmbeddingsServer
+) -> None:
+    """A server holds the space open while `orcamem reembed` runs in another process: each
+    later add and remember was refused, telling the user to run the reembed just run."""
+    path = tmp_path / "m.db"
+    spec = f"openai:tiny-64@{_url(server)}"
+    with Memory(path) as kept:
+        kept.add("I adopted a dog called Pixel.")
+        with Memory(path, embedder=spec) as other:
+            other.reembed()
+        kept.add("My cat is called Miso.")
+        kept.add_many([{"text": "The fish is called Bubbles."}])
+        kept.remember("Has a dog, a cat and a fish", category="fact")
+        assert kept.stats()["dim"] == DIM
+        assert kept.search("What is my cat called?").hits[0].text == "My cat is called Miso."
+        assert kept.check().problems == []
+
+
+def test_a_line_written_while_a_reembed_embeds_is_embedded_too(
+    tmp_path: Path, server: _EmbeddingsServer
+) -> None:
+    """The swap replaced only the vectors read at the start: a line added meanwhile kept the
+    old embedder's vector in a space that now recorded the new one, and every search of the
+    space failed until `orcamem repair`."""
+    path = tmp_path / "m.db"
+    with Memory(path) as writer:
+        writer.add("I adopted a dog called Pixel.")
+        with Memory(path, embedder=f"openai:tiny-64@{_url(server)}") as reembedding:
+            read = reembedding.store.iter_texts_for_embedding
+            calls = 0
+
+            def read_then_write(space: str) -> Any:
+                nonlocal calls
+                calls += 1
+                found = read(space)
+                if calls == 1:  # another process writes while this one embeds
+                    writer.add("My cat is called Miso.")
+                return found
+
+            reembedding.store.iter_texts_for_embedding = read_then_write  # type: ignore[method-assign]
+            assert reembedding.reembed() == 2 and calls == 2
+            assert reembedding.check().problems == []
+            assert reembedding.search("cat").hits[0].text == "My cat is called Miso."

@@ -270,10 +270,29 @@ def test_replace_vectors_switches_the_embedder(ready: Store) -> None:
     [ep] = ready.append_episodes([write("a", "text", seed=1)])
     line = ready.episode_lines("a", [ep.id])[0].id
     fresh = np.ones(4, dtype=np.float32) / 2
-    ready.replace_vectors("a", "other", 4, {line: fresh}, {})
+    assert ready.replace_vectors("a", "other", 4, {line: fresh}, {}) == ([], [])
     info = ready.space_info("a")
     assert (info.embedder_id, info.dim) == ("other", 4)
     assert ready.vector_lines("a", fresh, 1)[0][0] == line
+
+
+def test_replace_vectors_writes_nothing_unless_it_covers_the_space(ready: Store) -> None:
+    """A line or memory written while a re-embed embedded would keep the old embedder's
+    vector in a space recording the new one: the swap names what it lacks instead."""
+    [ep] = ready.append_episodes([write("a", "text", seed=1)])
+    [line] = ready.line_ids("a", ep.id).values()
+    [later] = ready.append_episodes([write("a", "said meanwhile", seed=2)])
+    [late_line] = ready.line_ids("a", later.id).values()
+    kept = ready.put_memory(NewMemory(space="a", content="A fact"), unit(3), "test", NOW)
+    fresh = np.ones(4, dtype=np.float32) / 2
+    lacking = ready.replace_vectors("a", "other", 4, {line: fresh}, {})
+    assert lacking == ([late_line], [kept.id])
+    assert (ready.space_info("a").embedder_id, ready.space_info("a").dim) == ("test", DIM)
+    assert ready.replace_vectors(
+        "a", "other", 4, {line: fresh, late_line: fresh}, {kept.id: fresh}
+    ) == ([], [])
+    assert ready.space_info("a").dim == 4
+    assert ready.replace_vectors("a", "other", 4, {line: fresh}, {}, partial=True) == ([], [])
 
 
 def test_noise_floor_is_a_percentile_of_random_pairs(ready: Store) -> None:

@@ -102,6 +102,7 @@ def repair(store: Store, embedder_of: Callable[[str], Embedder]) -> RepairReport
             {key: vectors[i] for i, (key, _) in enumerate(lines)},
             {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)},
             spec=info.embedder_spec,
+            partial=True,
         )
         actions.append(f"re-embedded {count} vector(s) in space {info.name!r} with {embedder.id}")
     skipped = {problem.space for problem in refused}

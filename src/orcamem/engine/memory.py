@@ -49,7 +49,13 @@ from .._kernel.model import (
 from .._kernel.redact import refuse_secrets
 from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
-from ..errors import ClosedError, InvalidInputError, NotFoundError
+from ..errors import (
+    ClosedError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    NotFoundError,
+    TransientError,
+)
 from ..recall import ALWAYS, Packed, RecallResult, engine_preset, explain_pack, pack_context, recall
 from ..recall.filters import SearchFilter
 from . import health
@@ -63,7 +69,7 @@ from .ingest import deferred_collection
 from .keys import ApiKeys
 from .sleeper import Sleeper
 from .store import open_store
-from .store.base import BlockEntry, MemoryUpdate, SpaceInfo, Store
+from .store.base import BlockEntry, EpisodeWrite, MemoryUpdate, SpaceInfo, Store
 
 __all__ = ["BuiltContext", "Memory"]
 
@@ -76,6 +82,8 @@ EXPORT_VERSION = 2
 READABLE_EXPORT_VERSIONS = (1, 2)
 _BATCH = 512
 _ADD_BATCH = 5_000
+_REEMBED_ROUNDS = 5
+"""Swaps a re-embed tries: each embeds what was written while the one before embedded."""
 """Items a transaction of ``add_many`` takes: a commit is an fsync (3.5 ms here), and every
 commit writes each page it changed to the WAL, the random ones of the entity links' key and
 the digest index too; 2,048 a batch wrote 2.0 GB for 100,000 turns, 5,000 1.1 GB (and 12 %
@@ -253,6 +261,20 @@ class Memory:
             )
             self._checked.add(space)
 
+    def _refollowed(self, spaces: Iterable[str]) -> bool:
+        """Whether a space of ``spaces`` records another embedder than the one this Memory
+        cached for it, now followed: another process re-embedded it (`orcamem reembed`)
+        while this one (a server) kept it open, and each write was refused. False when this
+        Memory was given its embedder, or already had the recorded one (a true mismatch)."""
+        if not self._follow:
+            return False
+        changed = False
+        for space in spaces:
+            held = self._embedders.pop(space, None)
+            self._checked.discard(space)
+            changed |= held is not None and self.embedder_of(space).id != held.id
+        return changed
+
     def _ready_for_read(self, space: str) -> bool:
         """True if the space exists (and matches the embedder); reads never create spaces."""
         if space in self._checked:
@@ -350,7 +372,35 @@ class Memory:
 
         with closing(prepared(plans(), ahead=ahead)) as writes:
             for batch in writes:
-                yield self.store.append_episodes(batch)
+                try:
+                    stored = self.store.append_episodes(batch)
+                except EmbedderMismatchError:
+                    spaces = {write.episode.space for write in batch}
+                    if not self._refollowed(spaces) and all(
+                        write.embedder_id == self.embedder_of(write.episode.space).id
+                        for write in batch
+                    ):
+                        raise
+                    stored = self.store.append_episodes(self._embedded_again(batch))
+                yield stored
+
+    def _embedded_again(self, batch: Sequence[EpisodeWrite]) -> list[EpisodeWrite]:
+        """``batch`` with each line's vector made by its space's embedder now (one call a
+        space): it was prepared with the one the space had before a re-embed."""
+        again = list(batch)
+        for space in {write.episode.space for write in batch}:
+            embedder = self.embedder_of(space)
+            self._ready_for_write(space)
+            at = [i for i, write in enumerate(batch) if write.episode.space == space]
+            matrix = embed_texts(embedder, [line for i in at for line in batch[i].lines])
+            offset = 0
+            for i in at:
+                count = len(batch[i].lines)
+                again[i] = replace(
+                    batch[i], vectors=matrix[offset : offset + count], embedder_id=embedder.id
+                )
+                offset += count
+        return again
 
     def add(
         self,
@@ -557,15 +607,26 @@ class Memory:
             event_date=event_date,
             source=source,
         )
-        self._ready_for_write(space)
-        embedder = self.embedder_of(space)
-        vector = embed_texts(embedder, [memory.content])[0]
-        with self.store.writing():  # the look-up and the insert in one transaction
-            rules = self.store.list_memories(space, prohibited=True) if memory.prohibited else []
-            held = held_rule(rules, memory.content)
-            if held is not None:
-                return held
-            return self.store.put_memory(memory, vector, embedder.id, stamp(self.clock))
+
+        def put() -> MemoryRecord:
+            self._ready_for_write(space)
+            embedder = self.embedder_of(space)
+            vector = embed_texts(embedder, [memory.content])[0]
+            with self.store.writing():  # the look-up and the insert in one transaction
+                rules = (
+                    self.store.list_memories(space, prohibited=True) if memory.prohibited else []
+                )
+                held = held_rule(rules, memory.content)
+                if held is not None:
+                    return held
+                return self.store.put_memory(memory, vector, embedder.id, stamp(self.clock))
+
+        try:
+            return put()
+        except EmbedderMismatchError:
+            if not self._refollowed([space]):
+                raise
+            return put()
 
     def forbid(self, rule: str, *, space: str | None = None, always: bool = False) -> MemoryRecord:
         """Store a forbidden rule, hoisted first as ``[FORBIDDEN: …]`` where it bears on a query.
@@ -1249,26 +1310,40 @@ class Memory:
         space = self._space(space)
         if self.store.space_row(space) is None:
             raise NotFoundError(f"no space {space!r}: nothing to re-embed")
-        lines, memories = self.store.iter_texts_for_embedding(space)
-        texts = [text for _, text in lines] + [text for _, text in memories]
-        vectors = []
-        for start in range(0, len(texts), _BATCH):
-            vectors.extend(embed_texts(self.embedder, texts[start : start + _BATCH]))
-            if progress:
-                progress(min(start + _BATCH, len(texts)), len(texts))
-        line_vectors = {key: vectors[i] for i, (key, _) in enumerate(lines)}
-        memory_vectors = {key: vectors[len(lines) + i] for i, (key, _) in enumerate(memories)}
-        self.store.replace_vectors(
-            space,
-            self.embedder.id,
-            self.embedder.dim,
-            line_vectors,
-            memory_vectors,
-            spec=self._spec,
-        )
+        line_vectors: dict[int, Any] = {}
+        memory_vectors: dict[str, Any] = {}
+        for _ in range(_REEMBED_ROUNDS):  # then the lines and memories written meanwhile
+            lines, memories = self.store.iter_texts_for_embedding(space)
+            lines = [(key, text) for key, text in lines if key not in line_vectors]
+            memories = [(key, text) for key, text in memories if key not in memory_vectors]
+            texts = [text for _, text in lines] + [text for _, text in memories]
+            vectors = []
+            for start in range(0, len(texts), _BATCH):
+                vectors.extend(embed_texts(self.embedder, texts[start : start + _BATCH]))
+                if progress:
+                    progress(min(start + _BATCH, len(texts)), len(texts))
+            line_vectors.update((key, vectors[i]) for i, (key, _) in enumerate(lines))
+            memory_vectors.update(
+                (key, vectors[len(lines) + i]) for i, (key, _) in enumerate(memories)
+            )
+            lacking = self.store.replace_vectors(
+                space,
+                self.embedder.id,
+                self.embedder.dim,
+                line_vectors,
+                memory_vectors,
+                spec=self._spec,
+            )
+            if not any(lacking):
+                break
+        else:
+            raise TransientError(
+                f"space {space!r} kept getting new lines while it was re-embedded "
+                f"({_REEMBED_ROUNDS} rounds): run `orcamem reembed` again when writes pause"
+            )
         self._checked.discard(space)
         self._embedders.pop(space, None)
-        return len(vectors)
+        return len(line_vectors) + len(memory_vectors)
 
     # -- health ----------------------------------------------------------------------------
 

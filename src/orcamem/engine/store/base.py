@@ -12,7 +12,7 @@ is the contract every store must pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -120,6 +120,22 @@ def same_embedder(space: str, found_id: str, found_dim: int, embedder_id: str, d
             f"Memory uses {embedder_id} (dim {dim}): run `orcamem reembed --space {space}` to "
             "re-embed it with the current embedder, or open it with the embedder it was made with"
         )
+
+
+def lacking_vectors(
+    conn: Any, param: str, space: str, lines: Mapping[int, Any], memories: Mapping[str, Any]
+) -> tuple[list[int], list[str]]:
+    """The ids of ``space``'s lines and memories a re-embed's maps do not hold (every SQL
+    store's ``replace_vectors`` asks in its write transaction, ``param`` its marker)."""
+    line_ids, memory_ids = (
+        sorted(
+            row[0]
+            for row in conn.execute(f"SELECT id FROM {table} WHERE space = {param}", (space,))
+            if row[0] not in given
+        )
+        for table, given in (("lines", lines), ("memories", memories))
+    )
+    return line_ids, memory_ids
 
 
 @dataclass(frozen=True)
@@ -265,7 +281,14 @@ class Admin(Protocol):
         memory_vectors: dict[str, np.ndarray],
         *,
         spec: str | None = None,
-    ) -> None: ...
+        partial: bool = False,
+    ) -> tuple[list[int], list[str]]:
+        """Swap every vector of ``space`` and its embedder record in one transaction, when
+        the maps cover every line and memory it holds; else write nothing and return the
+        ids they lack (written while the caller embedded: embed those and call again).
+        ``partial``: write only these (a repair's, by the space's own embedder)."""
+        ...
+
     def iter_texts_for_embedding(
         self, space: str
     ) -> tuple[list[tuple[int, str]], list[tuple[str, str]]]: ...

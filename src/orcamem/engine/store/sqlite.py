@@ -52,6 +52,7 @@ from .base import (
     Problem,
     SpaceInfo,
     SpaceRow,
+    lacking_vectors,
     same_embedder,
 )
 from .inserts import insert_rows, variable_limit
@@ -1377,10 +1378,18 @@ class SQLiteStore:
         memory_vectors: dict[str, np.ndarray],
         *,
         spec: str | None = None,
-    ) -> None:
+        partial: bool = False,
+    ) -> tuple[list[int], list[str]]:
         """Swap every vector of ``space`` and its embedder record (id, dim, ``spec``) in one
-        transaction."""
+        transaction, if the maps cover the space (:meth:`Admin.replace_vectors`)."""
         with self.writing() as conn:
+            lacking = (
+                ([], [])
+                if partial
+                else lacking_vectors(conn, self.PARAM, space, line_vectors, memory_vectors)
+            )
+            if any(lacking):
+                return lacking
             conn.executemany(
                 "UPDATE lines SET vector = ? WHERE id = ? AND space = ?",
                 [(encode_vector(v), k, space) for k, v in line_vectors.items()],
@@ -1394,6 +1403,7 @@ class SQLiteStore:
                 "vector_epoch = vector_epoch + 1 WHERE name = ?",
                 (embedder_id, dim, spec, space),
             )
+        return lacking
 
     def counts(self) -> dict[str, int]:
         with self.reading() as conn:

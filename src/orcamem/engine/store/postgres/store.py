@@ -52,6 +52,7 @@ from ..base import (
     Problem,
     SpaceInfo,
     SpaceRow,
+    lacking_vectors,
     same_embedder,
 )
 from ..graph import memory_names
@@ -1222,10 +1223,18 @@ class PostgresStore:
         memory_vectors: dict[str, np.ndarray],
         *,
         spec: str | None = None,
-    ) -> None:
+        partial: bool = False,
+    ) -> tuple[list[int], list[str]]:
         """Swap every vector of ``space`` and its embedder record (``spec``: what rebuilds
-        the embedder) in one transaction."""
+        the embedder) in one transaction, if the maps cover the space."""
         with self.writing() as conn:
+            lacking = (
+                ([], [])
+                if partial
+                else lacking_vectors(conn, self.PARAM, space, line_vectors, memory_vectors)
+            )
+            if any(lacking):
+                return lacking
             with conn.cursor() as cursor:
                 for table, given in (("lines", line_vectors), ("memories", memory_vectors)):
                     cursor.executemany(
@@ -1237,6 +1246,7 @@ class PostgresStore:
                 (embedder_id, dim, spec, space),
             )
             self._bump(conn, space)
+        return lacking
 
     def counts(self) -> dict[str, int]:
         with self.reading() as conn:
