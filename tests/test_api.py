@@ -510,6 +510,7 @@ def test_export_then_import_over_http_equals_the_sdk(
         assert again.json() == {
             "episodes": 0,
             "memories": 0,
+            "updated": 0,
             "skipped": counts["episodes"] + counts["memories"],
         }
         assert other.get("/api/export", params={"space": "copy"}).text == export_text(

@@ -153,9 +153,9 @@ def test_add_search_recall_sleep_export_import_round_trip(tmp_path: Path) -> Non
 
         async with AsyncMemory(copy, clock=clock, space="alice") as twin:
             counts = await twin.import_jsonl(out.getvalue().splitlines())
-            assert counts == {"episodes": 4, "memories": written - 4, "skipped": 0}
+            assert counts == {"episodes": 4, "memories": written - 4, "updated": 0, "skipped": 0}
             again = await twin.import_jsonl(out.getvalue().splitlines())
-            assert again == {"episodes": 0, "memories": 0, "skipped": written}
+            assert again == {"episodes": 0, "memories": 0, "updated": 0, "skipped": written}
             hits = (await twin.search("Where do I live?")).hits
             assert hits[0].text == "I live in Pune and I work as a backend engineer."
             assert {m.content for m in await twin.facts()} == {m.content for m in facts}

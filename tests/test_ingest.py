@@ -323,9 +323,14 @@ def test_a_pipelined_import_equals_one_in_this_process(
         with Memory(tmp_path / name, clock=FrozenClock("2026-11-01T10:00:00Z")) as mem:
             lines = out.getvalue().splitlines()
             first = mem.import_jsonl(lines, space="copy")
-            assert first == {"episodes": len(turns), "memories": 1, "skipped": 0}
+            assert first == {"episodes": len(turns), "memories": 1, "updated": 0, "skipped": 0}
             again = mem.import_jsonl(lines, space="copy")
-            assert again == {"episodes": 0, "memories": 0, "skipped": sum(first.values())}
+            assert again == {
+                "episodes": 0,
+                "memories": 0,
+                "updated": 0,
+                "skipped": sum(first.values()),
+            }
         states.append(_state(tmp_path / name))
         assert len(ahead) == (0 if cores == 1 else 2 * 3)  # 4 batches a run, the first here
     assert states[0] == states[1]

@@ -657,3 +657,30 @@ def test_restoring_an_older_then_a_newer_backup_keeps_every_turn(tmp_path: Path)
         assert restored.import_jsonl(newer.getvalue().splitlines())["episodes"] == 3
         assert [(e.role, e.kind) for e in restored.iter_episodes()] == kept
         assert restored.import_jsonl(newer.getvalue().splitlines())["episodes"] == 0
+
+
+def test_a_newer_backup_brings_its_memories_newer_state(tmp_path: Path) -> None:
+    """Monday's backup restored, then Tuesday's imported: the fact edited on Tuesday stayed
+    active beside its new version (restore skipped every id it held), and recall injected
+    both employers."""
+    with Memory(tmp_path / "source.db") as source:
+        old = source.remember("Works at Acme", category="fact", entity="user",
+                              attribute="employer", value="Acme")  # fmt: skip
+        monday = io.StringIO()
+        source.export(monday)
+        new = source.edit_memory(old.id, "Works at Globex")
+        source.pin(new.id)
+        tuesday = io.StringIO()
+        source.export(tuesday)
+    with Memory(tmp_path / "restored.db") as restored:
+        restored.import_jsonl(monday.getvalue().splitlines())
+        counts = restored.import_jsonl(tuesday.getvalue().splitlines())
+        assert (counts["memories"], counts["updated"]) == (1, 1)
+        assert [m.content for m in restored.facts()] == ["Works at Globex"]
+        [closed] = [m for m in restored.facts(include_history=True) if not m.active]
+        assert (closed.id, closed.superseded_by) == (old.id, new.id)
+        assert "Acme" not in restored.recall("Where do I work?")
+        again = restored.import_jsonl(tuesday.getvalue().splitlines())
+        assert (again["memories"], again["updated"]) == (0, 0)
+        restored.import_jsonl(monday.getvalue().splitlines())  # an older file changes nothing
+        assert [m.content for m in restored.facts()] == ["Works at Globex"]

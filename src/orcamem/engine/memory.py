@@ -1092,7 +1092,9 @@ class Memory:
         The whole file is parsed and validated before anything is written.
 
         Returns:
-            ``{"episodes": added, "memories": added, "skipped": n}``.
+            ``{"episodes": added, "memories": added, "updated": n, "skipped": n}``:
+            ``updated``, memories already held whose state the file has newer (closed,
+            superseded, pinned or archived since).
         """
         target = self._space(space)
         lines = validate_items(lines, what="lines", of="export lines (strings)")
@@ -1197,7 +1199,7 @@ class Memory:
                 skipped += len(writes) - len(fresh)
                 if progress:
                     progress(added + skipped, total)
-        restored = 0
+        restored = updated = 0
         renamed: dict[str, str] = {}
         pointing: list[tuple[str, str]] = []
         for record, vector in zip(parsed.memories, vectors, strict=True):
@@ -1214,7 +1216,10 @@ class Memory:
             )
             stored_as = self.store.restore_memory(record, vector)
             if stored_as is None:
-                skipped += 1
+                if self._newer_lifecycle(target, record):
+                    updated += 1
+                else:
+                    skipped += 1
                 continue
             restored += 1
             if stored_as != record.id:
@@ -1229,7 +1234,29 @@ class Memory:
                 )  # fmt: skip
         if progress and total:
             progress(total, total)
-        return {"episodes": added, "memories": restored, "skipped": skipped}
+        return {"episodes": added, "memories": restored, "updated": updated, "skipped": skipped}
+
+    def _newer_lifecycle(self, space: str, record: MemoryRecord) -> bool:
+        """Whether a memory the space already holds took the lifecycle of ``record``, the
+        file's copy, because the file's is newer (a Tuesday backup over Monday's restore:
+        the edited fact is closed, not active beside its new version). The text is never
+        changed: a memory's words are its identity; only its state moves."""
+        held = self.store.memories_by_id(space, [record.id])
+        if not held or record.updated_at <= held[0].updated_at:
+            return False
+        current = held[0]
+        change = MemoryUpdate(
+            active=record.active if record.active != current.active else None,
+            superseded_by=record.superseded_by
+            if record.superseded_by != current.superseded_by
+            else None,
+            archived_at=record.archived_at if record.archived_at != current.archived_at else None,
+            pinned=record.pinned if record.pinned != current.pinned else None,
+        )
+        if change == MemoryUpdate():
+            return False
+        self.store.update_memory(space, record.id, change, record.updated_at)
+        return True
 
     def _check_lineage(
         self, space: str, records: Sequence[MemoryRecord], numbers: Sequence[int]

@@ -580,7 +580,12 @@ def import_(
             counts = mem.import_jsonl(lines, progress=update)
     out.print(
         f"imported {counts['episodes']} episodes and {counts['memories']} memories "
-        f"into {space!r} ({counts['skipped']} already present)"
+        f"into {space!r} ({counts['skipped']} already present"
+        + (
+            f", {counts['updated']} updated to the file's newer state)"
+            if counts["updated"]
+            else ")"
+        )
     )
 
 

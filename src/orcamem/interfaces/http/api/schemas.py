@@ -457,6 +457,10 @@ class SleepOut(BaseModel):
 class ImportOut(BaseModel):
     episodes: int = Field(description="Episodes added.")
     memories: int = Field(description="Memories added.")
+    updated: int = Field(
+        description="Memories the space held whose newer state the file brought (closed, "
+        "superseded, pinned or archived since)."
+    )
     skipped: int = Field(description="Records the space already held.")
 
 

@@ -79,7 +79,8 @@ def import_(memory: MemoryDep, space: SpaceDep, body: RawBodyDep) -> ImportOut:
     """Load an export into the space (whatever space it came from).
 
     The whole body is parsed and validated before anything is written. Episodes already in
-    the space, and memories whose id the space already holds, are skipped (``skipped``).
+    the space, and memories whose id the space already holds, are skipped (``skipped``),
+    unless the file's copy is newer: then it takes the file's state (``updated``).
     """
     try:
         text = body.decode("utf-8")
