@@ -684,3 +684,26 @@ def test_a_newer_backup_brings_its_memories_newer_state(tmp_path: Path) -> None:
         assert (again["memories"], again["updated"]) == (0, 0)
         restored.import_jsonl(monday.getvalue().splitlines())  # an older file changes nothing
         assert [m.content for m in restored.facts()] == ["Works at Globex"]
+
+
+def test_a_copy_into_another_space_keeps_every_memory_as_exported(tmp_path: Path) -> None:
+    """The renamed chain's pointer was set again after the insert with the import's clock:
+    the copy's superseded memory carried another updated_at than the export's."""
+    clock = FrozenClock("2026-11-01T10:00:00Z")
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        first = mem.remember("Works at Acme", category="fact")
+        clock.advance(hours=1)
+        mem.edit_memory(first.id, "Works at Globex")
+        exported = io.StringIO()
+        mem.export(exported)
+        clock.advance(days=1)
+        mem.import_jsonl(exported.getvalue().splitlines(), space="copy")
+        copied = io.StringIO()
+        mem.export(copied, space="copy")
+
+    def states(export: io.StringIO) -> list[tuple[str, bool, str]]:
+        records = [json.loads(line) for line in export.getvalue().splitlines()]
+        return [(r["content"], r["active"], r["updated_at"]) for r in records
+                if r.get("type") == "memory"]  # fmt: skip
+
+    assert states(copied) == states(exported)

@@ -1201,7 +1201,7 @@ class Memory:
                     progress(added + skipped, total)
         restored = updated = 0
         renamed: dict[str, str] = {}
-        pointing: list[tuple[str, str]] = []
+        pointing: list[tuple[str, str, str]] = []
         for record, vector in zip(parsed.memories, vectors, strict=True):
             cited = []
             for old_episode, seq in parsed.cited[record.id]:
@@ -1225,13 +1225,12 @@ class Memory:
             if stored_as != record.id:
                 renamed[record.id] = stored_as
             if record.superseded_by:
-                pointing.append((stored_as, record.superseded_by))
-        for stored_as, successor in pointing:  # a successor renamed after its predecessor
-            if successor in renamed:
+                pointing.append((stored_as, record.superseded_by, record.updated_at))
+        for stored_as, successor, updated_at in pointing:  # a successor renamed after it
+            if successor in renamed:  # its exported time kept: the pointer is no change
                 self.store.update_memory(
-                    target, stored_as, MemoryUpdate(superseded_by=renamed[successor]),
-                    stamp(self.clock),
-                )  # fmt: skip
+                    target, stored_as, MemoryUpdate(superseded_by=renamed[successor]), updated_at
+                )
         if progress and total:
             progress(total, total)
         return {"episodes": added, "memories": restored, "updated": updated, "skipped": skipped}
