@@ -146,6 +146,27 @@ def test_an_edited_episode_is_reported_and_never_rewritten(db: Path) -> None:
         assert mem.episode(5).text == "rewritten by hand"  # repair does not guess
 
 
+def test_the_digest_advice_restores_the_episode(db: Path, tmp_path: Path) -> None:
+    """check said to restore the episode from an export, but an import skipped it as already
+    present (its digest column still matched): the advice is to forget it first."""
+    backup = tmp_path / "backup.jsonl"
+    with Memory(db) as mem, backup.open("w", encoding="utf-8") as out:
+        original = mem.episode(5).text
+        mem.export(out)
+    damage(
+        db,
+        "DROP TRIGGER episodes_append_only",
+        "UPDATE episodes SET text = 'rewritten by hand' WHERE id = 5",
+    )
+    with Memory(db) as mem:
+        [problem] = mem.check().problems
+        assert "(`orcamem forget ep-5 --space default`), then import" in problem.message
+        mem.forget("ep-5")
+        mem.import_jsonl(backup.read_text(encoding="utf-8").splitlines())
+        assert mem.check().ok
+        assert original in [e.text for e in mem.iter_episodes()]
+
+
 def test_dangling_and_self_lineage_is_cleared_and_a_cycle_reported(mem: Memory) -> None:
     a, b, c, d = (mem.remember(f"fact {name}").id for name in "abcd")
     damage(

@@ -19,12 +19,31 @@ from .base import Problem
 from .migrations import FTS_TABLES
 from .vector_index import BYTES_PER_VALUE
 
-__all__ = ["lineage", "problems", "repair_derived", "stale_vectors", "warn_on_open"]
+__all__ = [
+    "lineage",
+    "problems",
+    "repair_derived",
+    "restore_episode",
+    "stale_vectors",
+    "warn_on_open",
+]
 
 log = logging.getLogger("orcamem")
 
 REPAIR = "run `orcamem repair`"
 RESTORE = "restore it from an `orcamem export` file or a backup (repair cannot know which is right)"
+
+
+def restore_episode(episode_id: int, space: str) -> str:
+    """What to do about an episode whose text no longer matches its digest: an import skips
+    an episode the space holds, so the damaged one goes first (repair cannot know which text
+    is right)."""
+    return (
+        f"forget it (`orcamem forget ep-{episode_id} --space {space}`), then import an "
+        "`orcamem export` file or a backup that holds it (repair cannot know which is right)"
+    )
+
+
 _DERIVED = {
     "lines": "line(s) whose episode is missing",
     "memory_citations": "citation row(s)",
@@ -260,7 +279,7 @@ def _digests(conn: sqlite3.Connection) -> list[Problem]:
                         "digest",
                         f"episode {episode_id} in space {space!r} no longer "
                         "matches its digest (its text or digest was changed outside "
-                        f"orcamem): {RESTORE}",
+                        f"orcamem): {restore_episode(episode_id, space)}",
                         space,
                         repairable=False,
                     )

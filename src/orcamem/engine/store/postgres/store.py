@@ -1329,7 +1329,7 @@ class PostgresStore:
                         "digest",
                         f"episode {episode_id} in space {space!r} no longer matches its "
                         f"digest (its text or digest was changed outside orcamem): "
-                        f"{check.RESTORE}",
+                        f"{check.restore_episode(episode_id, space)}",
                         space,
                         repairable=False,
                     )
