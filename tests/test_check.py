@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -256,3 +257,32 @@ def test_repair_never_mixes_embedders_in_a_space(db: Path) -> None:
     ]
     conn = sqlite3.connect(db)
     assert conn.execute(f"SELECT vector FROM lines WHERE id = {lost}").fetchone() == (None,)
+
+
+def test_a_vector_of_nan_of_the_right_size_is_found_and_embedded_again(db: Path) -> None:
+    """A blob of the right length holding NaN passed check and repair ("healthy"), and its
+    line lost the vector channel for good."""
+    broken = line_id(db, "zebra3.")
+    conn = sqlite3.connect(db)
+    with conn:
+        (size,) = conn.execute(
+            "SELECT length(vector) FROM lines WHERE id = ?", (broken,)
+        ).fetchone()
+        conn.execute(
+            "UPDATE lines SET vector = ? WHERE id = ?", (b"\xff\x7f" * (size // 2), broken)
+        )
+    conn.close()
+    with Memory(db) as mem:
+        [problem] = mem.check().problems
+        assert problem.kind == "vectors" and "NaN or infinity" in problem.message
+        repaired = mem.repair()
+        assert repaired.ok and repaired.actions == [
+            "re-embedded 1 vector(s) in space 'default' with " + mem.embedder.id
+        ]
+        assert mem.check().ok
+    conn = sqlite3.connect(db)
+    [(blob,)] = conn.execute("SELECT vector FROM lines WHERE id = ?", (broken,)).fetchall()
+    conn.close()
+    with Memory(db) as mem:
+        expected = mem.embedder.embed(["Line 3 says the harbour keeps zebra3."])[0]
+        assert np.allclose(np.frombuffer(blob, dtype=np.float16), expected, atol=1e-3)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 
+import numpy as np
+
 from ..._kernel.model import digest
 from . import graph
 from .base import Problem
@@ -135,7 +137,28 @@ def stale_vectors(
     memories = conn.execute(
         f"SELECT id, content FROM memories WHERE {wrong} ORDER BY seq", (space, size)
     )
-    return lines.fetchall(), memories.fetchall()
+    return (
+        sorted([*lines.fetchall(), *_non_finite(conn, "lines", "id", "text", space, size)]),
+        [*memories.fetchall(), *_non_finite(conn, "memories", "id", "content", space, size)],
+    )
+
+
+def _non_finite(
+    conn: sqlite3.Connection, table: str, key: str, text: str, space: str, size: int
+) -> list[tuple]:
+    """The rows of ``space`` whose vector is of the right size but holds a NaN or an infinity
+    (written outside orcamem, or a bad disk): it scores nothing, and a size check passes it.
+    Read a batch at a time, as float16, one numpy call a batch."""
+    found = []
+    rows = conn.execute(
+        f"SELECT {key}, {text}, vector FROM {table} WHERE space = ? AND length(vector) = ?",
+        (space, size),
+    )
+    while batch := rows.fetchmany(_BATCH):
+        matrix = np.frombuffer(b"".join(r[2] for r in batch), dtype=np.float16)
+        bad = ~np.isfinite(matrix.reshape(len(batch), -1)).all(axis=1)
+        found += [batch[i][:2] for i in np.flatnonzero(bad)]
+    return found
 
 
 def warn_on_open(conn: sqlite3.Connection, path: str) -> None:
@@ -259,6 +282,17 @@ def _vectors(conn: sqlite3.Connection) -> list[Problem]:
                         f"space {space!r}: {count} of its {table} have vectors "
                         f"of {size} values where its embedder {embedder} makes {dim}: "
                         f"{REPAIR}",
+                        space,
+                    )
+                )
+            key, text = ("id", "text") if table == "lines" else ("id", "content")
+            broken = len(_non_finite(conn, table, key, text, space, dim * BYTES_PER_VALUE))
+            if broken:
+                found.append(
+                    Problem(
+                        "vectors",
+                        f"space {space!r}: {broken} of its {table} have vectors holding NaN "
+                        f"or infinity, so vector search cannot find them: {REPAIR}",
                         space,
                     )
                 )
