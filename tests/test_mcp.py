@@ -185,6 +185,11 @@ class TestOneServerForReads:
         assert "query" in await refused(session, "orma_recall", query="   ")
         assert "memory text" in await refused(session, "orma_remember", text="")
         assert "anti_pattern" in await refused(session, "orma_remember", text="x", kind="gossip")
+        # arguments the schema refuses are told in orcamem's words, not pydantic's
+        message = await refused(session, "orma_remember", text=123)
+        assert message == "bad arguments for orma_remember: text: input should be a valid string"
+        message = await refused(session, "orma_remember", kind="fact")
+        assert message == "bad arguments for orma_remember: text: field required"
         message = await refused(session, "orma_forget", state_id="yesterday")
         assert "'yesterday' is not a memory id (mem-xxxxxxxx)" in message
         # an agent closes memories; it never deletes a logged episode (ep-12 was a deletion)

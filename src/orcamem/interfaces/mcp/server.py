@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from ... import __version__
@@ -286,6 +286,28 @@ def _shown(memory: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with arguments that fail the tool's schema told in orcamem's words:
+    the SDK answered with pydantic's text ("1 validation error for orma_rememberArguments
+    … For further information visit https://errors.pydantic.dev/…")."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            told = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: "
+                f"{error['msg'][0].lower()}{error['msg'][1:]}"
+                for error in cause.errors(include_url=False)
+            )
+            raise ToolError(f"bad arguments for {name}: {told}") from cause
+
+
 def current_request() -> Any:
     """The HTTP request that carried the current tool call (None on stdio)."""
     return _request.get()
@@ -325,7 +347,7 @@ def build_server(
     if profile is not None:
         validate_profile(profile)
     default_space = memory.space
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "orcamem",
         title="orcamem memory",
         version=__version__,
