@@ -307,7 +307,8 @@ export interface paths {
          * @description Load an export into the space (whatever space it came from).
          *
          *     The whole body is parsed and validated before anything is written. Episodes already in
-         *     the space, and memories whose id the space already holds, are skipped (``skipped``).
+         *     the space, and memories whose id the space already holds, are skipped (``skipped``),
+         *     unless the file's copy is newer: then it takes the file's state (``updated``).
          */
         post: operations["import__api_import_post"];
         delete?: never;
@@ -1545,6 +1546,11 @@ export interface components {
              * @description Records the space already held.
              */
             skipped: number;
+            /**
+             * Updated
+             * @description Memories the space held whose newer state the file brought (closed, superseded, pinned or archived since).
+             */
+            updated: number;
         };
         /** JobOut */
         JobOut: {
