@@ -57,7 +57,7 @@ from .base import (
 )
 from .inserts import insert_rows, variable_limit
 from .lexical_index import LexicalIndex
-from .line_rows import LineRows
+from .line_rows import ROW_COLUMNS, LineRows, line_rows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
 from .relink import relink_next_turn
@@ -90,10 +90,6 @@ orcamem's tables: they open and get the id).
 _WRITER_CACHE_KIB = 65_536
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
-)
-_LINE_COLUMNS = (
-    "l.id, l.episode_id, l.seq, l.text, l.space, e.kind, e.role, e.session_id, e.turn_id, "
-    "e.occurred_at, e.text"
 )
 _MEMORY_COLUMNS = (
     "id, space, category, content, summary, confidence, importance, tags, source, entity, "
@@ -709,7 +705,7 @@ class SQLiteStore:
             if missing:
                 marks = ",".join("?" * len(missing))
                 read = conn.execute(
-                    f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                    f"SELECT {ROW_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
                     f"WHERE l.id IN ({marks})",
                     missing,
                 ).fetchall()
@@ -735,7 +731,7 @@ class SQLiteStore:
                 # "+l.space" keeps SQLite on the (episode_id, seq) index: the space index
                 # would scan the whole space (5-7 ms at 10k lines instead of ~1 ms).
                 read = conn.execute(
-                    f"SELECT {_LINE_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
+                    f"SELECT {ROW_COLUMNS} FROM lines l JOIN episodes e ON e.id = l.episode_id "
                     f"WHERE +l.space = ? AND l.episode_id IN ({marks}){first} "
                     "ORDER BY l.episode_id, l.seq",
                     [space, *missing],
@@ -762,7 +758,7 @@ class SQLiteStore:
 
     def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
         """``read`` as rows, remembered under ``epochs`` (``None``: not remembered)."""
-        rows = [LineRow(*row) for row in read]
+        rows = line_rows(read)
         if epochs is not None:
             self._rows.keep(rows, epochs.get)
         return rows

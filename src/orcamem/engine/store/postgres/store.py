@@ -56,7 +56,7 @@ from ..base import (
     same_embedder,
 )
 from ..graph import memory_names
-from ..line_rows import LineRows
+from ..line_rows import ROW_COLUMNS, LineRows, line_rows
 from ..relink import relink_next_turn
 from ..rows import BlockTable, KeyTable, NoteTable
 from ..scope import POSTGRES, Clauses, episode_clauses, line_mask, memory_clauses
@@ -75,10 +75,6 @@ becomes an orcamem error instead of a request that never returns (docs/storage.m
 
 _EPISODE_COLUMNS = (
     "id, space, kind, role, text, session_id, turn_id, occurred_at, created_at, digest, meta"
-)
-_LINE_COLUMNS = (
-    "l.id, l.episode_id, l.seq, l.text, l.space, e.kind, e.role, e.session_id, e.turn_id, "
-    "e.occurred_at, e.text"
 )
 _MEMORY_COLUMNS = (
     "id, space, category, content, summary, confidence, importance, tags, source, entity, "
@@ -594,7 +590,7 @@ class PostgresStore:
             if missing:
                 read = conn.execute(  # each by its primary key: left to the planner, a
                     # space ANALYZE had not seen was hash-joined with all its episodes
-                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    f"SELECT {ROW_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
                     "LATERAL (SELECT * FROM lines WHERE id = k.id OFFSET 0) l CROSS JOIN "
                     "LATERAL (SELECT * FROM episodes WHERE id = l.episode_id OFFSET 0) e",
                     (missing,),
@@ -613,7 +609,7 @@ class PostgresStore:
         return {space: epoch for space, (_, epoch) in list(self._seen.items())}
 
     def _kept(self, read: list[tuple], epochs: dict[str, int] | None) -> list[LineRow]:
-        rows = [LineRow(*row) for row in read]
+        rows = line_rows(read)
         if epochs:
             self._rows.keep(rows, epochs.get)
         return rows
@@ -634,7 +630,7 @@ class PostgresStore:
             if missing:
                 read = conn.execute(  # per episode by its (episode_id, seq) key: left to the
                     # planner, a fresh space's lines are AND-ed with its whole space index
-                    f"SELECT {_LINE_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
+                    f"SELECT {ROW_COLUMNS} FROM unnest(%s::bigint[]) k(id) CROSS JOIN "
                     f"LATERAL (SELECT * FROM lines WHERE episode_id = k.id{first} OFFSET 0) l "
                     "JOIN episodes e ON e.id = l.episode_id WHERE l.space = %s "
                     "ORDER BY l.episode_id, l.seq",
