@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from orcamem import EmbedderMismatchError, NotFoundError, StoreError
+from orcamem import EmbedderMismatchError, InvalidInputError, NotFoundError, StoreError
 from orcamem._kernel.model import NewEpisode, NewMemory, digest
 from orcamem.engine.lexical_context import lexical_context
 from orcamem.engine.store import is_postgres, open_store
@@ -628,3 +628,37 @@ def test_find_episodes_names_every_stored_episode_of_each_key(ready: Store) -> N
     }
     assert ready.find_episodes("b", [note]) == {}
     assert ready.find_episodes("a", []) == {}
+
+
+def test_a_space_deleted_by_another_process_never_answers_from_its_old_rows(
+    store_target: str,
+) -> None:
+    """PostgreSQL started a re-made space at vector epoch 0 again: a process that had read
+    the deleted space saw the epoch unchanged and kept answering its lines (a GDPR delete
+    leaked on every other replica until it restarted)."""
+    if store_target == ":memory:":
+        pytest.skip("one process's own database: no other process to hold it")
+    from orcamem import Memory
+
+    with Memory(store_target) as holder, Memory(store_target) as other:
+        for i in range(5):
+            holder.add(f"Secret {i}: the vault code of alice is {1000 + i}", space="alice")
+        assert holder.search("vault code", space="alice").hits
+        other.delete_space("alice")
+        holder.add("A brand new note about gardening", space="alice")
+        assert [h.text for h in holder.search("vault code", space="alice").hits] == []
+        assert "vault" not in holder.recall("What is the vault code?", space="alice")
+
+
+def test_a_nul_in_an_episode_s_meta_leaves_metadata_filters_working(store_target: str) -> None:
+    """PostgreSQL cast each row's meta to jsonb, which holds no NUL: one episode with one in
+    its meta made every metadata-filtered search of the space a StoreError."""
+    from orcamem import Memory
+
+    with Memory(store_target) as mem:
+        mem.add("We deploy the API with Helm.", meta={"source": "wiki"})
+        mem.add("A pasted log line.", meta={"source": "wiki", "raw": "a\x00b"})
+        hits = mem.search("deploy", filters={"metadata": {"source": "wiki"}}).hits
+        assert [h.text for h in hits][:1] == ["We deploy the API with Helm."]
+        with pytest.raises(InvalidInputError, match="lone surrogate"):
+            mem.add("half an emoji", meta={"raw": "\ud83d"})

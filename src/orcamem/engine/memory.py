@@ -329,12 +329,9 @@ class Memory:
                 raise InvalidInputError(
                     f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}"
                 )
-            try:
-                json.dumps(meta, allow_nan=False)  # NaN would make the export invalid JSON
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(
-                    f"meta must be JSON (strings, finite numbers, lists, objects): {exc}"
-                ) from None
+            wrong = _meta_problem(meta)
+            if wrong is not None:
+                raise InvalidInputError(f"meta {wrong}")
         return NewEpisode(
             space=space,
             kind=kind,
@@ -1587,6 +1584,21 @@ def _fields(record: dict[str, Any], known: set[str], required: Iterable[str]) ->
         raise _Bad(f"field {missing[0]!r} is missing")
 
 
+def _meta_problem(meta: Any) -> str | None:
+    """Why ``meta`` cannot be stored, or ``None``: it must be JSON with finite numbers (NaN
+    made the export invalid JSON) and valid Unicode (a lone surrogate cannot be written as
+    UTF-8: a raw UnicodeEncodeError on both engines)."""
+    try:
+        written = json.dumps(meta, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        return f"must be JSON (strings, finite numbers, lists, objects): {exc}"
+    try:
+        written.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate, not text: pass valid Unicode"
+    return None
+
+
 def _parse_episode(record: dict[str, Any], target: str) -> tuple[int, NewEpisode, str | None]:
     _fields(record, _EPISODE_FIELDS, _EPISODE_REQUIRED)
     episode_id = record["id"]
@@ -1600,10 +1612,9 @@ def _parse_episode(record: dict[str, Any], target: str) -> tuple[int, NewEpisode
     meta = record.get("meta")
     if meta is not None and not isinstance(meta, dict):
         raise _Bad(f"meta must be an object, got {type(meta).__name__} {shown(meta)}")
-    try:
-        json.dumps(meta, allow_nan=False)
-    except ValueError:
-        raise _Bad("meta holds NaN or Infinity: JSON has no such numbers") from None
+    wrong = _meta_problem(meta)
+    if wrong is not None:
+        raise _Bad(f"meta {wrong}")
     created_at = _time(record, "created_at", required=False)
     episode = NewEpisode(
         space=target,

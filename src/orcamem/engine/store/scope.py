@@ -42,8 +42,10 @@ class Dialect:
 
     def meta(self, key: str, value: str) -> tuple[str, list[Any]]:
         """One metadata pair: the value at the top-level ``key`` is that string."""
-        if self.named:
-            return "e.meta::jsonb @> {}::jsonb", [json.dumps({key: value})]
+        if self.named:  # jsonb holds no NUL: one in any value failed every filter of the space
+            return "replace(e.meta, '\\u0000', '\\ufffd')::jsonb @> {}::jsonb", [
+                json.dumps({key: value})
+            ]
         path = f'$."{key}"'  # META_KEY allows no quote, so the path is the key
         return "(json_type(e.meta, {}) = 'text' AND json_extract(e.meta, {}) = {})", [
             path,

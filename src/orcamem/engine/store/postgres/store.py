@@ -14,6 +14,7 @@ password in the URL is never shown.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -320,13 +321,15 @@ class PostgresStore:
     ) -> None:
         """The space's row unless it exists (then it is checked). Every write calls it too:
         another replica may have deleted the space after this one checked it, and the write
-        starts it anew, as a first write would (the SQLite store does the same)."""
+        starts it anew, as a first write would (the SQLite store does the same). A new row's
+        ``vector_epoch`` is random, as on SQLite: it started at 0 again, so a replica that
+        held the deleted space's lines saw its epoch unchanged and kept answering them."""
         found = conn.execute(  # one round trip: the row made, or the one there before
             "WITH made AS (INSERT INTO spaces (name, created_at, embedder_id, dim, "
-            "embedder_spec) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING "
-            "RETURNING embedder_id, dim) SELECT * FROM made UNION ALL "
+            "embedder_spec, vector_epoch) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO "
+            "NOTHING RETURNING embedder_id, dim) SELECT * FROM made UNION ALL "
             "SELECT embedder_id, dim FROM spaces WHERE name = %s",
-            (space, now, embedder_id, dim, spec, space),
+            (space, now, embedder_id, dim, spec, secrets.randbits(62), space),
         ).fetchone()
         same_embedder(space, found[0], found[1], embedder_id, dim)
 
