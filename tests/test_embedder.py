@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -507,3 +507,20 @@ def test_a_line_written_while_a_reembed_embeds_is_embedded_too(
             assert reembedding.reembed() == 2 and calls == 2
             assert reembedding.check().problems == []
             assert reembedding.search("cat").hits[0].text == "My cat is called Miso."
+
+
+def test_an_embedder_answering_nan_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Vectors are stored as float16: a NaN or a value past 65504 made PostgreSQL refuse the
+    write with its driver's words and SQLite store a vector that scores nothing."""
+
+    class Broken:
+        id, dim = "broken-4", 4
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            return np.array([[np.nan, 0, 0, 0] if "bad" in t else [7e4, 0, 0, 0] for t in texts])
+
+    with Memory(tmp_path / "m.db", embedder=Broken()) as mem:
+        for text in ("a bad vector", "a huge one"):
+            with pytest.raises(EmbedderError, match="NaN, infinity or values past"):
+                mem.add(text)
+        assert list(mem.iter_episodes()) == []

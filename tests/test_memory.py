@@ -707,3 +707,14 @@ def test_a_copy_into_another_space_keeps_every_memory_as_exported(tmp_path: Path
                 if r.get("type") == "memory"]  # fmt: skip
 
     assert states(copied) == states(exported)
+
+
+def test_a_cursor_or_limit_past_the_database_s_integers_is_a_clear_error(mem: Memory) -> None:
+    """2**63 raised a raw OverflowError on SQLite and 'bigint out of range' on PostgreSQL."""
+    for call in (
+        lambda: mem.episodes_page(after=2**63),
+        lambda: mem.episodes_page(limit=2**63),
+        lambda: mem.audit_log(limit=2**63),
+    ):
+        with pytest.raises(InvalidInputError, match="9223372036854775807"):
+            call()

@@ -279,6 +279,9 @@ def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     Raises:
         DimensionMismatchError: the embedder returned vectors of another length than ``dim``
             (nothing is written with them).
+        EmbedderError: a vector holds NaN, an infinity or a value past float16's ±65504,
+            which vectors are stored as (PostgreSQL refused the write with its own message;
+            SQLite stored a vector that scores nothing).
     """
     matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] != embedder.dim:
@@ -286,7 +289,18 @@ def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
             f"embedder {embedder.id} declares dim {embedder.dim} but returned an array of shape "
             f"{matrix.shape} for {len(texts)} texts: fix the embedder (or its dim) and retry"
         )
+    unusable = ~(np.abs(matrix) <= _FLOAT16_MAX).all(axis=1)  # NaN compares False
+    if unusable.any():
+        raise EmbedderError(
+            f"embedder {embedder.id} returned NaN, infinity or values past ±65504 for "
+            f"{int(unusable.sum())} of {len(texts)} texts: nothing was written; check the "
+            "embedding server and retry"
+        )
     return matrix
+
+
+_FLOAT16_MAX = 65504.0
+"""The largest float16, what a stored vector's values are (``vector_index.encode_vector``)."""
 
 
 def check_spec(spec: str) -> str:

@@ -1021,8 +1021,8 @@ class Memory:
     ) -> list[Episode]:
         """Up to ``limit`` episodes with ``id > after``, oldest first (an id cursor)."""
         space = self._space(space)
-        validate_count(after, what="after", low=None)
-        validate_count(limit, what="limit", low=1)
+        validate_count(after, what="after", low=None, high=_MAX_EPISODE_ID)
+        validate_count(limit, what="limit", low=1, high=_MAX_EPISODE_ID)
         if session_id is not None:
             validate_id(session_id, what="session_id")
         return self.store.page_episodes(space, after=after, limit=limit, session_id=session_id)
@@ -1318,7 +1318,7 @@ class Memory:
 
         ``close_memory`` logs each memory it closes here too, with its reason."""
         space = self._space(space)
-        validate_count(limit, what="limit", low=1)
+        validate_count(limit, what="limit", low=1, high=_MAX_EPISODE_ID)
         return self.store.audit_log(space, limit)
 
     def reembed(self, *, space: str | None = None, progress: Progress | None = None) -> int:
