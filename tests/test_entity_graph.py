@@ -173,7 +173,7 @@ def test_a_file_from_before_the_graph_gets_one_when_opened(tmp_path: Path) -> No
         old.ensure_space("a", "test", DIM, NOW)
         old.append_episodes([_write("a", "Dr. Rao's clinic is on MG Road.")])
     with sqlite3.connect(path) as conn:  # what migration 5 left: no graph tables
-        for trigger in ("lines_unlink", "memories_unlink", "lines_au"):  # migrations 11, 12's
+        for trigger in ("lines_unlink", "memories_unlink", "lines_au", "memories_au"):  # 11, 12
             conn.execute(f"DROP TRIGGER {trigger}")
         for table in ("entity_lines", "entity_memories", "entities"):
             conn.execute(f"DROP TABLE {table}")

@@ -662,3 +662,23 @@ def test_a_nul_in_an_episode_s_meta_leaves_metadata_filters_working(store_target
         assert [h.text for h in hits][:1] == ["We deploy the API with Helm."]
         with pytest.raises(InvalidInputError, match="lone surrogate"):
             mem.add("half an emoji", meta={"raw": "\ud83d"})
+
+
+def test_a_forgotten_turn_s_words_leave_the_summaries_of_its_memories(store_target: str) -> None:
+    """A consolidated memory keeps the lines it was distilled from as its summary, searched
+    with it: after the turn was forgotten, its words still found the memory."""
+    from orcamem import Memory
+
+    with Memory(store_target) as mem:
+        said = mem.observe(
+            "user", "I moved to Lisbon last spring for a pharmacy job.", session_id="s"
+        )
+        mem.observe("user", "I really love my new flat.", session_id="s")
+        mem.sleep()
+        [moved] = [m for m in mem.facts() if "Lisbon" in m.content]
+        assert moved.summary == said.text
+        assert [i for i, _ in mem.store.lexical_memories("default", '"pharmacy"', 5)] != []
+        mem.forget(said.id)
+        assert mem.store.lexical_memories("default", '"pharmacy"', 5) == []
+        assert mem.store.get_memory("default", moved.id).summary is None  # the fact stays
+        assert mem.search("Where do I live?").hits

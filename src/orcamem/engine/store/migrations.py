@@ -330,12 +330,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         12,
-        "a line's lexical context rewritten (a forgotten turn's words out of the next one's)",
+        "a forgotten turn's words out of the next turn's context and its memories' summaries",
         [
             """CREATE TRIGGER lines_au AFTER UPDATE OF context ON lines BEGIN
                 INSERT INTO lines_fts(lines_fts, rowid, text, context)
                 VALUES ('delete', old.id, old.text, old.context);
                 INSERT INTO lines_fts(rowid, text, context) VALUES (new.id, new.text, new.context);
+            END""",
+            """CREATE TRIGGER memories_au AFTER UPDATE OF summary ON memories BEGIN
+                INSERT INTO memories_fts(memories_fts, rowid, content, tags, summary)
+                VALUES ('delete', old.seq, old.content, old.tags, old.summary);
+                INSERT INTO memories_fts(rowid, content, tags, summary)
+                VALUES (new.seq, new.content, new.tags, new.summary);
             END""",
         ],
     ),

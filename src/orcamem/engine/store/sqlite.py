@@ -60,7 +60,7 @@ from .lexical_index import LexicalIndex
 from .line_rows import ROW_COLUMNS, LineRows, line_rows
 from .migrations import LATEST, MIGRATIONS
 from .readers import ReaderPool
-from .relink import relink_next_turn
+from .relink import unlink_episode
 from .rows import BlockTable, KeyTable, NoteTable
 from .scope import (
     LINE_COLUMNS,
@@ -672,7 +672,7 @@ class SQLiteStore:
 
     def delete_episode(self, space: str, episode_id: int) -> None:
         """Delete an episode and its lines, and take its words out of the next turn's
-        lexical context (:mod:`.relink`), in one transaction."""
+        lexical context and its memories' summaries (:mod:`.relink`), in one transaction."""
         with self.writing() as conn:
             row = conn.execute(
                 "SELECT text, session_id, session_seq FROM episodes WHERE space = ? AND id = ?",
@@ -687,8 +687,7 @@ class SQLiteStore:
                     "SELECT id FROM lines WHERE episode_id = ? AND space = ?", (episode_id, space)
                 )
             }
-            if session_id is not None:
-                relink_next_turn(conn, self.PARAM, space, session_id, seq, text)
+            unlink_episode(conn, self.PARAM, space, episode_id, session_id, seq, text)
             conn.execute("DELETE FROM episodes WHERE space = ? AND id = ?", (space, episode_id))
             conn.execute(
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)

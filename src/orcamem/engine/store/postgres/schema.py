@@ -121,6 +121,28 @@ def _unlinks() -> list[str]:
     ]
 
 
+def _rewritten(table: str, column: str) -> list[str]:
+    """Row triggers that keep a row's ``tsv`` and BM25's counts exact when ``column`` is
+    rewritten (only a forget rewrites one: a statement trigger may not name the column): the
+    insert trigger's own function makes ``tsv`` and ``doc_len`` again, then each lexeme's
+    ``fts_terms`` count and the table's ``fts_stats`` tokens move from the old to the new."""
+    return [
+        f"""CREATE TRIGGER {table}_tsv_{column} BEFORE UPDATE OF {column} ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {table}_tsv()""",
+        f"""CREATE FUNCTION {table}_{column}_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            UPDATE fts_terms t SET docs = t.docs - 1 FROM unnest(OLD.tsv) u
+                WHERE t.name = '{table}' AND t.lexeme = u.lexeme;
+            INSERT INTO fts_terms (name, lexeme, docs)
+                SELECT '{table}', u.lexeme, 1 FROM unnest(NEW.tsv) u ORDER BY u.lexeme
+                ON CONFLICT (name, lexeme) DO UPDATE SET docs = fts_terms.docs + 1;
+            UPDATE fts_stats SET tokens = tokens - OLD.doc_len + NEW.doc_len
+                WHERE name = '{table}';
+            RETURN NULL; END $$""",
+        f"""CREATE TRIGGER {table}_{column}_terms AFTER UPDATE OF {column} ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {table}_{column}_terms()""",
+    ]
+
+
 def _tsv(table: str, columns: dict[str, str]) -> list[str]:
     vector = " || ".join(
         f"setweight(to_tsvector('{TEXT_CONFIG}', coalesce(NEW.{column}, '')), '{weight}')"
@@ -412,25 +434,8 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         8,
-        "a line's lexical context rewritten (a forgotten turn's words out of the next one's)",
-        [
-            # the row's tsv and doc_len made again by the insert trigger's own function, then
-            # BM25's counts moved from the old lexemes to the new (a row trigger: only a
-            # forget updates a context, and a statement trigger may not name the column)
-            """CREATE TRIGGER lines_tsv_context BEFORE UPDATE OF context ON lines
-                FOR EACH ROW EXECUTE FUNCTION lines_tsv()""",
-            """CREATE FUNCTION lines_context_terms() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                UPDATE fts_terms t SET docs = t.docs - 1 FROM unnest(OLD.tsv) u
-                    WHERE t.name = 'lines' AND t.lexeme = u.lexeme;
-                INSERT INTO fts_terms (name, lexeme, docs)
-                    SELECT 'lines', u.lexeme, 1 FROM unnest(NEW.tsv) u ORDER BY u.lexeme
-                    ON CONFLICT (name, lexeme) DO UPDATE SET docs = fts_terms.docs + 1;
-                UPDATE fts_stats SET tokens = tokens - OLD.doc_len + NEW.doc_len
-                    WHERE name = 'lines';
-                RETURN NULL; END $$""",
-            """CREATE TRIGGER lines_context_terms AFTER UPDATE OF context ON lines
-                FOR EACH ROW EXECUTE FUNCTION lines_context_terms()""",
-        ],
+        "a forgotten turn's words out of the next turn's context and its memories' summaries",
+        [*_rewritten("lines", "context"), *_rewritten("memories", "summary")],
     ),
 ]
 

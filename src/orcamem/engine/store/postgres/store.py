@@ -58,7 +58,7 @@ from ..base import (
 )
 from ..graph import memory_names
 from ..line_rows import ROW_COLUMNS, LineRows, line_rows
-from ..relink import relink_next_turn
+from ..relink import unlink_episode
 from ..rows import BlockTable, KeyTable, NoteTable
 from ..scope import POSTGRES, Clauses, episode_clauses, line_mask, memory_clauses
 from . import graph, lexical, vectors
@@ -561,7 +561,7 @@ class PostgresStore:
 
     def delete_episode(self, space: str, episode_id: int) -> None:
         """Delete an episode and its lines, and take its words out of the next turn's
-        lexical context (:mod:`..relink`), in one transaction."""
+        lexical context and its memories' summaries (:mod:`..relink`), in one transaction."""
         with self.writing() as conn:
             row = conn.execute(
                 "SELECT text, session_id, session_seq FROM episodes WHERE space = %s AND id = %s",
@@ -570,8 +570,7 @@ class PostgresStore:
             if row is None:
                 raise NotFoundError(f"no episode {episode_id} in space {space!r}")
             text, session_id, seq = row
-            if session_id is not None:
-                relink_next_turn(conn, self.PARAM, space, session_id, seq, text)
+            unlink_episode(conn, self.PARAM, space, episode_id, session_id, seq, text)
             conn.execute("DELETE FROM episodes WHERE space = %s AND id = %s", (space, episode_id))
             self._bump(conn, space)
 
