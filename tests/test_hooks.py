@@ -220,6 +220,73 @@ def test_a_hook_that_fails_gives_no_memory_and_one_line(project: Path, env: dict
     assert len(broken.stderr.strip().splitlines()) == 1 and "candidates.jsonl" in broken.stderr
 
 
+def test_a_long_agentic_turn_is_captured_from_its_prompt_far_back(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The Stop hook read the transcript's last 4 MiB: a turn of 60 file reads (11.8 MB after
+    its prompt) had no prompt there and was lost as 'bad input'."""
+    records = [
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": "Refactor the loader. I prefer ruff over flake8.",
+            },
+            "uuid": "u1",
+        }
+    ]
+    for i in range(60):
+        out = "x = 1\n" * 14_000
+        records += [
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}}],
+                },
+            },
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": out}],
+                },
+            },
+        ]
+    records.append(
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Refactored."}]},
+            "uuid": "a1",
+        }
+    )
+    transcript = tmp_path / "long.jsonl"
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert transcript.stat().st_size > 5 * 1024 * 1024  # past the first tail read, 4 MiB
+    stop = json.dumps({"session_id": "s", "cwd": str(project), "transcript_path": str(transcript)})
+    done = orcamem(env, "hooks", "run", "claude-code", "Stop", stdin=stop)
+    assert done.returncode == 0, done.stderr
+    with memory(project, env) as mem:
+        assert "The user prefers ruff." in mem.files.candidates.read_text()
+
+
+def test_half_an_emoji_or_a_cut_redaction_neither_drops_nor_stores_junk(
+    project: Path, env: dict[str, str]
+) -> None:
+    """A lone surrogate (a pasted half emoji) made the turn vanish with exit 0; a token's
+    redaction cut at its colon was stored as 'The user prefers [REDACTED.'."""
+    said = after_payload(project, "t1", "I prefer pytest over nose \ud83d")
+    assert orcamem(env, "turn", "after", stdin=said).returncode == 0
+    token = "ghp_" + "a1B2" * 9
+    cut = after_payload(project, "t2", f"I prefer {token} as my token.")
+    assert orcamem(env, "turn", "after", stdin=cut).returncode == 0
+    with memory(project, env) as mem:
+        held = mem.files.candidates.read_text()
+    assert "The user prefers pytest" in held and "REDACTED" not in held
+    array = orcamem(env, "hooks", "run", "claude-code", "UserPromptSubmit", stdin="[1]")
+    assert array.returncode == 1 and "a JSON object" in array.stderr
+
+
 # -- Codex CLI ----------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "split_document",
     "split_sentences",
     "terms",
+    "unicode_text",
     "wordpiece_tokens",
     "words_as_written",
 ]
@@ -225,16 +226,30 @@ def _wrap(sentence: str, limit: int = _MAX_LINE_CHARS) -> list[str]:
 
 def message_text(content: object) -> str:
     """The text of a chat message's content: a string, or a list of parts whose text parts
-    (OpenAI ``{"type": "text", "text": …}``, or parts without a type) are joined by newlines."""
+    (OpenAI ``{"type": "text", "text": …}``, or parts without a type) are joined by newlines;
+    a lone surrogate (half an emoji, ``\\ud83d`` in JSON) is U+FFFD: a turn holding one was
+    dropped when it was first written as UTF-8."""
     if isinstance(content, str):
-        return content
+        return unicode_text(content)
     if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in (None, "text")
+        return unicode_text(
+            "\n".join(
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, dict) and part.get("type") in (None, "text")
+            )
         )
     return ""
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a surrogate pair becomes its
+    character), so it can be written as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def estimate_tokens(text: str) -> int:

@@ -218,7 +218,7 @@ def screen(items: Sequence[Mapping[str, str]]) -> tuple[list[dict[str, str]], li
         kinds = sorted({f.kind for f in [*find_secrets(raw), *find_secrets(text)]})
         if kinds:
             rejected.append(Rejected(category, f"secret detector: {', '.join(kinds)}"))
-        elif "[REDACTED:" in text:
+        elif "[REDACTED" in text or "[REDACTED" in raw:  # a cut may end at the marker's colon
             rejected.append(Rejected(category, "private value (redacted in the source)"))
         elif "\n" in raw.strip() or "```" in text:
             rejected.append(Rejected(category, "raw output or code"))

@@ -65,7 +65,10 @@ CLAUDE_EVENTS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 30}
 CODEX_EVENTS = {"UserPromptSubmit": 10}
 """The Codex ``hooks.json`` events orcamem hooks (the finished turn comes by ``notify``)."""
 _TRANSCRIPT_TAIL = 4 * 1024 * 1024
-"""Only the end of a long session's transcript is read: the last turn is there."""
+"""Only the end of a long session's transcript is read first: the last turn is there..."""
+_TRANSCRIPT_MOST = 64 * 1024 * 1024
+"""... unless its tool output passed that (60 file reads of 80 KB: 11.8 MB after the prompt,
+and the turn was lost): the tail read doubles until it holds the prompt, up to this."""
 BACKUP_SUFFIX = ".orcamem-backup"
 
 
@@ -242,15 +245,16 @@ def status_claude(path: Path) -> dict[str, bool]:
     return _status_json(path, CLAUDE_EVENTS, _CLAUDE_MARK)
 
 
-def _tail_records(path: Path) -> list[dict[str, Any]]:
+def _tail_records(path: Path, tail: int) -> tuple[list[dict[str, Any]], bool]:
+    """The records of the last ``tail`` bytes of ``path``, and whether that was all of it."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, 2)
-            handle.seek(max(0, size - _TRANSCRIPT_TAIL))
+            handle.seek(max(0, size - tail))
             data = handle.read()
     except OSError as exc:
         raise InvalidInputError(f"cannot read the transcript {path}: {exc.strerror}") from None
-    lines = data.splitlines()[1:] if size > _TRANSCRIPT_TAIL else data.splitlines()
+    lines = data.splitlines()[1:] if size > tail else data.splitlines()
     records = []
     for raw in lines:
         try:
@@ -259,7 +263,7 @@ def _tail_records(path: Path) -> list[dict[str, Any]]:
             continue  # a line being written, or a torn one
         if isinstance(value, dict):
             records.append(value)
-    return records
+    return records, size <= tail
 
 
 def _prompt_text(record: dict[str, Any]) -> str | None:
@@ -284,11 +288,16 @@ def claude_turn(payload: Any) -> HostTurn:
     """
     if not isinstance(payload, Mapping) or not isinstance(payload.get("transcript_path"), str):
         raise InvalidInputError("a Stop payload needs 'session_id', 'cwd' and 'transcript_path'")
-    records = _tail_records(Path(payload["transcript_path"]).expanduser())
-    start = next(
-        (i for i in range(len(records) - 1, -1, -1) if _prompt_text(records[i]) is not None),
-        None,
-    )
+    path, tail = Path(payload["transcript_path"]).expanduser(), _TRANSCRIPT_TAIL
+    while True:
+        records, whole = _tail_records(path, tail)
+        start = next(
+            (i for i in range(len(records) - 1, -1, -1) if _prompt_text(records[i]) is not None),
+            None,
+        )
+        if start is not None or whole or tail >= _TRANSCRIPT_MOST:
+            break
+        tail *= 2
     if start is None:
         raise InvalidInputError(f"no user prompt in {payload['transcript_path']}")
     prompt = records[start]

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ...errors import OrcamemError
+from ...errors import InvalidInputError, OrcamemError
 from .console import JsonOption, command_group, fail, print_json
 from .turn import MemoryKind, after_turn, capability_for, degrade, problems, read_payload
 
@@ -190,7 +190,7 @@ def run_claude(
             after_turn(claude_turn(payload), memory, as_json=False)
             return
         if not isinstance(payload, dict):
-            raise OrcamemError("the hook payload must be a JSON object")
+            raise InvalidInputError("the hook payload must be a JSON object")
         if event is ClaudeEvent.SessionStart:
             _context(
                 event.value,
