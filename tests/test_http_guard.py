@@ -170,6 +170,19 @@ def test_host_and_origin_on_a_real_loopback_server(tmp_path: Path) -> None:
                 == 200
             )
             assert httpx.post(f"{url}/api/episodes", json=episode).status_code == 201  # no Origin
+            # but a browser's cross-site GET carries no Origin: another site's <img src> of
+            # /api/context recalled and marked the memories read (access_count 0 -> 5)
+            mem.remember("Prefers tea", space="default")
+            cross = {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}
+            for _ in range(3):
+                reply = httpx.get(f"{url}/api/context", params={"q": "tea"}, headers=cross)
+                assert (
+                    reply.status_code == 403 and reply.json()["error"]["type"] == "ForbiddenOrigin"
+                )
+            [tea] = mem.facts()
+            assert tea.access_count == 0
+            same = {"Sec-Fetch-Site": "same-origin"}
+            assert httpx.get(f"{url}/api/stats", headers=same).status_code == 200
 
 
 def test_host_allowed_rules() -> None:

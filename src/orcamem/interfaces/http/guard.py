@@ -173,7 +173,9 @@ def _server(scope: Scope) -> tuple[str, int | None] | None:
 
 
 class HostGuard:
-    """Refuse a foreign ``Host`` (any request) or ``Origin`` (state-changing requests)."""
+    """Refuse a foreign ``Host`` (any request), ``Origin`` (state-changing requests), or a
+    browser's cross-site request of the API (any method: a GET of ``/api/context`` marks the
+    memories it recalls as read)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -191,6 +193,15 @@ class HostGuard:
                 "at 127.0.0.1/localhost, or allow the name with `--allowed-host NAME`"
             )
             await _refuse("MisdirectedRequest", message, 421)(scope, receive, send)
+            return
+        if headers.get("sec-fetch-site") == "cross-site" and scope.get("path", "").startswith(
+            "/api/"
+        ):  # a GET has no Origin: another site's <img src> recalled, and marked memories read
+            message = (
+                "a page of another site may not reach this server's API (the browser said "
+                "Sec-Fetch-Site: cross-site); call it from a script or this server's dashboard"
+            )
+            await _refuse("ForbiddenOrigin", message, 403)(scope, receive, send)
             return
         origin = headers.get("origin")
         if origin is not None and scope.get("method", "GET") in _STATE_CHANGING:
