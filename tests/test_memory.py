@@ -718,3 +718,16 @@ def test_a_cursor_or_limit_past_the_database_s_integers_is_a_clear_error(mem: Me
     ):
         with pytest.raises(InvalidInputError, match="9223372036854775807"):
             call()
+
+
+def test_an_edit_that_restates_a_state_s_attribute_keeps_it_as_the_value(mem: Memory) -> None:
+    """The dashboard offers a state's content ("home city: Berlin") to edit: saving "home
+    city: Porto" cleared the value, and the block showed "user.home city: home city: Porto"."""
+    berlin = mem.remember(
+        "home city: Berlin", category="state", entity="user", attribute="home city", value="Berlin"
+    )
+    porto = mem.edit_memory(berlin.id, "Home City: Porto")
+    assert porto.value == "Porto"
+    block = mem.recall("Where do I live?")
+    assert "[user.home city: Porto" in block and "home city: home city" not in block
+    assert mem.edit_memory(porto.id, "Moved to Lisbon").value is None  # no attribute stated

@@ -711,6 +711,8 @@ class Memory:
                 "and an edit keeps it so; forget it and `forbid` (or `remember`) it instead"
             )
         same_text = isinstance(text, str) and text.strip() == current.content
+        if value is None and not same_text:
+            value = _stated_value(text, current.attribute)
         memory = _new_memory(
             text,
             space=space,
@@ -1582,6 +1584,16 @@ def _fields(record: dict[str, Any], known: set[str], required: Iterable[str]) ->
     missing = [name for name in required if name not in record]
     if missing:
         raise _Bad(f"field {missing[0]!r} is missing")
+
+
+def _stated_value(text: Any, attribute: str | None) -> str | None:
+    """The value an edit's text states for a state's ``attribute`` ("home city: Porto" →
+    "Porto"): the dashboard offers a state's content to edit, and a new text cleared the
+    value, so the block showed "user.home city: home city: Porto"."""
+    if not attribute or not isinstance(text, str):
+        return None
+    head, colon, rest = text.strip().partition(":")
+    return rest.strip() or None if colon and head.strip().lower() == attribute.lower() else None
 
 
 def _meta_problem(meta: Any) -> str | None:
