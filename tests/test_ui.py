@@ -461,7 +461,7 @@ def test_forget_a_state_and_see_the_lineage_update(page: tuple[Any, Watch], serv
     assert f"replaced {berlin['id']}" in row.inner_text()
     assert tab.locator(f"tr[data-memory='{berlin['id']}']").count() == 0  # under Lisbon
 
-    row.locator("text=Forget").click()
+    row.locator(".actions button", has_text="Forget").click()
     tab.wait_for_selector(f"tr[data-memory='{berlin['id']}']")
     assert tab.locator(f"tr[data-memory='{lisbon['id']}']").count() == 0
     assert "closed" in tab.inner_text(f"tr[data-memory='{berlin['id']}']")  # no successor now
@@ -535,6 +535,37 @@ def test_edit_a_memory_and_see_the_new_version_with_its_history(
     expect(shown).to_contain_text(f"replaced {old['id']} (Porto")  # the history, under it
     expect(tab.locator(f"tr[data-memory='{old['id']}']")).to_have_count(0)
     assert f"{old['id']} is kept as its history" in tab.inner_text("#status")
+    assert watch.outside == [] and watch.errors == []
+
+
+def test_every_older_version_shows_under_the_current_one_and_can_be_forgotten(
+    page: tuple[Any, Watch], server: Server
+) -> None:
+    """After A -> B -> C the tab listed only B under C: A could be neither seen nor forgotten
+    from the dashboard."""
+    tab, watch = page
+    first = _remember(server, "fern", text="Works at Acme.", category="fact")
+    versions = [first]
+    for text in ("Works at Globex.", "Works at Initech."):
+        edited = httpx.patch(
+            f"{server.url}/api/memories/{versions[-1]['id']}",
+            params={"space": "fern"},
+            json={"text": text},
+            headers={"authorization": f"Bearer {server.admin}"},
+            timeout=30,
+        )
+        assert edited.status_code == 200, edited.text
+        versions.append(edited.json())
+    use_key(tab, server, server.admin)
+    tab.goto(f"{server.url}/ui#/space/fern/memories")
+    current = tab.locator(f"tr[data-memory='{versions[2]['id']}']")
+    expect(current).to_contain_text(f"replaced {versions[1]['id']}")
+    expect(current).to_contain_text(f"replaced {first['id']} (Works at Acme.")
+    current.locator(f"button[data-forget='{first['id']}']").click()
+    expect(tab.locator("#status")).to_contain_text(f"Forgot {first['id']}")
+    expect(tab.locator(f"tr[data-memory='{versions[2]['id']}']")).not_to_contain_text(first["id"])
+    left = api(server, "/api/facts", space="fern", include_history="true")["facts"]
+    assert sorted(m["id"] for m in left) == sorted(v["id"] for v in versions[1:])
     assert watch.outside == [] and watch.errors == []
 
 

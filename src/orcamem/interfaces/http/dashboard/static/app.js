@@ -192,14 +192,20 @@ function statusBadge(m) {
 function memoryRow(space, m, history) {
   // as the block shows it: a state edited to new words has no separate value any more
   const subject = m.attribute ? `${m.entity || "user"} · ${m.attribute}: ${m.value ?? m.content}` : null;
-  const older = history.filter((h) => h.superseded_by === m.id);
+  const older = lineage(m, history);
   const editor = m.active ? editForm(space, m) : null;
   return el("tr", { "data-memory": m.id },
     el("td", {}, el("code", {}, m.id)),
     el("td", { class: "text" }, subject ? el("div", {}, el("strong", {}, subject)) : null,
       m.content, m.condition ? el("div", { class: "muted" }, `only when: ${m.condition}`) : null,
       older.length ? el("ul", { class: "lineage" }, older.map((o) => el("li", { class: "muted" },
-        `replaced ${o.id} (${o.value ?? o.content}, since ${day(o.created_at)})`))) : null,
+        `replaced ${o.id} (${o.value ?? o.content}, since ${day(o.created_at)}) `,
+        el("button", { type: "button", class: "danger", "data-forget": o.id,
+          onclick: () => guarded(async () => {
+            await call("DELETE", `/api/memories/${o.id}`, { space });
+            say(`Forgot ${o.id}.`, "info");
+            await route();
+          }) }, "Forget this version")))) : null,
       editor),
     el("td", {}, statusBadge(m), m.pinned ? el("span", { class: "badge pinned" }, "pinned") : null,
       el("span", { class: "badge" }, m.category),
@@ -223,6 +229,20 @@ function memoryRow(space, m, history) {
           say(`Forgot ${m.id}.`, "info");
           await route();
         }) }, "Forget"))));
+}
+
+// Every older version under the current one, newest first: A -> B -> C showed only B, so A
+// could be neither seen nor forgotten here.
+function lineage(m, history) {
+  const chain = [];
+  const seen = new Set([m.id]);
+  let wave = [m.id];
+  while (wave.length) {
+    const next = history.filter((h) => wave.includes(h.superseded_by) && !seen.has(h.id));
+    next.forEach((h) => { seen.add(h.id); chain.push(h); });
+    wave = next.map((h) => h.id);
+  }
+  return chain;
 }
 
 // An edit writes a new version (PATCH): the old one stays in the lineage, superseded by it.
