@@ -103,6 +103,7 @@ describe("OrcamemClient against orcamem serve", () => {
     assert.deepEqual(await copy.import(await source.export()), {
       episodes: 1,
       memories: 0,
+      updated: 0,
       skipped: 0,
     });
     assert.equal((await copy.import(await source.export())).skipped, 1);
