@@ -731,3 +731,6 @@ def test_an_edit_that_restates_a_state_s_attribute_keeps_it_as_the_value(mem: Me
     block = mem.recall("Where do I live?")
     assert "[user.home city: Porto" in block and "home city: home city" not in block
     assert mem.edit_memory(porto.id, "Moved to Lisbon").value is None  # no attribute stated
+    hers = mem.remember("caroline · home city: Leeds", category="state", entity="caroline",
+                        attribute="home city", value="Leeds")  # fmt: skip
+    assert mem.edit_memory(hers.id, "caroline · home city: York").value == "York"

@@ -82,12 +82,12 @@ EXPORT_VERSION = 2
 READABLE_EXPORT_VERSIONS = (1, 2)
 _BATCH = 512
 _ADD_BATCH = 5_000
-_REEMBED_ROUNDS = 5
-"""Swaps a re-embed tries: each embeds what was written while the one before embedded."""
 """Items a transaction of ``add_many`` takes: a commit is an fsync (3.5 ms here), and every
 commit writes each page it changed to the WAL, the random ones of the entity links' key and
 the digest index too; 2,048 a batch wrote 2.0 GB for 100,000 turns, 5,000 1.1 GB (and 12 %
 less CPU). A batch holds the write lock for about a second (docs/storage.md)."""
+_REEMBED_ROUNDS = 5
+"""Swaps a re-embed tries: each embeds what was written while the one before embedded."""
 _MAX_EPISODE_ID = 2**63 - 1  # SQLite's largest INTEGER
 _KEPT_JOBS = 10_000
 
@@ -712,7 +712,7 @@ class Memory:
             )
         same_text = isinstance(text, str) and text.strip() == current.content
         if value is None and not same_text:
-            value = _stated_value(text, current.attribute)
+            value = _stated_value(text, current.entity, current.attribute)
         memory = _new_memory(
             text,
             space=space,
@@ -1586,13 +1586,17 @@ def _fields(record: dict[str, Any], known: set[str], required: Iterable[str]) ->
         raise _Bad(f"field {missing[0]!r} is missing")
 
 
-def _stated_value(text: Any, attribute: str | None) -> str | None:
+def _stated_value(text: Any, entity: str | None, attribute: str | None) -> str | None:
     """The value an edit's text states for a state's ``attribute`` ("home city: Porto" →
-    "Porto"): the dashboard offers a state's content to edit, and a new text cleared the
-    value, so the block showed "user.home city: home city: Porto"."""
+    "Porto", "caroline · home city: Porto" too, as ``memory_content`` writes another's): the
+    dashboard offers a state's content to edit, and a new text cleared the value, so the
+    block showed "user.home city: home city: Porto"."""
     if not attribute or not isinstance(text, str):
         return None
     head, colon, rest = text.strip().partition(":")
+    owner, dot, named = head.rpartition("·")
+    if dot and owner.strip().lower() == (entity or "user").lower():
+        head = named
     return rest.strip() or None if colon and head.strip().lower() == attribute.lower() else None
 
 

@@ -14,18 +14,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...errors import NotFoundError
 from ..lexical_context import relinked_context
 
 __all__ = ["unlink_episode"]
 
 
-def unlink_episode(
-    conn: Any, param: str, space: str, episode_id: int, session: str | None, seq: int | None,
-    forgotten: str,
-) -> None:  # fmt: skip
-    """Before the episode (``forgotten`` its text, at ``seq`` in ``session``) is deleted in the
-    same transaction: the next turn relinked past it, and the summaries of the memories that
-    cite its lines made again from their other lines."""
+def unlink_episode(conn: Any, param: str, space: str, episode_id: int) -> None:
+    """Before the episode is deleted in the same transaction: the next turn of its session
+    relinked past it, and the summaries of the memories that cite its lines made again from
+    their other lines.
+
+    Raises:
+        NotFoundError: no such episode in the space (nothing is changed).
+    """
+    row = conn.execute(
+        _sql(
+            "SELECT text, session_id, session_seq FROM episodes WHERE space = ? AND id = ?", param
+        ),
+        (space, episode_id),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no episode {episode_id} in space {space!r}")
+    forgotten, session, seq = row
     if session is not None:
         _relink_next_turn(conn, param, space, session, seq, forgotten)
     _summarise_again(conn, param, space, episode_id)

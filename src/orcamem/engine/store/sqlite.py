@@ -674,20 +674,13 @@ class SQLiteStore:
         """Delete an episode and its lines, and take its words out of the next turn's
         lexical context and its memories' summaries (:mod:`.relink`), in one transaction."""
         with self.writing() as conn:
-            row = conn.execute(
-                "SELECT text, session_id, session_seq FROM episodes WHERE space = ? AND id = ?",
-                (space, episode_id),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"no episode {episode_id} in space {space!r}")
-            text, session_id, seq = row
+            unlink_episode(conn, self.PARAM, space, episode_id)
             ids = {
                 r[0]
                 for r in conn.execute(
                     "SELECT id FROM lines WHERE episode_id = ? AND space = ?", (episode_id, space)
                 )
             }
-            unlink_episode(conn, self.PARAM, space, episode_id, session_id, seq, text)
             conn.execute("DELETE FROM episodes WHERE space = ? AND id = ?", (space, episode_id))
             conn.execute(
                 "UPDATE spaces SET vector_epoch = vector_epoch + 1 WHERE name = ?", (space,)

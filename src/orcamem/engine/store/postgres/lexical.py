@@ -181,13 +181,13 @@ def term_counts_sql(*, lines: bool, check: bool = False) -> str:
 
 class LineIndex(PostingIndex):
     """The SQLite store's in-process BM25 (``engine.store.lexical_index``) fed from ``lines``:
-        a line's postings are its ``tsv`` lexemes with their counts of weight A (text) and B
-        (context), its length their sum (``doc_len``); a query's terms are :class:`Lexicon`'s, and
-        ``N``, ``avgdl`` and each lexeme's ``n`` the whole table's, from ``fts_stats`` and
-        ``fts_terms`` at each query, as :func:`bm25_sql` reads them: the same scores as that SQL.
-        Rows above the highest id held are read at each query (ids become visible in order under
-        the write lock, as for ``vectors.LineCache``); a moved ``vector_epoch`` re-checks deletes
-    (lines gone: the space is loaded again, ``PostingIndex.refresh``)."""
+    a line's postings are its ``tsv`` lexemes with their counts of weight A (text) and B
+    (context), its length their sum (``doc_len``); a query's terms are :class:`Lexicon`'s, and
+    ``N``, ``avgdl`` and each lexeme's ``n`` the whole table's, from ``fts_stats`` and
+    ``fts_terms`` at each query, as :func:`bm25_sql` reads them: the same scores as that SQL.
+    Rows above the highest id held are read at each query (ids become visible in order under
+    the write lock, as for ``vectors.LineCache``); a moved ``vector_epoch`` with lines gone
+    loads the space again (``PostingIndex.refresh``)."""
 
     PARAM = "%s"
 

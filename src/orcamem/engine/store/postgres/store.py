@@ -563,14 +563,7 @@ class PostgresStore:
         """Delete an episode and its lines, and take its words out of the next turn's
         lexical context and its memories' summaries (:mod:`..relink`), in one transaction."""
         with self.writing() as conn:
-            row = conn.execute(
-                "SELECT text, session_id, session_seq FROM episodes WHERE space = %s AND id = %s",
-                (space, episode_id),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"no episode {episode_id} in space {space!r}")
-            text, session_id, seq = row
-            unlink_episode(conn, self.PARAM, space, episode_id, session_id, seq, text)
+            unlink_episode(conn, self.PARAM, space, episode_id)
             conn.execute("DELETE FROM episodes WHERE space = %s AND id = %s", (space, episode_id))
             self._bump(conn, space)
 
