@@ -676,6 +676,7 @@ LATENCY_KEYS = {
     "search_role_filter_p50_ms",
     "build_context_p50_ms",
     "ingest_turns_per_s",
+    "warm_s",
     "db_mb",
 }
 

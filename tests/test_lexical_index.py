@@ -210,3 +210,19 @@ def test_close_stops_the_lexical_loader(tmp_path: Path) -> None:
     mem.close()
     assert not loader.is_alive()
     assert not index.loaded("s")
+
+
+def test_warm_loads_a_big_spaces_postings_before_any_search(tmp_path: Path) -> None:
+    """``Memory.warm`` waits for the load a first search would only start: before, the
+    bench timed its searches while the postings loaded beside them."""
+    path = tmp_path / "m.db"
+    with Memory(path) as mem:
+        mem.add_many(["the dog at the harbour", "tea with my sister"], space="s")
+    with Memory(path, config=INDEXED) as mem:
+        assert not mem.store._lexical.loaded("s")
+        mem.warm(space="s")
+        assert mem.store._lexical.loaded("s")
+        mem.warm(space="s")  # again: nothing to do
+        mem.warm(space="nobody")  # a space with no lines: nothing to load, no error
+        assert not mem.store._lexical.loaded("nobody")
+        assert mem.search("harbour dog", space="s").hits[0].text.startswith("the dog")

@@ -160,3 +160,17 @@ def test_spaces_past_the_lexical_budget_are_ranked_in_sql(pg_url: str) -> None:
         mem.add_many(corpus(rng, 50))  # a outgrows the budget: dropped, SQL answers
         assert mem.store.lexical_lines("a", match, 20) == sql(mem, "a", match, 20)
         assert not mem.store._lexical.loaded("a")
+
+
+def test_warm_loads_the_postings_and_vectors_before_any_search(pg_url: str) -> None:
+    rng = random.Random(3)
+    with Memory(pg_url, space="w") as writer:
+        writer.add_many(corpus(rng, 40))
+    with Memory(pg_url, space="w") as mem:  # a fresh process's store: nothing held yet
+        assert not mem.store._lexical.loaded("w")
+        mem.warm()
+        assert mem.store._lexical.loaded("w")
+        assert "w" in mem.store._seen  # the line cache read the space
+        mem.warm(space="absent")
+        assert not mem.store._lexical.loaded("absent")
+        assert_same(mem, "w")  # the index answers, as the SQL BM25 does

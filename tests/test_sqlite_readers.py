@@ -120,3 +120,44 @@ def test_close_does_not_wait_for_a_reader_and_refuses_later_reads(mem: Memory) -
         finished(store.close)
     with pytest.raises(ClosedError):
         store.counts()
+
+
+def _counting_refreshes(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The line index's refreshes, counted as they happen (the real refresh runs)."""
+    calls: list[int] = []
+    real = store._line_index.refresh
+
+    def counted(conn: Any) -> None:
+        calls.append(1)
+        real(conn)
+
+    monkeypatch.setattr(store._line_index, "refresh", counted)
+    return calls
+
+
+def test_one_commit_is_refreshed_once_whatever_connection_reads_next(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every reader connection saw the file's data_version move with each commit, so under
+    load every search refreshed again, one at a time behind the lock; one refresh that
+    began after the commit serves every later read."""
+    store = mem.store
+    vector = mem.embedder.embed(["launch date"])[0]
+    mem.add("the review is on Friday")
+    calls = _counting_refreshes(store, monkeypatch)
+    with Holder(store.reading):  # a second reader connection in use: the next read is a third
+        assert finished(lambda: store.vector_lines("s", vector, 5))
+        assert finished(lambda: store.vector_lines("s", vector, 5))
+    assert store.vector_lines("s", vector, 5)
+    assert len(calls) == 1
+    mem.add("the review moved to Monday")
+    assert any("Monday" in hit.text for hit in finished(lambda: mem.search("review")).hits)
+    assert len(calls) == 2
+
+
+def test_a_commit_by_another_process_is_seen_by_the_next_read(mem: Memory, tmp_path: Path) -> None:
+    assert not [h for h in mem.search("the cellar key").hits if "cellar" in h.text]
+    with Memory(tmp_path / "readers.db", space="s") as other:  # its own writer connection
+        other.add("the cellar key hangs by the door")
+    assert any("cellar" in hit.text for hit in finished(lambda: mem.search("cellar key")).hits)
+    assert any("cellar" in hit.text for hit in mem.search("cellar key").hits)

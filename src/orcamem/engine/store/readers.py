@@ -32,6 +32,8 @@ class ReaderPool:
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._watch: sqlite3.Connection | None = None  # data_version's own connection
+        self._watch_lock = threading.Lock()
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -65,11 +67,26 @@ class ReaderPool:
             if conn is not None:
                 conn.close()
 
+    def data_version(self) -> int:
+        """A number that changes whenever any other connection to the file commits: this
+        process's writer or another process (``PRAGMA data_version`` on a connection kept
+        for asking it, which never writes)."""
+        with self._watch_lock:
+            if self._watch is None:
+                if self._closed:  # never a connection opened after close() to leak
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                self._watch = self._open()
+            return self._watch.execute("PRAGMA data_version").fetchone()[0]
+
     def close(self) -> None:
         """Close the idle connections now, and each lent one when it is given back."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+        with self._watch_lock:
+            if self._watch is not None:
+                idle.append(self._watch)
+                self._watch = None
         for conn in idle:
             with suppress(sqlite3.Error):
                 conn.close()

@@ -12,6 +12,7 @@ translated at this boundary: no ``sqlite3`` exception escapes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -232,8 +233,11 @@ class SQLiteStore:
             self._close_quietly()
             raise
         self._index_lock = threading.Lock()
-        self._seen: dict[sqlite3.Connection, int] = {}  # data_version each connection last saw
-        self._committed = False  # the writer committed: its own data_version does not move
+        # the refresh's clock (``_refresh``): ticks taken in order, by any thread
+        self._ticks = itertools.count(1)
+        self._written = 0  # the tick after the writer's last commit
+        self._fresh = 0  # the tick before the last refresh read the database
+        self._fresh_version: int | None = None  # and the file's data_version then
         self._line_index = VectorIndex(
             "lines",
             "id",
@@ -406,7 +410,7 @@ class SQLiteStore:
                         conn.execute(f"RELEASE nested_{depth}")
                     else:
                         conn.execute("COMMIT")
-                        self._committed = True
+                        self._written = next(self._ticks)
                 except BaseException:
                     if depth:
                         conn.execute(f"ROLLBACK TO nested_{depth}")
@@ -419,24 +423,29 @@ class SQLiteStore:
                 if not self._depth:
                     self._owner = None
 
-    def _refresh(self, conn: sqlite3.Connection, *, force: bool = False) -> None:
-        """Bring the vector indexes up to date when any connection has committed.
+    def _refresh(self, conn: sqlite3.Connection) -> None:
+        """Bring the vector indexes up to date with every commit made before this call.
 
-        ``data_version`` moves on a connection when another one commits; the writer's own
-        commits set ``_committed`` instead. One thread refreshes at a time; searches read a
+        The file's ``data_version`` (``ReaderPool.data_version``) moves when another process
+        or this process's writer commits, and the writer ticks ``_written`` after each of its
+        commits. A refresh reads everything committed before it began (``_fresh``, with the
+        version then), so a caller finds nothing to do when neither has moved since, and
+        needs no refresh of its own when one began after its call did. Under load each
+        commit had made every search refresh again, one at a time behind the lock (41% of
+        the server's search samples at 32 clients, docs/storage.md). Searches read a
         snapshot of the index outside this lock.
         """
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if not (force or self._committed) and self._seen.get(conn) == version:
-            # nothing committed since this connection's last refresh: no wait for the lock
-            # (under load every search queued on it behind others' refreshes, docs/storage.md)
-            return
+        called = next(self._ticks)
+        version = self._readers.data_version() if self._readers is not None else 0
+        if version == self._fresh_version and self._written < self._fresh:
+            return  # nothing committed since the last refresh began
         with self._index_lock:
-            if force or self._committed or self._seen.get(conn) != version:
-                self._committed = False
+            if self._fresh < called:  # no refresh began while this call waited
+                began = next(self._ticks)
+                version = self._readers.data_version() if self._readers is not None else 0
                 self._line_index.refresh(conn)
                 self._memory_index.refresh(conn)
-                self._seen[conn] = version
+                self._fresh, self._fresh_version = began, version
 
     # -- spaces ----------------------------------------------------------------------------
 
@@ -1339,6 +1348,14 @@ class SQLiteStore:
                 ).fetchone()[0]
                 counts[word] = int(lines) + int(memories)
         return int(total), counts
+
+    def warm(self, space: str) -> None:
+        with self.reading() as conn:
+            self._refresh(conn)
+        if self._lexical_above is not None and self._line_index.count(space) > self._lexical_above:
+            self._lexical.load_later(self.reading, space, (OrcamemError, sqlite3.Error))
+            if (loading := self._lexical.loading(space)) is not None:
+                loading.join()
 
     def noise_floor(self, space: str, percentile: float) -> float:
         with self.reading() as conn:

@@ -76,6 +76,7 @@ def latency_command(
         "exact p50 / p95",
         "pruned p50 / p95, recall",
         "turns/s",
+        "warm s",
         "DB MB",
         title="orcamem bench latency (ms; recall: the pruned search's share of exact hits)",
     )
@@ -90,6 +91,7 @@ def latency_command(
             f"{row['search_pruned_p50_ms']} / {row['search_pruned_p95_ms']}, "
             f"{row['pruned_recall']}",
             f"{row['ingest_turns_per_s']:,.0f}",
+            str(row["warm_s"]),
             str(row["db_mb"]),
         )
     print_table(table)

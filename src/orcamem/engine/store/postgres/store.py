@@ -779,6 +779,17 @@ class PostgresStore:
                 conn, "lines", "id", space, vector, limit, counted=True, seen=self._seen
             )
 
+    def warm(self, space: str) -> None:
+        with self.reading() as conn:
+            _, seen = self._cache.refresh(conn, space)
+        if seen is None:  # no such space: nothing to load
+            self._seen.pop(space, None)
+            return
+        self._seen[space] = seen
+        self._lexical.load_later(self.reading, space, (OrcamemError, psycopg.Error))
+        if (loading := self._lexical.loading(space)) is not None:
+            loading.join()
+
     def vector_memories(
         self, space: str, vector: np.ndarray, limit: int, *, where: SearchFilter | None = None
     ) -> list[tuple[str, float]]:
