@@ -28,6 +28,7 @@ from orcamem.bank.record import object_key
 from orcamem.capability.providers import Scope
 from orcamem.capability.settings import set_workspace_override
 from orcamem.local.transcript import JsonlTranscript
+from orcamem.recall.blocks.engine import _state as engine_state
 from orcamem.recall.blocks.quote import quote
 
 RNG = random.Random(20261201)
@@ -254,3 +255,27 @@ def test_local_remember_refuses_a_secret_and_says_which(tmp_path: Path) -> None:
         pytest.raises(InvalidInputError, match=r"aws_access_key_id.*not stored.*remove"),
     ):
         memory.remember(f"the key id is {SECRETS['aws_access_key_id']}")
+
+
+def test_a_secret_only_its_attribute_and_value_together_hold_never_reaches_a_block(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """ "db password" and "hunter2xyz" are each harmless; a block shows them as the pair
+    ``db password: hunter2xyz``. A save of the pair is refused, consolidation keeps no such
+    state, and a state already on disk is shown with its value redacted."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        with pytest.raises(InvalidInputError, match=r"attribute and value.*password"):
+            mem.remember("the staging database", attribute="db password", value="hunter2xyz")
+        mem.add("My wifi password is Tr0ub4dor-horse-77, write it on the card.", role="user")
+        mem.add("I moved to Berlin last month, the router password = hunter2xyz9.", role="user")
+        mem.sleep()
+        facts = mem.facts(include_history=True)
+        assert facts and not [m for m in facts if "Tr0ub4dor" in (m.value or m.content)]
+        assert not [m for m in facts if "hunter2xyz9" in (m.summary or "")]  # served by REST
+        for question in ("What is my wifi password?", "Where do I live?"):
+            block = mem.recall(question)
+            assert "Tr0ub4dor" not in block and "hunter2xyz9" not in block
+        home = next(m for m in facts if m.attribute == "home city")
+    older = replace(home, attribute="wifi password", value="Tr0ub4dor-horse-77")  # an old file's
+    entity, shown_state = engine_state(older, 200)
+    assert entity == "user" and shown_state.startswith("wifi password: [REDACTED:password]")

@@ -236,6 +236,10 @@ def test_a_profile_key_reaches_its_profile_only(
     assert_error(client.get("/api/memory-bank/stats", headers=alice), 403, says="admin key")
     assert client.get("/api/memory-bank/stats", headers=admin).json()["totalMemories"] == 2
     assert bank.get("bob", bob.id) == bob
+    carol = client.app.state.keys.create(spaces=["profile:carol"], admin=False, name="c", now=NOW)
+    unknown = client.get("/api/profiles/carol/memories", headers={"x-api-key": carol[1]})
+    assert_error(unknown, 404, says="unknown profile 'carol'")
+    assert "bob" not in unknown.text and "alice" not in unknown.text  # no other tenant named
 
 
 # -- MCP ------------------------------------------------------------------------------------------
@@ -296,6 +300,13 @@ async def test_the_memory_tools_over_mcp_with_profile_keys(
                 ]:
                     message = await refused(session, tool, **arguments)
                     assert "not allowed to use space 'profile:bob'" in message, message
+                offered_for_bob = sorted(t.name for t in (await session.list_tools()).tools)
+            # nor may it learn that bob exists: a profile nobody has is answered the same way
+            async with http_session(base + "/mcp?profile=nobody", {"x-api-key": key}) as session:
+                assert sorted(t.name for t in (await session.list_tools()).tools) == offered_for_bob
+                message = await refused(session, "memory_list")
+                assert "not allowed to use space 'profile:nobody'" in message
+                assert "bob" not in message and "alice" not in message
         bank.flush()
         assert [m.id for m in bank.list("bob").memories] == [secret.id]
 

@@ -246,6 +246,9 @@ def test_up_exports_spans_for_ingest_recall_sleep_and_proxy_and_logs_json_lines(
     assert recall["attributes"]["orcamem.space"].string_value == "default"
     assert recall["attributes"]["orcamem.hits"].int_value >= 1
     assert "exporting spans to" in stderr
+    for span in spans:  # no span carries what was asked or said (FastAPI's carried url.query)
+        assert "url.query" not in span["attributes"], span
+        assert "spare" not in str(span["attributes"]), span
 
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     request = next(line for line in lines if line.get("request_id") == "trace-42")

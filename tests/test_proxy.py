@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from openai import OpenAI
 
 from orcamem import Config, Memory
+from orcamem._kernel.llm.openai import OpenAIChat
 from orcamem._kernel.names import SPACE
 from orcamem.engine import StorageConfig
 from orcamem.interfaces.http import ServerSettings, create_app
@@ -766,6 +767,27 @@ def test_an_unreachable_upstream_is_a_502_that_names_it(mem: Memory) -> None:
     assert f"{upstream}/chat/completions" in error["message"]
     assert "check that it is running" in error["message"]
     assert f"{upstream}/models" in models.json()["error"]["message"]
+
+
+def test_an_upstream_password_is_never_in_an_answer_or_a_sleep_report(mem: Memory) -> None:
+    """Every key holder reads the 502s and a sleep's failures: the upstream URL's password
+    (``http://llm:UpPassw0rd@…``) shows as ``…``, as ``config show`` shows it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    upstream = f"http://llm:UpPassw0rdXyz@127.0.0.1:{port}/v1"
+    with TestClient(proxy_app(mem, upstream=upstream), base_url=LOCAL_BASE) as client:
+        answers = [
+            client.post("/v1/chat/completions", json={"messages": []}),
+            client.get("/v1/models"),
+        ]
+    for reply in answers:
+        assert reply.status_code == 502
+        message = reply.json()["error"]["message"]
+        assert "UpPassw0rdXyz" not in message and "http://llm:…@127.0.0.1" in message
+    mem.add("I live in Lisbon.", role="user")
+    report = mem.sleep(model=OpenAIChat("m", upstream))
+    assert report.failures and "UpPassw0rdXyz" not in " ".join(report.failures)
 
 
 def test_without_an_upstream_the_proxy_says_how_to_name_one(mem: Memory) -> None:

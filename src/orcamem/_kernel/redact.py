@@ -56,7 +56,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -72,6 +72,8 @@ __all__ = [
     "redact",
     "refuse_secrets",
     "safe_url",
+    "summary_of",
+    "value_secrets",
 ]
 
 KINDS = (
@@ -553,6 +555,27 @@ def refuse_secrets(text: str, *, what: str) -> str:
             "kept) and save again"
         )
     return text
+
+
+def value_secrets(attribute: str | None, value: str | None) -> list[Finding]:
+    """The secrets in ``value`` once it is read beside its ``attribute``, as a block shows a
+    state (``db password: hunter2xyz``): each field alone holds none, the pair does. Offsets
+    are into ``value``; a finding that reaches into the attribute starts at 0."""
+    if not attribute or not value:
+        return []
+    head = f"{attribute}: "
+    return [
+        Finding(f.kind, max(f.start - len(head), 0), f.end - len(head))
+        for f in find_secrets(head + value)
+        if f.end > len(head)
+    ]
+
+
+def summary_of(texts: Iterable[str]) -> str | None:
+    """A derived memory's ``summary``: the lines it was distilled from, joined and redacted
+    (it is searched and served beside the memory, and a memory holds no secret)."""
+    joined = " ".join(texts)
+    return redact(joined).text if joined else None
 
 
 def _replace(text: str, findings: list[Finding]) -> str:

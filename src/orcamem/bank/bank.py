@@ -361,11 +361,11 @@ class MemoryBank:
                 return declared
             if self._index.get(name):
                 return Profile(name)
-            known = sorted(set(self._declared) | {p for p, m in self._index.items() if m})
-        shown = ", ".join(repr(p) for p in known[:20]) or "none"
-        raise NotFoundError(
-            f"unknown profile {name!r} (known: {shown}): declare it in the profiles file "
-            "(ORCAMEM_PROFILES or $ORCA_HOME/profiles.json) or with MemoryBank(profiles=...)"
+        raise NotFoundError(  # no list of the known ones: a caller scoped to one tenant
+            # reads this too (`orcamem bank stats` lists them for the operator)
+            f"unknown profile {name!r}: declare it in the profiles file (ORCAMEM_PROFILES or "
+            "$ORCA_HOME/profiles.json) or with MemoryBank(profiles=...); `orcamem bank stats` "
+            "lists the profiles there are"
         )
 
     def _entries(self, profile: str) -> list[_Entry]:

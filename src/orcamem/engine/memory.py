@@ -46,7 +46,7 @@ from .._kernel.model import (
     validate_text,
     validate_time,
 )
-from .._kernel.redact import refuse_secrets
+from .._kernel.redact import refuse_secrets, summary_of
 from .._kernel.text import message_text, split_document
 from .._kernel.trace import span, traced
 from ..errors import (
@@ -1515,6 +1515,8 @@ def _new_memory(
     for name, field_value in (("entity", entity), ("attribute", attribute)):
         if field_value is not None:
             refuse_secrets(validate_id(field_value, what=name), what=name)
+    if attribute is not None:  # a block shows "attribute: value": the pair may be a secret
+        refuse_secrets(f"{attribute}: {value or content}", what="attribute and value")
     if source not in SOURCES:
         raise InvalidInputError(f"source={shown(source)}: use one of {', '.join(SOURCES)}")
     prohibited = prohibited or inhibitory(attribute)  # avoid_* is a rule too (seed 003)
@@ -1674,6 +1676,9 @@ def _parse_memory(
     for name in ("entity", "attribute", "value", "condition"):  # as remember() checks them
         if (found := _optional_str(record, name)) is not None:
             refuse_secrets(found, what=name)
+    if record.get("attribute") is not None:
+        said = record.get("value") or record["content"]
+        refuse_secrets(f"{record['attribute']}: {said}", what="attribute and value")
     cited = record.get("cited_lines", [])
     if not isinstance(cited, list) or not all(
         isinstance(pair, list)
@@ -1692,7 +1697,7 @@ def _parse_memory(
         space=target,
         category=category,
         content=refuse_secrets(validate_text(record["content"], what="content"), what="content"),
-        summary=_optional_str(record, "summary"),
+        summary=summary_of([found]) if (found := _optional_str(record, "summary")) else None,
         confidence=_number(record, "confidence", high=1.0),
         importance=_number(record, "importance", high=1.0),
         tags=tuple(tags),

@@ -38,7 +38,7 @@ from dataclasses import replace
 from zoneinfo import ZoneInfo
 
 from ..model import inhibitory
-from ..redact import find_secrets
+from ..redact import find_secrets, value_secrets
 from ..text import STOPWORDS, terms
 from .anchor import local_day, span
 from .claims import Claim, SourceLine, Verified, speaker_entity
@@ -189,9 +189,13 @@ def check_grounding(
 
 
 def check_secrets(claim: Claim) -> str | None:
+    """A secret in a field, or in the value read beside its attribute as a block shows it
+    ("wifi password: Tr0ub4dor-horse-77" is a password though neither part is one)."""
     for text in (claim.value, claim.attribute, claim.condition):
         if find_secrets(text):
             return "secret: the claim still contains something that looks like a secret"
+    if value_secrets(claim.attribute, claim.value):
+        return "secret: the value is a secret once read beside its attribute"
     return None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ...errors import InvalidInputError, ModelError, ModelOutputError
+from ..redact import safe_url
 from .parse import checked_reply, excerpt
 from .protocol import NOTHING
 from .schema import or_nothing, schema_prompt
@@ -69,7 +70,7 @@ class OpenAIChat(PooledClient):
 
     @property
     def id(self) -> str:
-        return f"openai:{self._model or 'default'}@{self._base_url}"
+        return f"openai:{self._model or 'default'}@{safe_url(self._base_url)}"
 
     @property
     def structured(self) -> Structured:

@@ -27,6 +27,7 @@ from ...errors import (
     ModelTimeoutError,
 )
 from ..http import client
+from ..redact import safe_url
 from .parse import excerpt
 
 __all__ = [
@@ -158,7 +159,7 @@ class _Watchdog:
 
 def _timeout_error(label: str, url: str, deadline: Deadline) -> ModelTimeoutError:
     return ModelTimeoutError(
-        f"{label} {url} gave no complete answer within the {deadline.seconds:g} s deadline: "
+        f"{label} {safe_url(url)} gave no complete answer within the {deadline.seconds:g} s deadline: "
         "raise deadline_s, lower max_tokens, or use a faster model"
     )
 
@@ -190,7 +191,7 @@ def post(
             if isinstance(exc, httpx.TimeoutException) or deadline.expired():
                 raise _timeout_error(label, url, deadline) from exc
             raise ModelError(
-                f"{label} {url} is unreachable ({type(exc).__name__}: {exc}): "
+                f"{label} {safe_url(url)} is unreachable ({type(exc).__name__}: {exc}): "
                 "start it, or fix the URL"
             ) from exc
         try:
@@ -212,7 +213,7 @@ def _read_body(response: httpx.Response, deadline: Deadline, *, label: str, url:
             size += len(chunk)
             if size > MAX_REPLY_BYTES:
                 raise ModelError(
-                    f"{label} {url} sent more than {MAX_REPLY_BYTES} bytes: is the URL a chat "
+                    f"{label} {safe_url(url)} sent more than {MAX_REPLY_BYTES} bytes: is the URL a chat "
                     "completions endpoint?"
                 )
             if deadline.expired():
@@ -221,7 +222,7 @@ def _read_body(response: httpx.Response, deadline: Deadline, *, label: str, url:
         if deadline.expired():
             raise _timeout_error(label, url, deadline) from exc
         raise ModelError(
-            f"{label} {url} dropped the connection mid-answer ({type(exc).__name__}: {exc}): "
+            f"{label} {safe_url(url)} dropped the connection mid-answer ({type(exc).__name__}: {exc}): "
             "check the server's log"
         ) from exc
     return b"".join(chunks).decode(response.charset_encoding or "utf-8", errors="replace")
@@ -244,7 +245,7 @@ def http_error(
 ) -> ModelError:
     """A server's HTTP error, quoting its answer, with what to check next."""
     return ModelError(
-        f"{label} {url} answered {status}: {excerpt(text, 300)}: {hint or _hint(status, key_name)}"
+        f"{label} {safe_url(url)} answered {status}: {excerpt(text, 300)}: {hint or _hint(status, key_name)}"
     )
 
 
@@ -270,7 +271,7 @@ def loads(label: str, url: str, text: str) -> dict[str, Any]:
         data = None
     if not isinstance(data, dict):
         raise ModelOutputError(
-            f"{label} {url} answered something that is not a JSON object: {excerpt(text)}"
+            f"{label} {safe_url(url)} answered something that is not a JSON object: {excerpt(text)}"
         )
     return data
 

@@ -27,6 +27,7 @@ import numpy as np
 from ..._kernel.claims.claims import Claim, Verified, memory_content
 from ..._kernel.claims.verify import normal_words
 from ..._kernel.model import INHIBITORY, MemoryRecord, NewMemory
+from ..._kernel.redact import summary_of
 from ..._kernel.text import slug
 from ..store.base import MemoryUpdate, Store
 
@@ -138,13 +139,13 @@ def apply_claims(
             result.duplicates.append(claim)
             continue
         content = memory_content(replace(claim, attribute=attribute))
-        said = " ".join(sources[line] for line in item.line_ids if line in sources)
+        said = summary_of(sources[line] for line in item.line_ids if line in sources)
         new = NewMemory(
             space=space,
             content=content,
             category=category,
             source="inferred" if claim.extractor != "rules" else "automatic",
-            summary=said or None,
+            summary=said,
             confidence=claim.confidence,
             importance=1.0 if claim.prohibited else 0.6,
             entity=claim.entity,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..._kernel.redact import summary_of
 from ...errors import NotFoundError
 from ..lexical_context import relinked_context
 
@@ -72,8 +73,8 @@ def _relink_next_turn(
 
 
 def _summarise_again(conn: Any, param: str, space: str, episode_id: int) -> None:
-    """A memory's summary is its cited lines' texts joined (``consolidate.gate``): the same
-    without the episode's lines, or none."""
+    """A memory's summary is its cited lines' texts joined and redacted (``summary_of``, as
+    ``consolidate.gate`` makes it): the same without the episode's lines, or none."""
     gone = {
         row[0]
         for row in conn.execute(
@@ -99,7 +100,7 @@ def _summarise_again(conn: Any, param: str, space: str, episode_id: int) -> None
             if kept
             else []
         )
-        summary = " ".join(texts[line] for line in kept if line in texts) or None
+        summary = summary_of(texts[line] for line in kept if line in texts)
         conn.execute(
             _sql("UPDATE memories SET summary = ? WHERE id = ?", param), (summary, memory_id)
         )

@@ -21,6 +21,7 @@ import typer
 
 from ..._kernel import llm
 from ..._kernel.env import PROFILE_ENV
+from ..._kernel.redact import safe_url
 from ...errors import InvalidInputError, OrcamemError
 from .console import (
     DbOption,
@@ -152,7 +153,8 @@ def _check_upstream(upstream: str) -> None:
             http.get(f"{upstream.rstrip('/')}/models")
     except httpx.HTTPError as exc:
         warn(
-            f"no model server answers at {upstream} ({type(exc).__name__}): chats fail with a "
+            f"no model server answers at {safe_url(upstream)} ({type(exc).__name__}): chats "
+            "fail with a "
             "JSON error naming it until one does; start it (Ollama: `ollama serve`) or pass "
             "--upstream URL"
         )

@@ -65,6 +65,10 @@ def create_app(memory: Memory, settings: ServerSettings | None = None) -> FastAP
         description="Durable, local-first long-term memory for LLM agents.",
         docs_url=None,  # docs.install serves /docs and /redoc from the package, offline
         redoc_url=None,
+        # FastAPI's own request spans, metrics and logs are off: they exported each query
+        # string (a user's message, a pasted key) once a tracer provider was installed. The
+        # spans are orcamem's (_kernel.trace), /metrics and the log lines are metrics.Observe's
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.memory = memory
     app.state.settings = settings

@@ -77,6 +77,7 @@ from ..._kernel.http import async_client
 from ..._kernel.ids import random_id, sha256
 from ..._kernel.model import DEFAULT_SPACE, storable_text, validate_id
 from ..._kernel.names import SPACE
+from ..._kernel.redact import safe_url
 from ..._kernel.text import message_text
 from ..._kernel.trace import traced
 from ...engine.keys import Principal
@@ -698,7 +699,7 @@ class _Relay(Response):
         receive: Receive,
         send: Send,
     ) -> None:
-        url = str(self.upstream_request.url.copy_with(query=None))
+        url = safe_url(str(self.upstream_request.url.copy_with(query=None)))  # for messages
         try:
             upstream = await client.send(self.upstream_request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:

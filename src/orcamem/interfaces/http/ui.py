@@ -21,6 +21,7 @@ from starlette.routing import Match
 
 from ..._kernel.env import openai_api_key
 from ..._kernel.http import async_client
+from ..._kernel.redact import safe_url
 from .errors import error_body
 from .upstream import borrow, hold
 
@@ -109,7 +110,10 @@ def install(app: FastAPI) -> None:
                     content=await request.body(),
                 )
         except httpx.HTTPError as exc:
-            message = f"the upstream UI at {url} is unreachable ({exc}): is the model server up?"
+            message = (
+                f"the upstream UI at {safe_url(url)} is unreachable ({exc}): is the model "
+                "server up?"
+            )
             return JSONResponse(error_body("BadGateway", message, 502), 502)
         kept = {k: v for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP}
         return Response(reply.content, reply.status_code, headers=kept)

@@ -575,7 +575,15 @@ def build_server(
             return {"space": space, "deleted": gone}
 
     if bank is not None:
-        gate = _BankGate(bank, profile)
+
+        def authorized(request: Any, space: str) -> None:
+            token = _request.set(request)
+            try:
+                check(space)
+            finally:
+                _request.reset(token)
+
+        gate = _BankGate(bank, profile, authorized)
         server.middleware.append(gate)
         _add_bank_tools(server, gate, scoped, failing)
     return server
@@ -658,9 +666,15 @@ class _BankGate:
     call that bypasses the middleware (in-process) is gated the same way.
     """
 
-    def __init__(self, bank: MemoryBank, bound: str | None) -> None:
+    def __init__(
+        self,
+        bank: MemoryBank,
+        bound: str | None,
+        authorized: Callable[[Any, str], None] = lambda request, space: None,
+    ) -> None:
         self.bank = bank
         self.bound = bound
+        self.authorized = authorized  # raises unless the request's key may reach the space
 
     def refusal(self, tool: str, request: Any) -> str | None:
         """Why this session may not use ``tool`` (None: it may)."""
@@ -671,7 +685,8 @@ class _BankGate:
                 "`orcamem mcp --profile NAME` (or ORCAMEM_PROFILE=NAME), or over HTTP connect "
                 f"to /mcp?{PROFILE_PARAM}=NAME"
             )
-        try:
+        try:  # the key first: what the bank says of a profile is only for those who may see it
+            self.authorized(request, space_for(name))
             offered = self.bank.memory_tools(name)
         except OrcamemError as exc:
             return f"{tool} is not available in this session: {exc}"

@@ -39,6 +39,7 @@ from typing import Literal
 
 from ..._kernel.config import Config
 from ..._kernel.model import Hit, MemoryRecord
+from ..._kernel.redact import marker, value_secrets
 from ..._kernel.text import content_words, split_sentences, terms, wordpiece_tokens
 from .budget import clip, fit
 from .quote import quote
@@ -93,7 +94,9 @@ def _state(memory: MemoryRecord, limit: int) -> tuple[str, str]:
 
     entity = field(memory.entity or "user")
     attribute = field(memory.attribute or memory.category)
-    value = clip(field(memory.value or memory.content), limit)
+    said = memory.value or memory.content
+    hidden = value_secrets(memory.attribute, said)  # "db password: hunter2" read as a pair
+    value = marker(hidden[0].kind) if hidden else clip(field(said), limit)
     if memory.condition:
         return entity, f"{attribute} | cond: {field(memory.condition)} -> {value}"
     since = (
