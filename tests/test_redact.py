@@ -6,6 +6,7 @@ The secrets are generated here from a seeded random source (none is real, none i
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import json
 import random
@@ -149,6 +150,14 @@ def corpus() -> list[tuple[str, str, str]]:
         add("connection_string", f"{scheme}://app:{{s}}@db.internal:5432/app", password)
     add("connection_string", "REDIS_URL=redis://:{s}@cache:6379/0", rand(ALNUM, 20))
     add("connection_string", "https://deploy:{s}@git.example.com/repo.git", rand(ALNUM, 16))
+    # numbers a person reads out: cards (Luhn-valid), social security numbers, PINs and CVVs
+    add("card_number", "My credit card is {s}, expiry 12/27.", "4111 1111 1111 1111")
+    add("card_number", "card {s} on file", "4012888888881881")
+    add("card_number", "Amex {s}", "3782 822463 10005")
+    add("ssn", "My social security number is {s}.", "123-45-6789")
+    add("ssn", "SSN: {s}", "078-05-1120")
+    add("pin", "My bank PIN is {s}.", "9931")
+    add("pin", "expiry 12/27, CVV {s}.", "123")
     # anything else random in an assignment
     add("high_entropy", "SIGNING_SALT={s}", rand(ALNUM + "+/", 44))
     return cases
@@ -157,6 +166,10 @@ def corpus() -> list[tuple[str, str, str]]:
 CORPUS = corpus()
 
 ORDINARY = [
+    "call +44 20 7946 0958 before 2026-12-06",
+    "order 1234567890123 shipped, ISBN 9780306406157",
+    "pin the tab, I pinned 42 issues; the disk spins at 7200 rpm",
+    "the build 4111 of version 2.10.4111 is out",
     "my password manager is 1Password",
     "The password is stored in 1Password, not in the repo.",
     "the token ring network was replaced by Ethernet in 1998",
@@ -401,3 +414,62 @@ def test_a_paragraph_separator_ends_a_cut_off_key_block_as_a_blank_line_does() -
         redact(text).text
         == "[REDACTED:private_key]\u2029\u2029Then we went to a caf\u00e9 in Pune."
     )
+
+
+def _key_body(seed: int, lines: int) -> list[str]:
+    """The body lines of a made-up OpenSSH key: 70 random base64 characters each, and a short
+    last one (none is a real key)."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    body = ["".join(rng.choice(alphabet) for _ in range(70)) + "7aZ"[: i % 3] for i in range(lines)]
+    return [line[:70] for line in body] + ["AAAACWRlcGxveUBjaQE="]
+
+
+def test_a_key_cut_into_passages_is_redacted_in_each() -> None:
+    """A long key is stored as several passages, joined by spaces; only the first holds its
+    BEGIN line, and the block quoted the others' lines in clear."""
+    body = _key_body(7, 16)
+    middle = " ".join(body[2:12])  # neither BEGIN nor END
+    tail = " ".join(body[14:]) + " -----END OPENSSH PRIVATE KEY----- Rotate the key yearly."
+    alone = body[13]  # one line of it, a passage of its own
+    last = body[-1] + " -----END OPENSSH PRIVATE KEY-----"
+    for text in (middle, tail, alone, last):
+        out = redact(text).text
+        assert not any(line in out for line in body), out
+        assert "[REDACTED:private_key]" in out
+    assert redact(tail).text.endswith("-----END OPENSSH PRIVATE KEY----- Rotate the key yearly.")
+
+
+def test_hex_digests_and_ordinary_long_words_are_not_key_lines() -> None:
+    digests = " ".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(3))
+    for text in (
+        digests,
+        f"the checksums were {digests} and matched",
+        "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word, nothing more.",
+        "data:image/png;base64,"
+        + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" * 3,
+    ):
+        assert redact(text).findings == (), text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("password = `hunter2xyz`", "hunter2xyz"),
+        ("export DB_PASSWORD=`s3cretValue9`", "s3cretValue9"),
+        ("git clone git+https://bob:Passw0rd9@github.com/x/y.git", "Passw0rd9"),
+        ("ssh://root:toor1234@10.0.0.1:22", "toor1234"),
+        ("the camera is rtsp://admin:cam1234x@cam.local/stream", "cam1234x"),
+        ("wss://u:p4ssw0rdQ@h.example/ws", "p4ssw0rdQ"),
+        ("jdbc:postgresql://app:pw12345x@db/x", "pw12345x"),
+    ],
+)
+def test_backtick_values_and_credentials_in_any_url_scheme_are_redacted(
+    text: str, secret: str
+) -> None:
+    assert secret not in redact(text).text
+
+
+def test_a_url_without_a_password_and_a_backticked_name_stay() -> None:
+    for text in ("see https://example.com:8080/path", "use `password: str` in the model"):
+        assert redact(text).text == text

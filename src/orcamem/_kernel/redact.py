@@ -13,7 +13,8 @@ the only safe secret is one that was never sent.
 What is detected (``kind`` in brackets):
 
 - private key blocks: PEM (RSA, EC, DSA, PKCS#8, encrypted), OpenSSH and PGP, from ``BEGIN`` to
-  ``END`` (or to the end of the paragraph when the block was cut off) [``private_key``];
+  ``END`` (or to the end of the paragraph when the block was cut off), and a key's body lines
+  without their ``BEGIN`` (two or more lines of 48–76 random base64 characters) [``private_key``];
 - AWS access key ids (``AKIA…``, ``ASIA…``) [``aws_access_key_id``] and AWS secret keys in
   assignments (``aws_secret_access_key = …``) [``aws_secret_key``];
 - GitHub tokens ``ghp_ gho_ ghu_ ghs_ ghr_`` and ``github_pat_`` [``github_token``], GitLab
@@ -31,9 +32,12 @@ What is detected (``kind`` in brackets):
   ``password is "…"`` forms; only the value is replaced [``password``, ``token``, ``api_key``,
   ``secret``]. A plain word as the key followed by prose (``Token: the unit a model reads``)
   is not an assignment; an identifier always is (``api_key: supersecretvalue rotated``);
-- credentials in URLs: ``postgres``, ``postgresql``, ``mysql``, ``mariadb``, ``mongodb``,
-  ``mongodb+srv``, ``redis``, ``rediss``, ``amqp``, ``amqps``, ``mssql``, ``http``, ``https``,
-  ``ftp`` … ``://user:password@host`` — the ``user:password`` part [``connection_string``];
+- credentials in URLs of any scheme (``postgresql``, ``mongodb+srv``, ``https``,
+  ``git+https``, ``ssh``, ``wss``, ``jdbc:postgresql`` …) ``://user:password@host`` — the
+  ``user:password`` part [``connection_string``];
+- payment card numbers that pass the Luhn check (13–19 digits together, or in their printed
+  groups) [``card_number``]; a social security number said as one (``SSN: 123-45-6789``)
+  [``ssn``]; a PIN, CVV or card security code said with its name (``my PIN is 9931``) [``pin``];
 - any other assignment whose value is a long random-looking token (20+ characters of letters,
   digits and ``+/=_-`` mixing upper case, lower case and digits, with high character entropy)
   [``high_entropy``].
@@ -94,6 +98,9 @@ KINDS = (
     "authorization",
     "bearer_token",
     "connection_string",
+    "card_number",
+    "ssn",
+    "pin",
     "password",
     "token",
     "api_key",
@@ -217,6 +224,42 @@ _PRIVATE_KEY = re.compile(
     re.S,
 )
 
+_KEY_LINES = re.compile(
+    r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{40,76}={0,2}(?:\s+[A-Za-z0-9+/]{40,76}={0,2})*"
+    r"(?:\s+[A-Za-z0-9+/]{1,39}(?:={1,2}|(?=\s*-----END)))?(?![A-Za-z0-9+/=])"
+)
+"""A key's body without its ``BEGIN`` line: a run of base64 lines of 40–76 characters (PEM's
+are 64, OpenSSH's 70; a long key is cut into several passages, joined by spaces, and the later
+ones hold no ``BEGIN``) and its short last line. It counts when two of them mix upper case,
+lower case and digits (hex digests do not), or when one such line is the whole text."""
+
+_KEY_TAIL = re.compile(
+    r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{1,39}={0,2}(?=\s*-----END[ A-Z0-9]{0,30}PRIVATE KEY)"
+)
+"""A key's last line alone before its ``END`` line (the lines before it cut off)."""
+
+_CARD = re.compile(
+    r"(?<![\d.,-])(?:[2-6]\d{12,18}|\d{4}(?:[ -]\d{4}){3}(?:[ -]\d{1,3})?|\d{4}[ -]\d{6}[ -]\d{5})"
+    r"(?![\d.,]\d|-\d)"
+)
+"""A payment card number: 13–19 digits together (starting as issuers' do) or in its printed
+groups (4-4-4-4, Amex's 4-6-5), kept only when its Luhn check digit is right."""
+_NUMBERED = re.compile(
+    r"(?i)\b(?:(?P<ssn_key>social[ -]security(?:[ -]number)?|ssn)(?:[ \t]+(?:is|was))?[ \t]*[:=#]?[ \t]*(?P<ssn>\d{3}-\d{2}-\d{4})"
+    r"|(?P<pin_key>pin(?:[ -]?(?:code|number))?|cvv2?|cvc|security[ -]code)"
+    r"(?:[ \t]+(?:is|was))?[ \t]*[:=]?[ \t]*(?P<pin>\d{3,8}))\b"
+)
+"""A social security number or a PIN, CVV or card security code, said with its name."""
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, char in enumerate(reversed(digits)):
+        n = int(char) * (2 if i % 2 else 1)
+        total += n - 9 if n > 9 else n
+    return total % 10 == 0 and len(set(digits)) > 1
+
+
 # (kind, pattern, group holding the secret, validator of that group)
 _Validator = Callable[[str], bool] | None
 _SIMPLE: list[tuple[str, re.Pattern[str], int, _Validator]] = [
@@ -316,9 +359,8 @@ _AUTHORIZATION = re.compile(
 )
 
 # URL credentials: scheme://user:password@host
-_URL_CREDENTIALS = re.compile(
-    r"(?i)(?<![A-Za-z0-9+.-])(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|"
-    r"amqps?|mssql|sqlserver|oracle|jdbc:[a-z]+|https?|ftps?|sftp|smtp|ldaps?|nats|kafka)://"
+_URL_CREDENTIALS = re.compile(  # any scheme: git+https, ssh, rtsp, wss, jdbc:postgresql …
+    r"(?i)(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{0,30}(?::[a-z][a-z0-9+.-]{0,30})?://"
     r"([^\s/@:\[\]\"'<>]*:[^\s/\"'<>]+)@"
 )
 
@@ -331,7 +373,7 @@ _SECRET_WORDS = (
 )
 _KEY = rf"(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9]{{0,24}}?{_SECRET_WORDS}|pass)(?![A-Za-z0-9])"
 _VALUE = (
-    r"(?:\"(?P<dq>[^\"\n]{1,512})\"?|'(?P<sq>[^'\n]{1,512})'?|"
+    r"(?:\"(?P<dq>[^\"\n]{1,512})\"?|'(?P<sq>[^'\n]{1,512})'?|`(?P<bq>[^`\n]{1,512})`?|"
     # a template or variable reference ($X, ${X}, $(cmd), %(x)s, %X%) is not a secret
     r"(?P<bare>(?!\$[{(]|\$[A-Za-z_]\w*(?![^\s\"'`,;()<>\[\]{}])|%\(|%[A-Za-z_]\w*%)"
     r"[^\s\"'`,;()<>\[\]{}]{1,512}))"
@@ -380,7 +422,7 @@ def _full_key(text: str, start: int, end: int) -> str:
 
 
 def _value_span(match: re.Match[str]) -> tuple[int, int, str, bool]:
-    for group, quoted in (("dq", True), ("sq", True), ("bare", False)):
+    for group, quoted in (("dq", True), ("sq", True), ("bq", True), ("bare", False)):
         if match.group(group) is not None:
             return match.start(group), match.end(group), match.group(group), quoted
     raise AssertionError("a value group always matches")  # pragma: no cover
@@ -408,6 +450,19 @@ def _raw_findings(text: str) -> Iterator[Finding]:
     if "PRIVATE KEY" in text:
         for match in _PRIVATE_KEY.finditer(text):
             yield Finding("private_key", match.start(), match.end())
+        for match in _KEY_TAIL.finditer(text):
+            yield Finding("private_key", match.start(), match.end())
+    for match in _KEY_LINES.finditer(text):
+        lines = [line for line in match.group().split() if len(line.rstrip("=")) >= 40]
+        random = [line for line in lines if _classes(line) == 3]
+        if len(random) >= 2 or (random and match.group() == text.strip()):
+            yield Finding("private_key", match.start(), match.end())
+    for match in _CARD.finditer(text):
+        if _luhn(re.sub(r"[ -]", "", match.group())):
+            yield Finding("card_number", match.start(), match.end())
+    for match in _NUMBERED.finditer(text):
+        group = "ssn" if match.group("ssn") else "pin"
+        yield Finding(group, match.start(group), match.end(group))
     for kind, pattern, group, valid in _SIMPLE if _SIMPLE_HINT.search(text) else ():
         for match in pattern.finditer(text):
             if valid is None or valid(match.group(group)):
