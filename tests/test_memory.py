@@ -202,6 +202,32 @@ def test_recall_marks_memories_accessed_off_the_hot_path(
         assert mem.facts()[0].access_count == 1 and fact.access_count == 0
 
 
+def test_the_block_leaves_out_what_the_conversation_already_holds(mem: Memory) -> None:
+    """A chat's own earlier turns are recorded as it goes (the proxy does); they came back as
+    memory in the same chat, and a tool loop's second step got its own question. What an
+    older chat said still comes, and a memory always does."""
+    mem.add("I planted tomatoes in the raised beds of my new house in Leeds.", role="user")
+    mem.add("Book a table for two at Casa Nostra in Lisbon at 7pm.", role="user")
+    mem.remember("The garden is in Leeds", category="fact")
+    chat = [
+        {"role": "user", "content": "Book a table for two at Casa Nostra in Lisbon at 7pm."},
+        {"role": "assistant", "content": "", "tool_calls": []},
+        {"role": "user", "content": "Is there a cancellation fee for my Casa Nostra booking?"},
+    ]
+    assert "Casa Nostra" not in (mem.context(chat).block or "")
+    assert "Casa Nostra" in mem.recall("Is there a cancellation fee for my Casa Nostra booking?")
+    garden = [
+        {
+            "role": "user",
+            "content": "I planted tomatoes in the raised beds of my new house in Leeds.",
+        },  # fmt: skip
+        {"role": "user", "content": "Where is my garden, and what did I plant?"},
+    ]
+    block = mem.context(garden).block or ""
+    assert "garden is in Leeds" in block and "planted tomatoes" not in block
+    assert "planted tomatoes" in mem.recall("Where is my garden, and what did I plant?")
+
+
 def test_build_context_without_user_text_or_memory_is_unchanged(mem: Memory) -> None:
     messages = [{"role": "system", "content": "be brief"}]
     assert mem.build_context(messages) == messages

@@ -31,6 +31,7 @@ from .._kernel.model import (
     EPISODE_KINDS,
     SOURCES,
     Episode,
+    Hit,
     MemoryRecord,
     NewEpisode,
     NewMemory,
@@ -861,19 +862,21 @@ class Memory:
         space: str | None = None,
         filters: SearchFilter | Mapping[str, Any] | None = None,
         surface: str | None = None,
+        present: Sequence[str] = (),
     ) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``.
 
         With ``filters`` (as ``search`` takes them), the block of only what matches.
         ``surface`` (``sdk``, ``proxy``, ``rest``, ``mcp``) says the block is injected, not
         previewed: with ``Config.pack.log_blocks`` on it is logged (``injected_blocks``).
+        ``present``: the texts of the conversation the block goes with; a passage they hold
+        already is left out (``context`` passes its messages).
         """
         if surface is not None:
             check_surface(surface)
         result = self.search(query, space=space, top_k=self.config.pack.max_items, filters=filters)
-        block, used = pack_context(
-            result.hits, result.rules, self.config, self.clock.now(), result.query
-        )
+        hits = _not_in_window(result.hits, present) if present else result.hits
+        block, used = pack_context(hits, result.rules, self.config, self.clock.now(), result.query)
         accessed = [hit.id for hit in used if hit.memory is not None]
         if accessed:
             self._after_read(
@@ -956,7 +959,12 @@ class Memory:
             ),
             "",
         )
-        block = (self.recall(query, space=space, surface=surface) or None) if query else None
+        said = [message_text(m.get("content")) for m in messages]
+        block = (
+            (self.recall(query, space=space, surface=surface, present=said) or None)
+            if query
+            else None
+        )
         built = [{"role": "system", "content": text} for text in (note, block) if text]
         return BuiltContext(messages=[*built, *messages], block=block, note_block=note)
 
@@ -1477,6 +1485,26 @@ def _refuse_closed(memory: MemoryRecord, action: str) -> None:
         raise InvalidInputError(
             f"memory {memory.id} is no longer current (closed{after}): {nxt} instead"
         )
+
+
+_WINDOW_MIN_CHARS = 24
+"""A passage shorter than this is in the window only as a whole message ("Yes." is in every
+chat, and says nothing of which)."""
+
+
+def _not_in_window(hits: Sequence[Hit], present: Sequence[str]) -> list[Hit]:
+    """``hits`` without the passages the conversation already holds: a chat's own earlier
+    turns (recorded as it went) came back as memory, 30 of 30 block lines in a 25-turn chat,
+    and a tool loop's second step got its own question. Memories always stay."""
+    said = [" ".join(text.split()) for text in present if text and text.strip()]
+    window = "\n".join(said)
+    whole = set(said)
+
+    def held(text: str) -> bool:
+        text = " ".join(text.split())
+        return text in whole or (len(text) >= _WINDOW_MIN_CHARS and text in window)
+
+    return [hit for hit in hits if hit.kind != "passage" or not held(hit.text)]
 
 
 def _new_memory(
