@@ -220,7 +220,7 @@ def test_the_block_leaves_out_what_the_conversation_already_holds(mem: Memory) -
         {
             "role": "user",
             "content": "I planted tomatoes in the raised beds of my new house in Leeds.",
-        },  # fmt: skip
+        },
         {"role": "user", "content": "Where is my garden, and what did I plant?"},
     ]
     block = mem.context(garden).block or ""
