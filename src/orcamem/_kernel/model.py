@@ -416,6 +416,14 @@ class Hit:
     outdated_line: str | None = None
     """The line (``s2``) whose statement was superseded: the block shows it with the mark."""
 
+    @property
+    def found_by_outdated(self) -> bool:
+        """Whether this passage was found by its superseded statement ("I live in Berlin"
+        for "Where do I live?"), not by another sentence of its turn ("I work night shifts
+        in the cardiology ward" for "Which ward?"), which stays the evidence it is: only then
+        does the current state lead it, or stand in for it."""
+        return self.outdated_line is not None and self.outdated_line == self.line
+
     def to_dict(self) -> dict[str, Any]:
         data = {
             "kind": self.kind,

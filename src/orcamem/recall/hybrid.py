@@ -1073,7 +1073,7 @@ def _lead_with_current(
     led: list[Hit] = []
     placed: set[str] = set()
     for hit in hits:
-        memory = current.get(hit.episode_id) if hit.kind == "passage" else None
+        memory = current.get(hit.episode_id) if hit.found_by_outdated else None
         if memory is not None and memory.id not in placed and not memory.prohibited:
             led.append(found.get(memory.id) or _current_hit(space, memory, hit.score))
             placed.add(memory.id)

@@ -124,14 +124,36 @@ def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
     in turn), then the start of the next or the end of the previous sentence to fill the window
     (the one holding more ``asked`` words), so a short match never stands alone when the turn
     says more. ``…`` marks a cut. The text is quoted before it is split, so a redaction never
-    depends on where a sentence ends."""
+    depends on where a sentence ends. An ``[outdated: now …]`` mark follows the sentence it is
+    about, wherever that sits in the window, and is never cut from it."""
     quoted = quote(hit.text)
     sentences = split_sentences(quoted)
-    line = hit.outdated_line or hit.line  # an [outdated] mark belongs to the line it is about
-    seq = int(line[1:]) - 1 if line and line[1:].isdigit() else 0
     moved = quoted != hit.text and len(sentences) != len(split_sentences(hit.text))
-    if not 0 <= seq < len(sentences) or moved:
+    seq, stale = _seq(hit.line, sentences), _seq(hit.outdated_line, sentences)
+    if moved:
         seq = 0  # a redaction moved the sentence ends: show the opening
+    mark = _outdated(hit)
+    if mark and (moved or stale is None or stale == (seq or 0)):  # the shown line is the one
+        return _excerpt_at(sentences, seq, limit, asked) + mark
+    if mark:
+        sentences[stale] += mark
+    return _excerpt_at(sentences, seq, limit, asked, keep=mark and sentences[stale])
+
+
+def _seq(line: str | None, sentences: list[str]) -> int | None:
+    """The index of a line (``s2``) among ``sentences``, None when it names none of them."""
+    if not (line and line[1:].isdigit()):
+        return None
+    seq = int(line[1:]) - 1
+    return seq if 0 <= seq < len(sentences) else None
+
+
+def _excerpt_at(
+    sentences: list[str], seq: int | None, limit: int, asked: frozenset[str], keep: str = ""
+) -> str:
+    """:func:`_excerpt`'s window around ``sentences[seq]``; the sentence ``keep`` is shown
+    whole or not at all (it carries a mark)."""
+    seq = seq or 0
     first = last = seq
     size = len(sentences[seq])
     if size >= limit:
@@ -148,6 +170,7 @@ def _excerpt(hit: Hit, limit: int, asked: frozenset[str]) -> str:
     room = limit - size - 3  # a space and "… " or " …"
     after = sentences[last + 1] if last + 1 < len(sentences) else ""
     before = sentences[first - 1] if first else ""
+    after, before = ("" if after == keep else after), ("" if before == keep else before)
     if room < _PART or not (after or before):
         return window
     asked_in = lambda text: len(asked.intersection(content_words(text)))  # noqa: E731
@@ -211,6 +234,12 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
         body = f"{day}{until}: {clip(quote(memory.content), limit)}"
         return f"[EVENT: {body}]" if dense else f"- {body}"
     return "- {}.{}".format(*_state(memory, limit))
+
+
+def _stale(hit: Hit, values: set[str | None]) -> bool:
+    """Whether a passage found by its superseded statement stands beside the state that
+    supersedes it (the block then leaves it out unless the query asks about the change)."""
+    return hit.found_by_outdated and bool(hit.outdated_by) and hit.outdated_by in values
 
 
 def _outdated(hit: Hit) -> str:
@@ -453,10 +482,9 @@ def explain_pack(
     for hit in hits:
         if id(hit) in kept:
             continue
-        stale = hit.kind == "passage" and bool(hit.outdated_by) and hit.outdated_by in values
         reason: LeftOutReason = (
             "outdated"
-            if stale and not _about_change(query, hit)
+            if _stale(hit, values) and not _about_change(query, hit)
             else "budget"
             if id(hit) in passed
             else "score_cut"
@@ -531,8 +559,7 @@ def _pack(
     kinds: dict[str, list[Hit]] = {kind: [] for kind in _TITLES}
     kinds["rule"] = list(rules)
     for hit in hits:
-        stale = hit.kind == "passage" and bool(hit.outdated_by) and hit.outdated_by in shown_values
-        if stale and not _about_change(query, hit):
+        if _stale(hit, shown_values) and not _about_change(query, hit):
             continue  # the current state says it; the old line would only mislead
         kinds[_kind(hit)].append(hit)
 
@@ -544,7 +571,7 @@ def _pack(
     def text(hit: Hit) -> str:
         if id(hit) not in texts:
             texts[id(hit)] = (
-                f"{_excerpt(hit, window.get(id(hit), limit), asked)}{_outdated(hit)}"
+                _excerpt(hit, window.get(id(hit), limit), asked)
                 if hit.kind == "passage"
                 else _render(hit, config, dense)
             )
@@ -602,7 +629,7 @@ def _pack(
     chosen = {kind: layouts[kind].items for kind in _TITLES}
     if not any(chosen.values()):
         return "", []
-    outdated = any(hit.outdated_by for hit in chosen["passage"])
+    outdated = any(_outdated(hit) in text(hit) for hit in chosen["passage"] if hit.outdated_by)
     sections = {kind: layouts[kind].pieces() for kind in _TITLES}
     if dense:
         body = "".join(piece for kind in _TITLES for piece in sections[kind])
