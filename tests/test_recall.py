@@ -310,7 +310,7 @@ def test_pack_groups_lines_under_one_date_and_speaker(mem: Memory) -> None:
     ):
         role = "assistant" if minute == 2 else "user"
         mem.observe(role, text, session_id="s1", occurred_at=f"2026-10-10T09:0{minute}:00Z")
-    block = mem.recall("What is my beagle puppy called?")
+    block = mem.recall("What is the beagle puppy called?")
     assert (
         "[LOG: 2026-10-10 user: I adopted a beagle puppy. | The beagle puppy is called Biscuit. "
         "| assistant: Nice, a beagle!]"
@@ -333,7 +333,7 @@ def test_pack_writes_one_log_and_each_day_once(mem: Memory) -> None:
     mem.observe(
         "assistant", "Biscuit the beagle, noted.", session_id="s2", occurred_at="2026-10-12T09:01Z"
     )
-    block = mem.recall("What is my beagle puppy called?")
+    block = mem.recall("What is the beagle puppy called?")
     assert (
         "[LOG: 2026-10-10 user: I adopted a beagle puppy. | 2026-10-12 user: The beagle puppy "
         "is called Biscuit. | assistant: Biscuit the beagle, noted.]"
@@ -953,3 +953,25 @@ def test_a_fact_about_a_named_speaker_needs_evidence_of_its_own(conversation: Me
     block = conversation.recall("What did Ann say about the picnic games?")
     assert "Ann.played: charades" in block  # its own words answer
     assert "Ann.prefers" not in block  # about Ann, not about the picnic
+
+
+def test_a_models_guess_about_the_user_is_no_evidence_of_them(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """The assistant once guessed "your favourite colour is green and you live in Madrid";
+    the user never said either. That guess had come back as the only memory for "What's my
+    favourite colour?" and "Where do I live?", and the next answer would confirm it."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe("user", "Can you pick a paint for my study?", session_id="s1")
+        mem.observe(
+            "assistant",
+            "Since your favourite colour is green and you live in Madrid, I picked a sage paint.",
+            session_id="s1",
+        )
+        mem.observe("user", "I walk my dog Biscuit every morning.", session_id="s2")
+        for question in ("What's my favourite colour?", "Where do I live?"):
+            assert "Madrid" not in mem.recall(question)
+        why = mem.explain("Where do I live?")
+        assert [left.reason for left in why.left_out if "Madrid" in left.hit.text] == ["guess"]
+        assert "Biscuit" in mem.recall("What is my dog called?")
+        assert "sage paint" in mem.recall("Which paint did you pick for my study?")

@@ -1765,10 +1765,10 @@ export interface components {
             of_best: number | null;
             /**
              * Reason
-             * @description outdated: a newer state says otherwise and is what the block shows; score_cut: past the block's first min_block_tokens it scored below relative_score of the best hit (the adaptive count); budget: it passed the cut but no room was left in its section of the token budget.
+             * @description outdated: a newer state says otherwise and is what the block shows; guess: an assistant's turn, and the query asks about the user (a model's guess is no evidence of them); score_cut: past the block's first min_block_tokens it scored below relative_score of the best hit (the adaptive count); budget: it passed the cut but no room was left in its section of the token budget.
              * @enum {string}
              */
-            reason: "outdated" | "score_cut" | "budget";
+            reason: "outdated" | "guess" | "score_cut" | "budget";
             /** Role */
             role: string | null;
             /** Score */

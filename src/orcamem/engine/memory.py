@@ -910,7 +910,7 @@ class Memory:
 
         ``included`` holds the ranked hits in the block (each with its signal ``breakdown``),
         ``hoisted`` the forbidden rules in it, ``left_out`` every other ranked hit with its
-        reason (``outdated``, ``score_cut`` or ``budget``) and a sentence. A preview: it marks
+        reason (``outdated``, ``guess``, ``score_cut`` or ``budget``) and a sentence. A preview: it marks
         nothing accessed and logs nothing, so looking at a block never changes the next one.
         """
         result = self.search(query, space=space, top_k=self.config.pack.max_items, filters=filters)

@@ -236,6 +236,24 @@ def _render(hit: Hit, config: Config, dense: bool) -> str:
     return "- {}.{}".format(*_state(memory, limit))
 
 
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself"})
+
+
+def _of_the_asker(query: str) -> bool:
+    """Whether the query asks about the person asking ("What's my favourite colour?", "Where
+    do I live?"), not about what the other side said ("What did you suggest?"): then no
+    assistant turn goes in the block. A model that once guessed "since you live in Madrid"
+    had that guess injected as the only memory of where the user lives, which its next
+    answer would confirm."""
+    words = set(re.findall(r"[a-z]+", query.lower()))
+    return bool(words & _FIRST_PERSON) and not words & _SECOND_PERSON
+
+
+def _guess(hit: Hit, query: str) -> bool:
+    return hit.kind == "passage" and hit.role == "assistant" and _of_the_asker(query)
+
+
 def _stale(hit: Hit, values: set[str | None]) -> bool:
     """Whether a passage found by its superseded statement stands beside the state that
     supersedes it (the block then leaves it out unless the query asks about the change)."""
@@ -394,7 +412,7 @@ _TITLES = {
 }
 
 
-LeftOutReason = Literal["outdated", "score_cut", "budget"]
+LeftOutReason = Literal["outdated", "guess", "score_cut", "budget"]
 
 
 @dataclass(frozen=True)
@@ -403,6 +421,8 @@ class LeftOut:
 
     - ``outdated``: a passage a newer state contradicts, the state among the packed
       candidates and the query not about the change;
+    - ``guess``: an assistant's turn, and the query asks about the person asking
+      (:func:`_of_the_asker`);
     - ``score_cut``: the adaptive count's cut: past ``min_block_tokens`` it scored only
       ``of_best`` of the best item, below ``PackConfig.relative_score`` (``cut``);
     - ``budget``: it passed the cut but no room was left in its part of the budget.
@@ -420,6 +440,8 @@ class LeftOut:
         """The reason in words, as the dashboard and ``orcamem recall --explain`` show it."""
         if self.reason == "outdated":
             return f"outdated: a newer state says it is now {self.hit.outdated_by!r}"
+        if self.reason == "guess":
+            return "a guess: an assistant's turn, and the query asks about the user"
         share = "" if self.of_best is None else f"{self.of_best:.2f} of the best"
         if self.reason == "score_cut":
             return f"below the score cut: {share}, the cut is {self.cut:.2f}"
@@ -485,6 +507,8 @@ def explain_pack(
         reason: LeftOutReason = (
             "outdated"
             if _stale(hit, values) and not _about_change(query, hit)
+            else "guess"
+            if _guess(hit, query)
             else "budget"
             if id(hit) in passed
             else "score_cut"
@@ -561,6 +585,8 @@ def _pack(
     for hit in hits:
         if _stale(hit, shown_values) and not _about_change(query, hit):
             continue  # the current state says it; the old line would only mislead
+        if _guess(hit, query):
+            continue  # what a model said of the user is its guess, not evidence of them
         kinds[_kind(hit)].append(hit)
 
     limit = config.pack.max_passage_chars

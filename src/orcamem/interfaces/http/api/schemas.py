@@ -530,8 +530,10 @@ class AuditOut(BaseModel):
 
 
 class LeftOutHit(HitOut):
-    reason: Literal["outdated", "score_cut", "budget"] = Field(
+    reason: Literal["outdated", "guess", "score_cut", "budget"] = Field(
         description="outdated: a newer state says otherwise and is what the block shows; "
+        "guess: an assistant's turn, and the query asks about the user (a model's guess is "
+        "no evidence of them); "
         "score_cut: past the block's first min_block_tokens it scored below relative_score "
         "of the best hit (the adaptive count); "
         "budget: it passed the cut but no room was left in its section of the token budget."
