@@ -279,6 +279,13 @@ def test_model_items_are_validated() -> None:
         ("Don't worry about it.", []),
         ("I don't know what to do.", []),
         ("It was a long day.", []),
+        # a stay or a tool is no home city (an audit saw each replace the user's real one)
+        ("This week I'm based in Berlin for a conference.", []),
+        ("For the next two weeks I'm living in Madrid.", []),
+        ("I live in Slack these days, work is crazy.", []),
+        ("I moved to Premium on Spotify.", []),
+        ("I moved to Lisbon this spring.", [("state", "home city", "Lisbon", "")]),
+        ("I live in Porto now.", [("state", "home city", "Porto", "")]),
     ],
 )
 def test_rule_patterns(said: str, expected: list[tuple[str, str, str, str]]) -> None:

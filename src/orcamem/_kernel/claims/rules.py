@@ -189,6 +189,18 @@ _CHANGED_RE = re.compile(
 # leaving the day after tomorrow"): that expression belongs to another clause.
 _FUTURE_RE = re.compile(r"(?:tomorrow|next\b|this weekend)")
 # Quoted speech is someone else's words, and a question states nothing: neither is read.
+_STAY = re.compile(
+    r"(?i)\b(?:this (?:week(?:end)?|month)|these days|for now|temporarily|"
+    r"for (?:the (?:next|coming) |the |a )?(?:few |couple of |two |three |\d+ )?"
+    r"(?:days?|weeks?|months?)|"
+    r"for (?:a |the )?(?:conference|trip|visit|holiday|vacation|business trip|work trip)|"
+    r"on (?:a )?(?:trip|holiday|vacation|business))\b"
+)
+"""Words that make "I'm living in Madrid" a stay, not a home ("For the next two weeks I'm
+living in Madrid", "This week I'm based in Berlin for a conference", "I live in Slack these
+days"): no home city is filed from such a sentence."""
+_ON_A_SERVICE = re.compile(r"\s+on\s+[A-Z]")
+""""I moved to Premium on Spotify": a plan or product on a service, not a place."""
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _QUESTION_RE = re.compile(r"[^.!?]*\?")
 
@@ -328,6 +340,8 @@ def _claims(
     name: str, m: re.Match[str], when: str, cite: tuple[str, ...], text: str
 ) -> Iterator[Claim]:
     state = {"kind": "state", "cites": cite}
+    if name in ("move", "live") and (_STAY.search(text) or _ON_A_SERVICE.match(text, m.end())):
+        return  # a stay or a switch of tools, not a home: "based in Berlin for a conference"
     if name == "name":
         yield Claim(attribute="name", value=m.group(1), **state)
     elif name == "move":
