@@ -975,3 +975,17 @@ def test_a_models_guess_about_the_user_is_no_evidence_of_them(
         assert [left.reason for left in why.left_out if "Madrid" in left.hit.text] == ["guess"]
         assert "Biscuit" in mem.recall("What is my dog called?")
         assert "sage paint" in mem.recall("Which paint did you pick for my study?")
+
+
+def test_a_request_asked_again_is_not_its_own_memory(tmp_path: Path, clock: FrozenClock) -> None:
+    """Only a question ("…?") counted as asked again: "Write a haiku about autumn." came
+    back verbatim as the memory for the same request the next day."""
+    with Memory(tmp_path / "m.db", clock=clock) as mem:
+        mem.observe("user", "Write a haiku about autumn.", session_id="s1")
+        mem.observe("assistant", "Crisp leaves drift and fall, amber light.", session_id="s1")
+        mem.observe("user", "I walk my dog Biscuit every morning.", session_id="s2")
+        for i in range(24):  # enough text for recall to calibrate its gate
+            mem.observe("user", f"Standup note {i}: reviewed PR {100 + i}.", session_id=f"n{i}")
+        assert "haiku" not in mem.recall("Write a haiku about autumn.")
+        assert "haiku about autumn" in mem.recall("When did I ask for a haiku about autumn?")
+        assert "Biscuit" in mem.recall("When do I walk my dog?")

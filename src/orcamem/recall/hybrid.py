@@ -449,6 +449,18 @@ class _Evidence:
 
 
 _ASKING = frozenset({"ask", "question", "wonder", "inquir"})
+_REQUEST_RE = re.compile(
+    r"(?i)^\W*(?:please\s+)?(?:write|give|tell|list|make|create|explain|show|suggest|translate|"
+    r"summari[sz]e|draft|generate|describe|recommend|find|compose|rewrite|name|plan)\b"
+)
+"""A user's request in the imperative ("Write a haiku about autumn."): like a question, it is
+no answer of its own, and asked again it must not come back as memory."""
+
+
+def _requests(hit: Hit) -> bool:
+    return hit.role != "assistant" and bool(_REQUEST_RE.match(hit.text))
+
+
 """Stems of a query about a question asked (``topics.stem``: "asked" → ``ask``)."""
 
 
@@ -818,7 +830,11 @@ def _gate_passages(
     if cited:
         riders.update(row.episode_id for row in store.lines(cited))
     said = {hit.episode_id for hit in hits if hit.role != "assistant"} & own
-    restated = {hit.episode_id for hit in hits if hit.episode_id in asks and evidence.restates(hit)}
+    restated = {
+        hit.episode_id
+        for hit in hits
+        if (hit.episode_id in asks or _requests(hit)) and evidence.restates(hit)
+    }
     return [
         hit
         for hit in hits
