@@ -286,6 +286,13 @@ def test_model_items_are_validated() -> None:
         ("I moved to Premium on Spotify.", []),
         ("I moved to Lisbon this spring.", [("state", "home city", "Lisbon", "")]),
         ("I live in Porto now.", [("state", "home city", "Porto", "")]),
+        # a diet given up is a change of state, not nothing (the old one had stayed current)
+        (
+            "I eat meat again, I'm no longer vegetarian.",
+            [("state", "diet", "no longer vegetarian", "")],
+        ),
+        ("I'm not vegan anymore.", [("state", "diet", "not vegan", "")]),
+        ("I'm not vegan but my sister is.", []),
     ],
 )
 def test_rule_patterns(said: str, expected: list[tuple[str, str, str, str]]) -> None:

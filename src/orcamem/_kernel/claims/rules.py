@@ -28,6 +28,7 @@ my sister Ruth / my tutor Kenji         state  user · sister: Ruth
 my husband and kids / my two kids       fact   user · family: husband and kids (facts add up)
 we've got a pup and a kitty / two cats  fact   user · pets: a pup and a kitty
 I went/turned vegetarian                state  user · diet: vegetarian
+I'm no longer / not vegetarian (anymore) state user · diet: no longer vegetarian (supersedes)
 (an adverb may stand between I and the verb: "I now work at", "I finally finished")
 my X is Y / my X is called/named Y      state  user · X: Y  (Y a name, or X a known slot
                                         such as favourite …, birthday, job, team)
@@ -227,6 +228,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                         r"(vegan|vegetarian|pescatarian|teetotal)\b")),
     ("diet", re.compile(r"\bI(?:'m| am)\s+(?:also\s+|now\s+|strictly\s+)?(?:an?\s+)?"
                         r"(vegan|vegetarian|pescatarian|teetotal|teetotaller)\b")),
+    # a diet given up supersedes it: "I'm no longer vegetarian", "I'm not vegan anymore"
+    ("diet", re.compile(r"\bI(?:'m| am)\s+((?:no longer|not)\s+(?:an?\s+)?"
+                        r"(?:vegan|vegetarian|pescatarian|teetotal|teetotaller))\b"
+                        r"(?=\s*(?:anymore|any more|now)?\s*[,.;!]|\s*$)")),
     ("named_pet", re.compile(r"\bI\s+(?:also\s+)?have\s+(?:a|an)\s+([a-z][a-z -]{1,30}?)\s+"
                              r"(?:named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2})")),
     ("family", re.compile(r"\b[Mm]y\s+(" + _COUNT + r"(?:" + _KIN + r")(?:\s+and\s+(?:my\s+)?"
