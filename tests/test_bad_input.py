@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -327,15 +328,20 @@ def as_unprivileged(code: str, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def world_readable(tmp_path: Path) -> Path:
-    """A directory tree 'nobody' can read and enter but not write."""
-    for part in [tmp_path, *tmp_path.parents]:
-        if part == Path("/"):
-            break
-        part.chmod(part.stat().st_mode | 0o055)
-    locked = tmp_path / "locked"
+def world_readable() -> Iterator[Path]:
+    """A directory tree 'nobody' can read and enter but not write. Not below ``tmp_path``:
+    another pytest session of the same user sets ``/tmp/pytest-of-<user>`` back to 0700 when
+    it starts, which shut 'nobody' out midway (a CI run beside a local one failed so)."""
+    top = Path(tempfile.mkdtemp(prefix="orcamem-world-readable-"))
+    top.chmod(0o755)
+    locked = top / "locked"
     locked.mkdir()
-    return locked
+    try:
+        yield locked
+    finally:
+        for folder in (top, locked):
+            folder.chmod(0o755)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_read_only_directory(world_readable: Path) -> None:

@@ -355,11 +355,15 @@ class AsyncMemory:
         space: str | None = None,
         filters: SearchFilter | Mapping[str, Any] | None = None,
         surface: str | None = None,
+        present: Sequence[str] = (),
     ) -> str:
         """The exact memory block that ``build_context`` would inject for ``query``.
 
-        With ``filters``, the block of only what matches (``Memory.recall``)."""
-        return await _thread(self.sync.recall, query, space=space, filters=filters, surface=surface)
+        With ``filters``, the block of only what matches; ``present``, the conversation's
+        texts, whose passages it leaves out (``Memory.recall``)."""
+        return await _thread(
+            self.sync.recall, query, space=space, filters=filters, surface=surface, present=present
+        )
 
     async def explain(
         self,
@@ -408,6 +412,10 @@ class AsyncMemory:
             automation_id=automation_id,
             surface=surface,
         )
+
+    async def warm(self, *, space: str | None = None) -> None:
+        """Load the space's in-process search indexes now and wait for them."""
+        await _thread(self.sync.warm, space=space)
 
     async def stats(self, *, space: str | None = None) -> dict[str, Any]:
         """Counts for the space and the whole database, the embedder and the file size."""

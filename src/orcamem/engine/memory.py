@@ -987,10 +987,11 @@ class Memory:
         ).messages
 
     def warm(self, *, space: str | None = None) -> None:
-        """Load the space's in-process search indexes now and wait for them, as a server
-        that has answered for a while has them: the first searches of a big space otherwise
-        wait for its vectors or run beside the load of its postings (a 100,000-line space on
-        PostgreSQL: 157 ms a search then, 61 ms after)."""
+        """Load the space's in-process search indexes now and wait for them.
+
+        A server that has answered for a while has them; the first searches of a big space
+        otherwise wait for its vectors or run beside the load of its postings (a
+        100,000-line space on PostgreSQL: 157 ms a search then, 61 ms after)."""
         self.store.warm(self._space(space))
 
     def stats(self, *, space: str | None = None) -> dict[str, Any]:
