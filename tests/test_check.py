@@ -286,3 +286,39 @@ def test_a_vector_of_nan_of_the_right_size_is_found_and_embedded_again(db: Path)
     with Memory(db) as mem:
         expected = mem.embedder.embed(["Line 3 says the harbour keeps zebra3."])[0]
         assert np.allclose(np.frombuffer(blob, dtype=np.float16), expected, atol=1e-3)
+
+
+class _WritesBetween:
+    """A real connection whose graph counts have another process's add committed between
+    them (``graph.drift`` counts mentions, then links): what a live server does."""
+
+    def __init__(self, conn: sqlite3.Connection, write: object) -> None:
+        self._conn, self._write, self._done = conn, write, False
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if not self._done and sql.startswith("SELECT (SELECT count(*) FROM entity_lines"):
+            self._done = True
+            self._write()
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_check_reads_one_snapshot_while_another_process_writes(db: Path) -> None:
+    """Five checks of five during a server's writes reported the graph "out of step" and
+    told the user to repair a healthy file."""
+    from orcamem.engine.store import check
+
+    with Memory(db) as writer:
+        conn = sqlite3.connect(db, isolation_level=None)
+        try:
+
+            def write() -> None:
+                writer.add("Alice met Bob in Paris with Carol and Dave.")
+
+            found = check.problems(_WritesBetween(conn, write))  # type: ignore[arg-type]
+        finally:
+            conn.close()
+        assert not [p for p in found if p.kind == "graph"], found
+        assert writer.store.problems() == []  # and the file is healthy afterwards

@@ -177,6 +177,42 @@ def test_a_markdown_rewrite_is_durable_and_leaves_no_temp_file(
     assert {path.stat().st_ino, tmp_path.stat().st_ino} <= fsynced
 
 
+def test_a_markdown_save_killed_midway_leaves_no_memory_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file was created under its own name and then written: a save killed between the
+    two left an empty ``entries/<id>.md`` that every later read skipped with a warning. Now
+    the name appears only once the whole text is on disk."""
+    path = tmp_path / "entry.md"
+
+    def killed(fd: int) -> None:
+        raise KeyboardInterrupt  # the process dies before the data is durable
+
+    monkeypatch.setattr(os, "fsync", killed)
+    with pytest.raises(KeyboardInterrupt):
+        markdown_io.write_new(path, "---\nid: x\n---\nbody\n")
+    assert not path.exists()
+    monkeypatch.undo()
+    markdown_io.write_new(path, "one\n")
+    with pytest.raises(FileExistsError):
+        markdown_io.write_new(path, "two\n")  # never over an existing memory
+    assert path.read_text() == "one\n" and [p.name for p in tmp_path.iterdir()] == ["entry.md"]
+
+
+def test_an_append_after_a_torn_transcript_line_is_read_back(tmp_path: Path) -> None:
+    """A writer killed mid-line (a 200 MB tool message) left no newline: the next process's
+    acknowledged append was glued to the torn line and skipped with it as garbage."""
+    path = tmp_path / "transcript.jsonl"
+    transcript = JsonlTranscript(path)
+    transcript.message("s1", "t1", "user", "Hello.")
+    with path.open("ab") as handle:
+        handle.write(b'{"kind": "message", "session_id": "s1", "text": "cut sh')  # the kill
+    transcript.message("s1", "t2", "user", "I prefer tabs over spaces.")
+    said = [record.text for record in transcript.turn_records("s1", "t2")]
+    assert said == ["I prefer tabs over spaces."]
+    assert [r.text for r in transcript.turn_records("s1", "t1")] == ["Hello."]
+
+
 def test_a_new_transcript_is_durable_with_its_name(tmp_path: Path, fsynced: set[int]) -> None:
     transcript = JsonlTranscript(tmp_path / "transcript.jsonl")
     transcript.message("s1", "t1", "user", "Hello.")

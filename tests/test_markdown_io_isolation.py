@@ -31,6 +31,7 @@ ALLOWED_IMPORTS = {
         "make_dirs",
         "remove_stale_temps",
         "write_atomic",
+        "write_new",
     },
 }
 """Module → the names it may give (None: any). ``os`` only for ``fsync`` (durable writes); the

@@ -43,6 +43,7 @@ __all__ = [
     "store_error",
     "temp_path",
     "write_atomic",
+    "write_new",
 ]
 
 LOCK_TIMEOUT_S = 10.0
@@ -111,19 +112,48 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """
     tmp = temp_path(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(tmp, data, mode)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise store_error("write", path, exc) from exc
+    fsync_dir(path.parent)
+
+
+def _write_synced(tmp: Path, data: bytes, mode: int) -> None:
+    """``data`` in a new file ``tmp``, whole and fsynced."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Create ``path`` holding ``data``, durably and whole, never over an existing file: the
+    data goes to a temp file first, which is then linked to its name (a crash leaves a temp
+    file, never an empty or half-written ``path``; a killed save had left an empty memory
+    file that every later read skipped with a warning).
+
+    Raises:
+        FileExistsError: ``path`` exists (nothing written).
+        StoreError: the file could not be written.
+    """
+    tmp = temp_path(path)
+    try:
+        _write_synced(tmp, data, mode)
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise store_error("write", path, exc) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     fsync_dir(path.parent)
 
 

@@ -93,9 +93,16 @@ class JsonlTranscript:
         with self._guard:
             new = not self.path.exists()
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
                 try:
-                    os.write(fd, line.encode("utf-8"))
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        # a writer killed mid-line left it torn: this record starts its own
+                        # line, or it would be read as part of the torn one and skipped
+                        line = "\n" + line
+                    view = memoryview(line.encode("utf-8"))
+                    while view:  # a short write goes on where it stopped
+                        view = view[os.write(fd, view) :]
                     os.fsync(fd)
                 finally:
                     os.close(fd)

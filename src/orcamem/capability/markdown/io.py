@@ -16,7 +16,14 @@ from __future__ import annotations
 from os import fsync
 from pathlib import Path
 
-from orcamem._kernel.files import FileLock, fsync_dir, make_dirs, remove_stale_temps, write_atomic
+from orcamem._kernel.files import (
+    FileLock,
+    fsync_dir,
+    make_dirs,
+    remove_stale_temps,
+    write_atomic,
+)
+from orcamem._kernel.files import write_new as create_whole
 
 __all__ = [
     "append_line",
@@ -80,14 +87,14 @@ def _write_synced(path: Path, text: str, mode: str) -> None:
 
 
 def write_new(path: Path, text: str) -> None:
-    """Create ``path`` with ``text``, durably; an existing file is an error (never clobbered).
+    """Create ``path`` with ``text``, durably and whole (``_kernel.files.write_new``: a temp file
+    linked to its name); an existing file is an error (never clobbered).
 
     Raises:
         FileExistsError: ``path`` exists.
-        OSError: the folder cannot be written.
+        StoreError: the folder cannot be written.
     """
-    _write_synced(path, text, "x")
-    fsync_dir(path.parent)
+    create_whole(path, text.encode("utf-8"))
 
 
 def replace_text(path: Path, text: str) -> None:

@@ -63,16 +63,25 @@ _warned: set[str] = set()
 
 
 def problems(conn: sqlite3.Connection) -> list[Problem]:
-    """Everything found wrong, file first, then indexes, vectors, digests and lineage."""
-    return [
-        *_sqlite(conn),
-        *_fts(conn),
-        *_orphans(conn),
-        *_vectors(conn),
-        *_digests(conn),
-        *lineage(conn),
-        *_graph(conn),
-    ]
+    """Everything found wrong, file first, then indexes, vectors, digests and lineage.
+
+    The checks after FTS5's (an ``INSERT``, so outside any read transaction) read one
+    snapshot: a server writing meanwhile had made the graph's mentions and links, counted by
+    two statements, differ by what it committed between them ("out of step … run `orcamem
+    repair`" on a healthy file)."""
+    found = [*_sqlite(conn), *_fts(conn)]
+    conn.execute("BEGIN")
+    try:
+        return [
+            *found,
+            *_orphans(conn),
+            *_vectors(conn),
+            *_digests(conn),
+            *lineage(conn),
+            *_graph(conn),
+        ]
+    finally:
+        conn.execute("COMMIT")
 
 
 def repair_derived(conn: sqlite3.Connection) -> list[str]:
