@@ -4,6 +4,7 @@ write and read each other's writes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -268,3 +269,84 @@ def test_the_workers_listening_socket_gives_connections_tcp_nodelay() -> None:
 
     asyncio.run(accept_one())
     assert seen == [1]
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from ``/proc``)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _is_worker(pid: int) -> bool:
+    """A uvicorn worker process (not multiprocessing's resource tracker)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"spawn_main" in command and b"resource_tracker" not in command
+
+
+def _gone(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return True
+    return fields[0] == "Z"  # a zombie serves nothing
+
+
+def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    """SIGKILL of ``serve --workers 2`` had left both workers serving and writing to the
+    file under init, holding the port: a restart on it failed ("Address already in use")."""
+    db = tmp_path / "m.db"
+    args = ["serve", "--db", str(db), "--no-auto-sleep", "--workers", "2", "--port"]
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w+b")
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "orcamem", *args, str(port)],
+        env={**os.environ, **child_env()},
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    workers: list[int] = []
+    try:
+        while True:  # the suite's timeout guards against a server that never comes up
+            assert supervisor.poll() is None, "orcamem serve exited"
+            log.seek(0)
+            if log.read().count(STARTED) >= 2:
+                break
+            threading.Event().wait(0.1)
+        workers = [pid for pid in _children(supervisor.pid) if _is_worker(pid)]
+        assert len(workers) == 2, workers
+        supervisor.kill()
+        supervisor.wait(60)
+        while not all(_gone(pid) for pid in workers):  # the suite's timeout guards a hang
+            threading.Event().wait(0.1)
+    finally:
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        log.close()
+    again = subprocess.Popen(  # on the same port: nothing holds it any more
+        [sys.executable, "-m", "orcamem", *args, str(port)],
+        env={**os.environ, **child_env()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with httpx.Client(timeout=5) as probe:
+            while True:  # the suite's timeout guards against a server that never comes up
+                assert again.poll() is None, f"the restart exited with {again.returncode}"
+                with contextlib.suppress(httpx.HTTPError):
+                    if probe.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                        break
+                threading.Event().wait(0.1)
+    finally:
+        again.terminate()
+        again.wait(60)

@@ -17,10 +17,14 @@ server makes (and removes), and the scrape sums them (``metrics.Metrics.share``)
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 
@@ -99,7 +103,7 @@ def run_workers(factory: Callable[[], FastAPI], settings: ServerSettings, worker
 
     shared = tempfile.mkdtemp(prefix="orcamem-metrics-")  # the workers' counts, one file each
     config = uvicorn.Config(
-        partial(_worker_app, factory, shared),
+        partial(_worker_app, factory, shared, os.getpid()),
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -129,6 +133,23 @@ def tcp_socket(bound: socket.socket) -> socket.socket:
     return socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
 
 
+ORPHAN_CHECK_S = 0.5
+"""How often a worker looks whether its supervisor is still its parent."""
+
+
+def _end_with(supervisor: int) -> None:
+    """Stop this worker (SIGTERM: it finishes its requests) once ``supervisor`` is gone: a
+    supervisor killed with SIGKILL had left its workers serving and writing to the database,
+    holding the port, so a restart failed with "Address already in use"."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(ORPHAN_CHECK_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="orcamem-orphan-watch", daemon=True).start()
+
+
 WORKER_SILENCE_S = 120
 """How long the supervisor waits for a worker to answer its ping before it kills and replaces
 it (uvicorn's default, 5 s, killed workers still importing on a loaded machine, and would
@@ -137,13 +158,14 @@ STARTUP_FAILURE = 3
 """uvicorn's exit code for a worker that could not start (its supervisor then stops)."""
 
 
-def _worker_app(factory: Callable[[], FastAPI], shared: str) -> FastAPI:
+def _worker_app(factory: Callable[[], FastAPI], shared: str, supervisor: int) -> FastAPI:
     """One worker's app (in the worker process): the factory's, its ``/metrics`` the whole
     server's (the counts every worker writes to ``shared``), writing its queued log lines as
-    it stops."""
+    it stops; the worker ends when its ``supervisor`` process does (:func:`_end_with`)."""
     from ...errors import OrcamemError
     from .logs import drain
 
+    _end_with(supervisor)
     try:
         app = factory()
         metrics = getattr(app.state, "metrics", None)
